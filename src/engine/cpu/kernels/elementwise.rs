@@ -1,0 +1,270 @@
+//! Element-wise kernels: binary arithmetic, comparisons, unary maps (including not,
+//! relu, sigmoid, tanh), cast, clamp and where. float16 is computed in float32 and
+//! rounded once; integer arithmetic wraps, and integer division by zero gives 0
+//! rather than trapping (no WebNN backend may crash on data).
+
+use half::f16;
+
+use super::broadcast::{par_chunks, par_rows, Broadcast};
+use super::element::{as_elems, as_elems_mut, Element};
+use super::Tensor;
+use crate::dispatch;
+use crate::error::Result;
+use crate::graph::DataType;
+use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
+
+/// Runs `f` over two broadcast inputs into `out`.
+fn map2<A: Element, B: Element, O: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &mut [u8],
+    out_shape: &[usize],
+    f: impl Fn(A, B) -> O + Sync + Send,
+) -> Result<()> {
+    let (xa, xb) = (as_elems::<A>(a.data)?, as_elems::<B>(b.data)?);
+    let out = as_elems_mut::<O>(out)?;
+    let plan = Broadcast::new(out_shape, [a.shape, b.shape]);
+    let inner = plan.inner();
+    par_rows(out, inner, |rows, chunk| {
+        let start = rows.start;
+        plan.for_rows(rows, |row, [oa, ob]| {
+            let dst = &mut chunk[(row - start) * inner..][..inner];
+            match plan.inner_step {
+                [1, 1] => {
+                    for ((d, &x), &y) in dst.iter_mut().zip(&xa[oa..oa + inner]).zip(&xb[ob..ob + inner]) {
+                        *d = f(x, y);
+                    }
+                }
+                [1, 0] => {
+                    let y = xb[ob];
+                    for (d, &x) in dst.iter_mut().zip(&xa[oa..oa + inner]) {
+                        *d = f(x, y);
+                    }
+                }
+                [0, 1] => {
+                    let x = xa[oa];
+                    for (d, &y) in dst.iter_mut().zip(&xb[ob..ob + inner]) {
+                        *d = f(x, y);
+                    }
+                }
+                _ => dst.fill(f(xa[oa], xb[ob])),
+            }
+        });
+    });
+    Ok(())
+}
+
+/// Runs `f` over one input of the same shape as `out`.
+fn map1<I: Element, O: Element>(input: &[u8], out: &mut [u8], f: impl Fn(I) -> O + Sync + Send) -> Result<()> {
+    let src = as_elems::<I>(input)?;
+    let dst = as_elems_mut::<O>(out)?;
+    par_chunks(dst, |start, chunk| {
+        let n = chunk.len();
+        for (d, &x) in chunk.iter_mut().zip(&src[start..start + n]) {
+            *d = f(x);
+        }
+    });
+    Ok(())
+}
+
+/// Arithmetic of the binary operators for one element type.
+pub trait Arith: Element {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn pow(self, o: Self) -> Self;
+}
+
+impl Arith for f32 {
+    #[inline] fn add(self, o: Self) -> Self { self + o }
+    #[inline] fn sub(self, o: Self) -> Self { self - o }
+    #[inline] fn mul(self, o: Self) -> Self { self * o }
+    #[inline] fn div(self, o: Self) -> Self { self / o }
+    #[inline] fn pow(self, o: Self) -> Self { self.powf(o) }
+}
+
+impl Arith for f16 {
+    #[inline] fn add(self, o: Self) -> Self { f16::from_f32(self.to_f32() + o.to_f32()) }
+    #[inline] fn sub(self, o: Self) -> Self { f16::from_f32(self.to_f32() - o.to_f32()) }
+    #[inline] fn mul(self, o: Self) -> Self { f16::from_f32(self.to_f32() * o.to_f32()) }
+    #[inline] fn div(self, o: Self) -> Self { f16::from_f32(self.to_f32() / o.to_f32()) }
+    #[inline] fn pow(self, o: Self) -> Self { f16::from_f32(self.to_f32().powf(o.to_f32())) }
+}
+
+macro_rules! int_arith {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            /// Truncating division; x / 0 is 0 and MIN / -1 wraps, instead of trapping.
+            #[inline] fn div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            /// Exponentiation by squaring with wrapping. A negative exponent gives the
+            /// truncated value of 1 / self^|o|: 1 for 1, ±1 for -1, 0 otherwise (and 0
+            /// for 0, where the real result is infinite).
+            #[inline]
+            #[allow(unused_comparisons)]
+            fn pow(self, o: Self) -> Self {
+                if o < 0 {
+                    return match self.to_i128() {
+                        1 => 1 as $t,
+                        -1 => if o.to_i128() % 2 == 0 { 1 as $t } else { self },
+                        _ => 0,
+                    };
+                }
+                let (mut base, mut exp, mut acc) = (self, o.to_i128() as u128, 1 as $t);
+                while exp > 0 {
+                    if exp & 1 == 1 { acc = acc.wrapping_mul(base); }
+                    base = base.wrapping_mul(base);
+                    exp >>= 1;
+                }
+                acc
+            }
+        }
+    )*};
+}
+int_arith!(i8, u8, i32, u32, i64, u64);
+
+/// max/min that propagate NaN, like numpy's maximum/minimum.
+#[inline]
+fn max_nan<T: Element>(a: T, b: T) -> T {
+    if a != a || a > b { a } else { b }
+}
+#[inline]
+fn min_nan<T: Element>(a: T, b: T) -> T {
+    if a != a || a < b { a } else { b }
+}
+
+pub fn binary(k: BinaryKind, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    dispatch!(a.data_type, T => match k {
+        BinaryKind::Add => map2(a, b, out, out_shape, <T as Arith>::add),
+        BinaryKind::Sub => map2(a, b, out, out_shape, <T as Arith>::sub),
+        BinaryKind::Mul => map2(a, b, out, out_shape, <T as Arith>::mul),
+        BinaryKind::Div => map2(a, b, out, out_shape, <T as Arith>::div),
+        BinaryKind::Pow => map2(a, b, out, out_shape, <T as Arith>::pow),
+        BinaryKind::Max => map2(a, b, out, out_shape, max_nan::<T>),
+        BinaryKind::Min => map2(a, b, out, out_shape, min_nan::<T>),
+    })
+}
+
+pub fn logical(k: LogicalKind, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    dispatch!(a.data_type, T => match k {
+        LogicalKind::Equal => map2(a, b, out, out_shape, |x: T, y: T| (x == y) as u8),
+        LogicalKind::Greater => map2(a, b, out, out_shape, |x: T, y: T| (x > y) as u8),
+        LogicalKind::GreaterOrEqual => map2(a, b, out, out_shape, |x: T, y: T| (x >= y) as u8),
+        LogicalKind::Lesser => map2(a, b, out, out_shape, |x: T, y: T| (x < y) as u8),
+        LogicalKind::LesserOrEqual => map2(a, b, out, out_shape, |x: T, y: T| (x <= y) as u8),
+    })
+}
+
+/// The float32 function of a floating-point unary operator.
+fn float_fn(k: UnaryKind) -> fn(f32) -> f32 {
+    match k {
+        UnaryKind::Abs => f32::abs,
+        UnaryKind::Ceil => f32::ceil,
+        UnaryKind::Cos => f32::cos,
+        UnaryKind::Erf => libm::erff,
+        UnaryKind::Exp => f32::exp,
+        UnaryKind::Floor => f32::floor,
+        UnaryKind::Log => f32::ln,
+        UnaryKind::Neg => |x| -x,
+        UnaryKind::Reciprocal => |x| 1.0 / x,
+        UnaryKind::Sin => f32::sin,
+        UnaryKind::Sqrt => f32::sqrt,
+        UnaryKind::Tan => f32::tan,
+        UnaryKind::Relu => |x| if x < 0.0 { 0.0 } else { x },
+        UnaryKind::Sigmoid => |x| 1.0 / (1.0 + (-x).exp()),
+        UnaryKind::Tanh => f32::tanh,
+        UnaryKind::Identity | UnaryKind::LogicalNot => |x| x,
+    }
+}
+
+macro_rules! signed_int_unary {
+    ($k:expr, $T:ty, $input:expr, $out:expr) => {
+        match $k {
+            UnaryKind::Abs => map1($input, $out, |x: $T| x.wrapping_abs()),
+            UnaryKind::Neg => map1($input, $out, |x: $T| x.wrapping_neg()),
+            UnaryKind::Relu => map1($input, $out, |x: $T| x.max(0)),
+            _ => unsupported($k, stringify!($T)),
+        }
+    };
+}
+
+fn unsupported(k: UnaryKind, t: &str) -> Result<()> {
+    Err(crate::error::WebnnError::Operation(format!(
+        "internal: {} has no CPU kernel for {t}",
+        crate::ops::elementwise::unary_name(k)
+    )))
+}
+
+pub fn unary(k: UnaryKind, input: &Tensor, out: &mut [u8]) -> Result<()> {
+    if k == UnaryKind::Identity {
+        out.copy_from_slice(input.data);
+        return Ok(());
+    }
+    if k == UnaryKind::LogicalNot {
+        return map1(input.data, out, |x: u8| (x == 0) as u8);
+    }
+    match input.data_type {
+        DataType::Float32 => map1(input.data, out, float_fn(k)),
+        DataType::Float16 => {
+            let f = float_fn(k);
+            map1(input.data, out, move |x: f16| f16::from_f32(f(x.to_f32())))
+        }
+        DataType::Int32 => signed_int_unary!(k, i32, input.data, out),
+        DataType::Int8 => signed_int_unary!(k, i8, input.data, out),
+        DataType::Int64 => signed_int_unary!(k, i64, input.data, out),
+        other => unsupported(k, other.name()),
+    }
+}
+
+/// cast: floats convert with rounding to nearest, floats to integers truncate toward
+/// zero and saturate (NaN becomes 0), integers to integers keep the low bits.
+pub fn cast(input: &Tensor, to: DataType, out: &mut [u8]) -> Result<()> {
+    dispatch!(input.data_type, S => dispatch!(to, D => {
+        if S::IS_FLOAT {
+            map1(input.data, out, |x: S| D::from_f64(x.to_f64()))
+        } else {
+            map1(input.data, out, |x: S| D::from_i128(x.to_i128()))
+        }
+    }))
+}
+
+/// clamp: bounds are float32; for integer types the effective bounds are the
+/// integers inside [minValue, maxValue], saturated to the type's range.
+pub fn clamp(input: &Tensor, min: Option<f32>, max: Option<f32>, out: &mut [u8]) -> Result<()> {
+    dispatch!(input.data_type, T => {
+        let (lo, hi) = if T::IS_FLOAT {
+            (min.map(|v| T::from_f64(v as f64)), max.map(|v| T::from_f64(v as f64)))
+        } else {
+            (min.map(|v| T::from_f64((v as f64).ceil())), max.map(|v| T::from_f64((v as f64).floor())))
+        };
+        map1(input.data, out, move |x: T| {
+            let x = match lo { Some(l) if x < l => l, _ => x };
+            match hi { Some(h) if x > h => h, _ => x }
+        })
+    })
+}
+
+/// where: out = condition != 0 ? input : other, all three broadcast.
+pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    dispatch!(a.data_type, T => {
+        let c = as_elems::<u8>(cond.data)?;
+        let (xa, xb) = (as_elems::<T>(a.data)?, as_elems::<T>(b.data)?);
+        let out = as_elems_mut::<T>(out)?;
+        let plan = Broadcast::new(out_shape, [cond.shape, a.shape, b.shape]);
+        let inner = plan.inner();
+        let [sc, sa, sb] = plan.inner_step;
+        par_rows(out, inner, |rows, chunk| {
+            let start = rows.start;
+            plan.for_rows(rows, |row, [oc, oa, ob]| {
+                let dst = &mut chunk[(row - start) * inner..][..inner];
+                for (i, d) in dst.iter_mut().enumerate() {
+                    *d = if c[oc + i * sc] != 0 { xa[oa + i * sa] } else { xb[ob + i * sb] };
+                }
+            });
+        });
+        Ok(())
+    })
+}

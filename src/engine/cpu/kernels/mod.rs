@@ -1,0 +1,51 @@
+//! CPU kernels, one family per file, and the dispatch from a typed `Op` to them.
+
+pub mod broadcast;
+pub mod element;
+pub mod elementwise;
+pub mod movement;
+
+use crate::error::{Result, WebnnError};
+use crate::graph::DataType;
+use crate::ops::Op;
+
+/// A read-only tensor: bytes in the data type's element layout, plus its shape.
+#[derive(Clone, Copy)]
+pub struct Tensor<'a> {
+    pub data: &'a [u8],
+    pub shape: &'a [usize],
+    pub data_type: DataType,
+}
+
+/// Runs one operator. `outputs` are (bytes, shape) pairs in the operator's output
+/// order; the core guarantees shapes and sizes, the kernels only compute.
+pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
+    use elementwise as ew;
+    use movement as mv;
+    let internal = || WebnnError::Operation(format!("internal: wrong operand count for {}", op.name()));
+    let x = inputs.first().ok_or_else(internal)?;
+    if let Op::Split { axis } = op {
+        return mv::split(x, *axis, outputs);
+    }
+    let (out, out_shape) = match outputs {
+        [(out, shape)] => (&mut **out, *shape),
+        _ => return Err(internal()),
+    };
+    match (op, inputs) {
+        (Op::Binary(k), [a, b]) => ew::binary(*k, a, b, out, out_shape),
+        (Op::Logical(k), [a, b]) => ew::logical(*k, a, b, out, out_shape),
+        (Op::Unary(k), [a]) => ew::unary(*k, a, out),
+        (Op::Cast(to), [a]) => ew::cast(a, *to, out),
+        (Op::Clamp { min, max }, [a]) => ew::clamp(a, *min, *max, out),
+        (Op::Reshape, [a]) => {
+            out.copy_from_slice(a.data);
+            Ok(())
+        }
+        (Op::Transpose { permutation }, [a]) => mv::transpose(a, permutation, out),
+        (Op::Concat { axis }, ins) => mv::concat(ins, *axis, out),
+        (Op::Slice { starts, sizes }, [a]) => mv::slice(a, starts, sizes, out),
+        (Op::Expand, [a]) => mv::expand(a, out_shape, out),
+        (Op::Where, [c, a, b]) => ew::where_(c, a, b, out, out_shape),
+        _ => Err(internal()),
+    }
+}

@@ -1,0 +1,204 @@
+//! Data movement kernels: transpose, slice, split, expand and concat, all as one
+//! strided copy that works on element size, not data type. Reshape and identity
+//! are plain copies.
+
+use super::broadcast::par_rows;
+use super::Tensor;
+use crate::error::{Result, WebnnError};
+
+fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut s = 1;
+    for d in (0..shape.len()).rev() {
+        strides[d] = s;
+        s *= shape[d];
+    }
+    strides
+}
+
+/// A window of `src` described by a base offset and per-dimension strides (in
+/// elements) over `shape`, copied into the contiguous `dst` of that shape.
+struct Window<'a> {
+    src: &'a [u8],
+    base: usize,
+    strides: Vec<usize>,
+}
+
+/// Copies a strided window into contiguous `dst`. Rows are memcpy'd where the source
+/// is contiguous along the last dimension, and split across the pool when large.
+fn gather(w: &Window, shape: &[usize], esize: usize, dst: &mut [u8]) -> Result<()> {
+    let n: usize = shape.iter().product();
+    if dst.len() != n * esize {
+        return Err(WebnnError::Operation("internal: gather size mismatch".into()));
+    }
+    let mut dims: Vec<(usize, usize)> = Vec::new(); // (size, stride)
+    for (&size, &stride) in shape.iter().zip(&w.strides) {
+        if size == 1 {
+            continue;
+        }
+        match dims.last_mut() {
+            Some(last) if last.1 == stride * size => *last = (last.0 * size, stride),
+            _ => dims.push((size, stride)),
+        }
+    }
+    let (inner, inner_stride) = dims.pop().unwrap_or((1, 0));
+    let outer: Vec<usize> = dims.iter().map(|d| d.0).collect();
+    let outer_strides: Vec<usize> = dims.iter().map(|d| d.1).collect();
+    let row_bytes = inner * esize;
+    // Bounds: the largest source offset touched must lie within src.
+    let last = w.base
+        + outer.iter().zip(&outer_strides).map(|(s, st)| (s - 1) * st).sum::<usize>()
+        + (inner - 1) * inner_stride;
+    if n > 0 && (last + 1) * esize > w.src.len() {
+        return Err(WebnnError::Operation("internal: gather window exceeds its source".into()));
+    }
+    let src = w.src;
+    par_rows(dst, row_bytes, |rows, chunk| {
+        let start = rows.start;
+        let mut index = vec![0usize; outer.len()];
+        let mut rem = start;
+        for d in (0..outer.len()).rev() {
+            index[d] = rem % outer[d];
+            rem /= outer[d];
+        }
+        for out_row in chunk.chunks_exact_mut(row_bytes.max(1)) {
+            let off = w.base + index.iter().zip(&outer_strides).map(|(i, s)| i * s).sum::<usize>();
+            copy_row(&src[off * esize..], inner, inner_stride, esize, out_row);
+            for d in (0..outer.len()).rev() {
+                index[d] += 1;
+                if index[d] < outer[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    });
+    Ok(())
+}
+
+#[inline]
+fn copy_row(src: &[u8], n: usize, stride: usize, esize: usize, dst: &mut [u8]) {
+    if stride == 1 {
+        dst.copy_from_slice(&src[..n * esize]);
+        return;
+    }
+    macro_rules! strided {
+        ($w:expr) => {
+            for (i, d) in dst.chunks_exact_mut($w).enumerate() {
+                let s = i * stride * $w;
+                d.copy_from_slice(&src[s..s + $w]);
+            }
+        };
+    }
+    match esize {
+        1 => {
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = src[i * stride];
+            }
+        }
+        2 => strided!(2),
+        4 => strided!(4),
+        8 => strided!(8),
+        w => strided!(w),
+    }
+}
+
+pub fn transpose(input: &Tensor, permutation: &[usize], out: &mut [u8]) -> Result<()> {
+    let in_strides = contiguous_strides(input.shape);
+    let shape: Vec<usize> = permutation.iter().map(|&p| input.shape[p]).collect();
+    let strides = permutation.iter().map(|&p| in_strides[p]).collect();
+    gather(&Window { src: input.data, base: 0, strides }, &shape, input.data_type.byte_size(), out)
+}
+
+pub fn slice(input: &Tensor, starts: &[usize], sizes: &[usize], out: &mut [u8]) -> Result<()> {
+    let strides = contiguous_strides(input.shape);
+    let base = starts.iter().zip(&strides).map(|(s, st)| s * st).sum();
+    gather(&Window { src: input.data, base, strides }, sizes, input.data_type.byte_size(), out)
+}
+
+/// split: consecutive slices along `axis`, one per output.
+pub fn split(input: &Tensor, axis: usize, outs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
+    let mut starts = vec![0; input.shape.len()];
+    for (out, shape) in outs.iter_mut() {
+        slice(input, &starts, shape, out)?;
+        starts[axis] += shape[axis];
+    }
+    Ok(())
+}
+
+pub fn expand(input: &Tensor, out_shape: &[usize], out: &mut [u8]) -> Result<()> {
+    let pad = out_shape.len() - input.shape.len();
+    let in_strides = contiguous_strides(input.shape);
+    let strides = (0..out_shape.len())
+        .map(|d| if d < pad || input.shape[d - pad] == 1 { 0 } else { in_strides[d - pad] })
+        .collect();
+    gather(&Window { src: input.data, base: 0, strides }, out_shape, input.data_type.byte_size(), out)
+}
+
+/// concat: each input is copied as rows of `inner` bytes into its column range of
+/// the output's rows.
+pub fn concat(inputs: &[Tensor], axis: usize, out: &mut [u8]) -> Result<()> {
+    let Some(first) = inputs.first() else { return Ok(()) };
+    let esize = first.data_type.byte_size();
+    let outer: usize = first.shape[..axis].iter().product();
+    let row_bytes: Vec<usize> = inputs.iter().map(|t| t.shape[axis..].iter().product::<usize>() * esize).collect();
+    let out_row: usize = row_bytes.iter().sum();
+    if out.len() != outer * out_row {
+        return Err(WebnnError::Operation("internal: concat size mismatch".into()));
+    }
+    par_rows(out, out_row, |rows, chunk| {
+        let start = rows.start;
+        for r in rows {
+            let dst = &mut chunk[(r - start) * out_row..][..out_row];
+            let mut col = 0;
+            for (t, &rb) in inputs.iter().zip(&row_bytes) {
+                dst[col..col + rb].copy_from_slice(&t.data[r * rb..(r + 1) * rb]);
+                col += rb;
+            }
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::DataType;
+
+    fn t<'a>(data: &'a [u8], shape: &'a [usize]) -> Tensor<'a> {
+        Tensor { data, shape, data_type: DataType::Uint8 }
+    }
+
+    #[test]
+    fn transpose_2d_and_3d() {
+        let x: Vec<u8> = (0..6).collect();
+        let mut out = vec![0; 6];
+        transpose(&t(&x, &[2, 3]), &[1, 0], &mut out).unwrap();
+        assert_eq!(out, vec![0, 3, 1, 4, 2, 5]);
+        let x: Vec<u8> = (0..24).collect();
+        let mut out = vec![0; 24];
+        transpose(&t(&x, &[2, 3, 4]), &[1, 2, 0], &mut out).unwrap();
+        // out[j][k][i] = x[i][j][k] = 12i + 4j + k
+        for j in 0..3 {
+            for k in 0..4 {
+                for i in 0..2 {
+                    assert_eq!(out[j * 8 + k * 2 + i] as usize, 12 * i + 4 * j + k);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn slice_expand_concat() {
+        let x: Vec<u8> = (0..12).collect();
+        let mut out = vec![0; 4];
+        slice(&t(&x, &[3, 4]), &[1, 1], &[2, 2], &mut out).unwrap();
+        assert_eq!(out, vec![5, 6, 9, 10]);
+        let mut out = vec![0; 6];
+        expand(&t(&[7, 8], &[2, 1]), &[2, 3], &mut out).unwrap();
+        assert_eq!(out, vec![7, 7, 7, 8, 8, 8]);
+        let mut out = vec![0; 6];
+        concat(&[t(&[1, 2], &[2, 1]), t(&[3, 4, 5, 6], &[2, 2])], 1, &mut out).unwrap();
+        assert_eq!(out, vec![1, 3, 4, 2, 5, 6]);
+    }
+}

@@ -1,0 +1,313 @@
+//! The rayon CPU engine.
+//!
+//! `compile` turns a graph into a `CpuPlan`: the reached operators in topological
+//! order, each operand bound to a slot (a caller's input or output buffer, a
+//! constant, or a region of one arena whose layout is planned up front by operand
+//! lifetimes). `execute` runs the steps on the context's rayon pool; kernels split
+//! large work across that same pool. Arenas are pooled per plan so repeated computes
+//! do not allocate.
+
+pub mod kernels;
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+
+use super::{Bindings, Completion, Engine, Executable, HostBuffer};
+use crate::error::{Result, WebnnError};
+use crate::graph::builder::{Graph, OperandKind};
+use crate::graph::{ConstantData, OperandDesc, OperandId};
+use crate::ops::Op;
+use kernels::Tensor;
+
+/// Thread pools shared by every context asking for the same size, so many contexts
+/// (or worker threads) do not multiply OS threads.
+fn shared_pool(threads: usize) -> Result<Arc<ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    let pools = POOLS.get_or_init(Default::default);
+    let mut pools = pools.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = pools.get(&threads) {
+        return Ok(p.clone());
+    }
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("webnn-cpu-{i}"))
+        .build()
+        .map_err(|e| WebnnError::NotSupported(format!("cannot start {threads} CPU threads: {e}")))?;
+    let pool = Arc::new(pool);
+    pools.insert(threads, pool.clone());
+    Ok(pool)
+}
+
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+pub struct CpuEngine {
+    pool: Arc<ThreadPool>,
+}
+
+impl CpuEngine {
+    /// `threads` 0 means every available core (Chromium's numThreads default).
+    pub fn new(threads: usize) -> Result<Self> {
+        let threads = if threads == 0 { available_threads() } else { threads };
+        Ok(CpuEngine { pool: shared_pool(threads)? })
+    }
+}
+
+impl Engine for CpuEngine {
+    fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
+        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone())?))
+    }
+}
+
+const ALIGN: usize = 64;
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([u8; ALIGN]);
+
+/// A 64-byte aligned, zero-initialized buffer whose allocation failure is an error,
+/// not an abort.
+struct AlignedBuf {
+    blocks: Vec<Block>,
+}
+
+impl AlignedBuf {
+    fn new(bytes: usize) -> Result<Self> {
+        let n = bytes.div_ceil(ALIGN);
+        let mut blocks = Vec::new();
+        blocks.try_reserve_exact(n).map_err(|_| {
+            WebnnError::Operation(format!("cannot allocate {bytes} bytes of working memory"))
+        })?;
+        blocks.resize(n, Block([0; ALIGN]));
+        Ok(AlignedBuf { blocks })
+    }
+
+    fn ptr(&mut self) -> *mut u8 {
+        self.blocks.as_mut_ptr() as *mut u8
+    }
+
+    fn len(&self) -> usize {
+        self.blocks.len() * ALIGN
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Slot {
+    Input(usize),
+    Constant(ConstantData),
+    Output(usize),
+    Arena { offset: usize },
+}
+
+struct Step {
+    op: Op,
+    inputs: Vec<OperandId>,
+    outputs: Vec<OperandId>,
+}
+
+pub struct CpuPlan {
+    pool: Arc<ThreadPool>,
+    slots: HashMap<OperandId, Slot>,
+    descs: HashMap<OperandId, OperandDesc>,
+    steps: Vec<Step>,
+    /// (from, to): graph output `to` names the same operand as output `from`.
+    output_copies: Vec<(usize, usize)>,
+    output_bytes: Vec<usize>,
+    arena_bytes: usize,
+    arenas: Mutex<Vec<AlignedBuf>>,
+}
+
+/// First-fit allocator over arena offsets; freed regions merge with neighbours.
+#[derive(Default)]
+struct ArenaPlanner {
+    free: Vec<(usize, usize)>,
+    top: usize,
+}
+
+impl ArenaPlanner {
+    fn alloc(&mut self, bytes: usize) -> usize {
+        let bytes = bytes.div_ceil(ALIGN) * ALIGN;
+        if let Some(i) = self.free.iter().position(|&(_, len)| len >= bytes) {
+            let (off, len) = self.free[i];
+            if len == bytes {
+                self.free.remove(i);
+            } else {
+                self.free[i] = (off + bytes, len - bytes);
+            }
+            return off;
+        }
+        let off = self.top;
+        self.top += bytes;
+        off
+    }
+
+    fn release(&mut self, off: usize, bytes: usize) {
+        let bytes = bytes.div_ceil(ALIGN) * ALIGN;
+        self.free.push((off, bytes));
+        self.free.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.free.len());
+        for &(o, l) in &self.free {
+            match merged.last_mut() {
+                Some(last) if last.0 + last.1 == o => last.1 += l,
+                _ => merged.push((o, l)),
+            }
+        }
+        self.free = merged;
+    }
+}
+
+impl CpuPlan {
+    fn new(graph: Graph, pool: Arc<ThreadPool>) -> Result<Self> {
+        let mut slots: HashMap<OperandId, Slot> = HashMap::new();
+        let mut descs = HashMap::new();
+        for (i, (_, id)) in graph.inputs.iter().enumerate() {
+            slots.insert(*id, Slot::Input(i));
+        }
+        let mut output_copies = Vec::new();
+        let mut output_bytes = Vec::new();
+        for (j, (_, id)) in graph.outputs.iter().enumerate() {
+            output_bytes.push(graph.operands[*id].desc.byte_length());
+            match slots.get(id) {
+                Some(Slot::Output(first)) => output_copies.push((*first, j)),
+                _ => {
+                    slots.insert(*id, Slot::Output(j));
+                }
+            }
+        }
+        // Last step reading each operand, to free arena regions after it.
+        let mut last_use: HashMap<OperandId, usize> = HashMap::new();
+        for (s, op) in graph.operators.iter().enumerate() {
+            for &i in &op.inputs {
+                last_use.insert(i, s);
+            }
+        }
+        let mut planner = ArenaPlanner::default();
+        let mut steps = Vec::with_capacity(graph.operators.len());
+        for (s, operator) in graph.operators.iter().enumerate() {
+            for &i in &operator.inputs {
+                let operand = &graph.operands[i];
+                descs.insert(i, operand.desc.clone());
+                if let OperandKind::Constant(bytes) = &operand.kind {
+                    slots.insert(i, Slot::Constant(bytes.clone()));
+                }
+            }
+            for &o in &operator.outputs {
+                descs.insert(o, graph.operands[o].desc.clone());
+                slots
+                    .entry(o)
+                    .or_insert_with(|| Slot::Arena { offset: planner.alloc(graph.operands[o].desc.byte_length()) });
+            }
+            // Free after allocating this step's outputs: an output never overlaps
+            // an input of the same step.
+            let dead = operator.inputs.iter().chain(&operator.outputs).filter(|&&v| last_use.get(&v).copied().unwrap_or(s) == s);
+            let mut freed = std::collections::HashSet::new();
+            for &v in dead {
+                if let Some(Slot::Arena { offset }) = slots.get(&v) {
+                    if freed.insert(v) {
+                        planner.release(*offset, descs[&v].byte_length());
+                    }
+                }
+            }
+            steps.push(Step { op: operator.op.clone(), inputs: operator.inputs.clone(), outputs: operator.outputs.clone() });
+        }
+        Ok(CpuPlan {
+            pool,
+            slots,
+            descs,
+            steps,
+            output_copies,
+            output_bytes,
+            arena_bytes: planner.top,
+            arenas: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn run(&self, bindings: &Bindings) -> Result<()> {
+        let mut arena = match self.arenas.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            Some(a) => a,
+            None => AlignedBuf::new(self.arena_bytes)?,
+        };
+        // Outputs the caller did not ask for still need somewhere to go.
+        let mut scratch: Vec<Option<AlignedBuf>> = Vec::with_capacity(self.output_bytes.len());
+        for (j, out) in bindings.outputs.iter().enumerate() {
+            scratch.push(if out.is_none() { Some(AlignedBuf::new(self.output_bytes[j])?) } else { None });
+        }
+        let outputs: Vec<HostBuffer> = bindings
+            .outputs
+            .iter()
+            .zip(scratch.iter_mut())
+            .map(|(o, s)| match (o, s) {
+                (Some(b), _) => *b,
+                (None, Some(buf)) => HostBuffer { ptr: buf.ptr(), len: buf.len() },
+                (None, None) => HostBuffer { ptr: std::ptr::null_mut(), len: 0 },
+            })
+            .collect();
+        let arena_ptr = arena.ptr();
+        let arena_len = arena.len();
+        let locate = |id: OperandId| -> Result<(*mut u8, usize)> {
+            let len = self.descs[&id].byte_length();
+            let (ptr, cap) = match &self.slots[&id] {
+                Slot::Input(i) => (bindings.inputs[*i].ptr, bindings.inputs[*i].len),
+                Slot::Output(j) => (outputs[*j].ptr, outputs[*j].len),
+                Slot::Constant(bytes) => (bytes.as_ptr() as *mut u8, bytes.len()),
+                // SAFETY: offset + len <= arena_bytes by construction of the plan.
+                Slot::Arena { offset } => (unsafe { arena_ptr.add(*offset) }, arena_len - offset),
+            };
+            if cap < len || (ptr.is_null() && len > 0) {
+                return Err(WebnnError::Operation(format!("internal: buffer of operand {id} is too small")));
+            }
+            Ok((ptr, len))
+        };
+        for step in &self.steps {
+            let mut ins = Vec::with_capacity(step.inputs.len());
+            for &i in &step.inputs {
+                let (ptr, len) = locate(i)?;
+                // SAFETY: the slot holds `len` valid bytes and no output of this step
+                // overlaps it (the planner frees inputs only after placing outputs,
+                // and caller buffers were transferred, so they are distinct).
+                let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+                let d = &self.descs[&i];
+                ins.push(Tensor { data, shape: &d.shape, data_type: d.data_type });
+            }
+            let mut outs = Vec::with_capacity(step.outputs.len());
+            for &o in &step.outputs {
+                let (ptr, len) = locate(o)?;
+                // SAFETY: as above; distinct outputs of one step have distinct slots.
+                let data = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+                outs.push((data, self.descs[&o].shape.as_slice()));
+            }
+            kernels::run(&step.op, &ins, &mut outs)?;
+        }
+        for &(from, to) in &self.output_copies {
+            if let Some(dst) = bindings.outputs[to] {
+                let n = self.output_bytes[to];
+                // SAFETY: both buffers hold n bytes (validated by the facade) and are
+                // distinct transferred ArrayBuffers.
+                unsafe { std::ptr::copy_nonoverlapping(outputs[from].ptr, dst.ptr, n) };
+            }
+        }
+        self.arenas.lock().unwrap_or_else(|e| e.into_inner()).push(arena);
+        Ok(())
+    }
+}
+
+impl Executable for CpuPlan {
+    fn execute(self: Arc<Self>, bindings: Bindings, done: Completion) {
+        let pool = self.pool.clone();
+        pool.spawn(move || {
+            let result = catch_unwind(AssertUnwindSafe(|| self.run(&bindings))).unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(WebnnError::Operation(format!("internal error in the CPU engine: {msg}")))
+            });
+            done(result);
+        });
+    }
+}

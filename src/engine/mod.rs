@@ -1,0 +1,45 @@
+//! The boundary between the compiler and the engines. An engine turns a validated
+//! `Graph` into an `Executable` (at build, off the JS thread) and runs it (at
+//! compute, on the engine's own threads). Engines never re-validate what the core
+//! guaranteed, and never block the thread that calls them.
+
+pub mod cpu;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::graph::builder::Graph;
+
+/// Memory of a JS ArrayBufferView handed to an execution. The facade transferred the
+/// view's ArrayBuffer first, so no script can read, write or detach it until the
+/// compute promise settles, and it keeps the buffer reachable until then.
+#[derive(Clone, Copy)]
+pub struct HostBuffer {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: the memory is owned by a transferred ArrayBuffer that only this execution
+// uses until it completes (see the type's docs).
+unsafe impl Send for HostBuffer {}
+unsafe impl Sync for HostBuffer {}
+
+/// The buffers of one compute(): inputs in the graph's input order, outputs in the
+/// graph's output order (`None`: the caller did not ask for that output).
+pub struct Bindings {
+    pub inputs: Vec<HostBuffer>,
+    pub outputs: Vec<Option<HostBuffer>>,
+}
+
+pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
+
+pub trait Engine: Send + Sync {
+    /// Compiles a graph; runs on a blocking pool, may take long.
+    fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>>;
+}
+
+pub trait Executable: Send + Sync {
+    /// Starts an execution and returns at once; `done` is called on an engine thread
+    /// when it finishes. Several executions of one executable may run at a time.
+    fn execute(self: Arc<Self>, bindings: Bindings, done: Completion);
+}

@@ -1,0 +1,100 @@
+//! Operators: one module per family, each with its options, its validation steps
+//! numbered as in the spec and its output shape. The `Op` enum is the typed form every
+//! compiler pass and engine matches on; there is no lookup of operators by name.
+//!
+//! Adding an operator touches: its family module here (validation + output shape),
+//! a variant of `Op`, the builder method in `graph::builder`, the binding in
+//! `binding::builder`, the JS facade method in `index.js` (WebIDL conversion), its
+//! declaration in `index.d.ts`, and a kernel in each engine.
+
+pub mod elementwise;
+pub mod shape_ops;
+
+use crate::graph::DataType;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryKind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+    Pow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LogicalKind {
+    Equal,
+    Greater,
+    GreaterOrEqual,
+    Lesser,
+    LesserOrEqual,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryKind {
+    Abs,
+    Ceil,
+    Cos,
+    Erf,
+    Exp,
+    Floor,
+    Identity,
+    Log,
+    Neg,
+    Reciprocal,
+    Sin,
+    Sqrt,
+    Tan,
+    /// `not` (spec 7.8.13): uint8 in, uint8 out; listed with the unary kernels
+    /// because it is a one-input element-wise map.
+    LogicalNot,
+    Relu,
+    Sigmoid,
+    Tanh,
+}
+
+/// An operator with its typed options. Inputs and outputs live in `Operator`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Binary(BinaryKind),
+    Logical(LogicalKind),
+    Unary(UnaryKind),
+    Cast(DataType),
+    Clamp { min: Option<f32>, max: Option<f32> },
+    Reshape,
+    Transpose { permutation: Vec<usize> },
+    Concat { axis: usize },
+    Slice { starts: Vec<usize>, sizes: Vec<usize> },
+    Split { axis: usize },
+    Expand,
+    Where,
+}
+
+impl Op {
+    /// The spec's method name, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Binary(k) => elementwise::binary_name(*k),
+            Op::Logical(k) => elementwise::logical_name(*k),
+            Op::Unary(k) => elementwise::unary_name(*k),
+            Op::Cast(_) => "cast",
+            Op::Clamp { .. } => "clamp",
+            Op::Reshape => "reshape",
+            Op::Transpose { .. } => "transpose",
+            Op::Concat { .. } => "concat",
+            Op::Slice { .. } => "slice",
+            Op::Split { .. } => "split",
+            Op::Expand => "expand",
+            Op::Where => "where",
+        }
+    }
+}
+
+/// An `MLActivation` (spec 7.7): an operator not yet connected to an input.
+/// Recurrent and fused operators apply it to their own intermediate values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Activation {
+    pub op: Op,
+}

@@ -1,1 +1,354 @@
+//! The N-API binding: `#[napi]` classes used only by the JS facade (`index.js`),
+//! which does the WebIDL conversions. This layer maps strings to typed enums, core
+//! errors to tagged JS errors, and moves work off the JS thread. It holds no graph
+//! logic, and no panic crosses it: background work runs under `catch_unwind`.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::engine::cpu::CpuEngine;
+use crate::engine::{Bindings, Engine, Executable, HostBuffer};
+use crate::error::WebnnError;
+use crate::graph::{DataType, GraphBuilder, OperandDesc};
+use crate::ops::shape_ops::Splits;
+use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
+
+/// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade
+/// turns them into a `TypeError` or a `DOMException` of that name.
+fn to_js(e: WebnnError) -> napi::Error {
+    napi::Error::new(Status::GenericFailure, format!("{}|{}", e.js_name(), e))
+}
+
+
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// The blocking pool that compiles graphs (TFRT's separate pool for blocking work).
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("webnn-build")
+            .build()
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| to_js(WebnnError::Operation(format!("cannot start the build thread pool: {e}"))))
+}
+
+fn data_type(name: &str) -> Result<DataType> {
+    DataType::from_name(name).ok_or_else(|| to_js(type_err!("'{name}' is not a valid MLOperandDataType")))
+}
+
+fn dims(v: &[u32]) -> Vec<usize> {
+    v.iter().map(|&d| d as usize).collect()
+}
+
+#[napi]
+pub struct NativeContext {
+    engine: Arc<dyn Engine>,
+}
+
+#[napi]
+impl NativeContext {
+    /// `device` is "cpu" or "gpu"; `threads` 0 means all cores.
+    #[napi(factory)]
+    pub fn create(device: String, threads: u32) -> Result<Self> {
+        match device.as_str() {
+            "cpu" => Ok(NativeContext { engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?) }),
+            "gpu" => Err(to_js(WebnnError::NotSupported(
+                "createContext: deviceType 'gpu' is not supported yet by webnn-node; use 'cpu'".into(),
+            ))),
+            other => Err(to_js(type_err!("createContext: '{other}' is not a valid MLDeviceType"))),
+        }
+    }
+}
+
+#[napi]
+pub struct NativeBuilder {
+    inner: GraphBuilder,
+}
+
+fn binary_kind(k: &str) -> Result<BinaryKind> {
+    Ok(match k {
+        "add" => BinaryKind::Add,
+        "sub" => BinaryKind::Sub,
+        "mul" => BinaryKind::Mul,
+        "div" => BinaryKind::Div,
+        "max" => BinaryKind::Max,
+        "min" => BinaryKind::Min,
+        "pow" => BinaryKind::Pow,
+        _ => return Err(to_js(type_err!("unknown binary operator '{k}'"))),
+    })
+}
+
+fn logical_kind(k: &str) -> Result<LogicalKind> {
+    Ok(match k {
+        "equal" => LogicalKind::Equal,
+        "greater" => LogicalKind::Greater,
+        "greaterOrEqual" => LogicalKind::GreaterOrEqual,
+        "lesser" => LogicalKind::Lesser,
+        "lesserOrEqual" => LogicalKind::LesserOrEqual,
+        _ => return Err(to_js(type_err!("unknown logical operator '{k}'"))),
+    })
+}
+
+fn unary_kind(k: &str) -> Result<UnaryKind> {
+    Ok(match k {
+        "abs" => UnaryKind::Abs,
+        "ceil" => UnaryKind::Ceil,
+        "cos" => UnaryKind::Cos,
+        "erf" => UnaryKind::Erf,
+        "exp" => UnaryKind::Exp,
+        "floor" => UnaryKind::Floor,
+        "identity" => UnaryKind::Identity,
+        "log" => UnaryKind::Log,
+        "neg" => UnaryKind::Neg,
+        "reciprocal" => UnaryKind::Reciprocal,
+        "sin" => UnaryKind::Sin,
+        "sqrt" => UnaryKind::Sqrt,
+        "tan" => UnaryKind::Tan,
+        "not" => UnaryKind::LogicalNot,
+        "relu" => UnaryKind::Relu,
+        "sigmoid" => UnaryKind::Sigmoid,
+        "tanh" => UnaryKind::Tanh,
+        _ => return Err(to_js(type_err!("unknown unary operator '{k}'"))),
+    })
+}
+
+fn id(v: usize) -> u32 {
+    v as u32
+}
+
+#[napi]
+impl NativeBuilder {
+    #[napi(constructor)]
+    pub fn new() -> Self {
+        NativeBuilder { inner: GraphBuilder::new() }
+    }
+
+    #[napi]
+    pub fn operand_data_type(&self, operand: u32) -> Result<String> {
+        Ok(self.inner.desc(operand as usize).map_err(to_js)?.data_type.name().to_string())
+    }
+
+    #[napi]
+    pub fn operand_shape(&self, operand: u32) -> Result<Vec<u32>> {
+        Ok(self.inner.desc(operand as usize).map_err(to_js)?.shape.iter().map(|&d| d as u32).collect())
+    }
+
+    #[napi]
+    pub fn input(&mut self, name: String, data_type: String, shape: Vec<u32>) -> Result<u32> {
+        let desc = OperandDesc::new(self::data_type(&data_type)?, dims(&shape));
+        self.inner.input(&name, desc).map(id).map_err(to_js)
+    }
+
+    /// `bytes` views the caller's buffer; it is copied here (7.8.3.1 step 3.2).
+    #[napi]
+    pub fn constant(&mut self, data_type: String, shape: Vec<u32>, bytes: &[u8]) -> Result<u32> {
+        let desc = OperandDesc::new(self::data_type(&data_type)?, dims(&shape));
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(bytes.len())
+            .map_err(|_| to_js(WebnnError::Operation(format!("constant: cannot allocate {} bytes", bytes.len()))))?;
+        copy.extend_from_slice(bytes);
+        self.inner.constant(desc, copy).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn constant_scalar(&mut self, value: f64, data_type: String) -> Result<u32> {
+        Ok(id(self.inner.constant_scalar(value, self::data_type(&data_type)?)))
+    }
+
+    #[napi]
+    pub fn binary(&mut self, kind: String, a: u32, b: u32) -> Result<u32> {
+        self.inner.binary(binary_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn logical(&mut self, kind: String, a: u32, b: u32) -> Result<u32> {
+        self.inner.logical(logical_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn unary(&mut self, kind: String, input: u32) -> Result<u32> {
+        self.inner.unary(unary_kind(&kind)?, input as usize).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn cast(&mut self, input: u32, data_type: String) -> Result<u32> {
+        self.inner.cast(input as usize, self::data_type(&data_type)?).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn clamp(&mut self, input: u32, min: Option<f64>, max: Option<f64>) -> Result<u32> {
+        let (min, max) = (min.map(|v| v as f32), max.map(|v| v as f32));
+        self.inner.clamp(input as usize, min, max).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn reshape(&mut self, input: u32, new_shape: Vec<u32>) -> Result<u32> {
+        self.inner.reshape(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn transpose(&mut self, input: u32, permutation: Option<Vec<u32>>) -> Result<u32> {
+        let perm = permutation.map(|p| dims(&p));
+        self.inner.transpose(input as usize, perm.as_deref()).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn concat(&mut self, inputs: Vec<u32>, axis: u32) -> Result<u32> {
+        self.inner.concat(&dims(&inputs), axis as usize).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn slice(&mut self, input: u32, starts: Vec<u32>, sizes: Vec<u32>) -> Result<u32> {
+        self.inner.slice(input as usize, &dims(&starts), &dims(&sizes)).map(id).map_err(to_js)
+    }
+
+    /// Exactly one of `count` and `sizes` is given (the `splits` union).
+    #[napi]
+    pub fn split(&mut self, input: u32, count: Option<u32>, sizes: Option<Vec<u32>>, axis: u32) -> Result<Vec<u32>> {
+        let splits = match (count, sizes) {
+            (Some(n), _) => Splits::Count(n as usize),
+            (None, Some(s)) => Splits::Sizes(dims(&s)),
+            (None, None) => return Err(to_js(type_err!("split: splits is missing"))),
+        };
+        let outs = self.inner.split(input as usize, &splits, axis as usize).map_err(to_js)?;
+        Ok(outs.into_iter().map(id).collect())
+    }
+
+    #[napi]
+    pub fn expand(&mut self, input: u32, new_shape: Vec<u32>) -> Result<u32> {
+        self.inner.expand(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
+    }
+
+    #[napi(js_name = "where")]
+    pub fn where_(&mut self, condition: u32, input: u32, other: u32) -> Result<u32> {
+        self.inner.where_(condition as usize, input as usize, other as usize).map(id).map_err(to_js)
+    }
+
+    /// build(): validates synchronously (the facade turns a thrown TypeError into a
+    /// rejection), then compiles on the blocking pool; resolves to a `NativeGraph`.
+    #[napi]
+    pub fn build<'env>(
+        &self,
+        env: &'env Env,
+        context: &NativeContext,
+        names: Vec<String>,
+        operands: Vec<u32>,
+    ) -> Result<Object<'env>> {
+        let outputs: Vec<(String, usize)> = names.into_iter().zip(operands.into_iter().map(|o| o as usize)).collect();
+        let graph = self.inner.build(&outputs).map_err(to_js)?;
+        let describe = |list: &[(String, usize)]| -> Vec<NativeDescriptor> {
+            list.iter()
+                .map(|(name, id)| {
+                    let d = &graph.operands[*id].desc;
+                    NativeDescriptor {
+                        name: name.clone(),
+                        data_type: d.data_type.name().to_string(),
+                        shape: d.shape.iter().map(|&x| x as u32).collect(),
+                        byte_length: d.byte_length() as f64,
+                    }
+                })
+                .collect()
+        };
+        let (inputs, outputs) = (describe(&graph.inputs), describe(&graph.outputs));
+        let engine = context.engine.clone();
+        let (deferred, promise) = env.create_deferred()?;
+        runtime()?.spawn_blocking(move || {
+            let compiled = catch_unwind(AssertUnwindSafe(|| engine.compile(graph)))
+                .unwrap_or_else(|p| Err(WebnnError::Operation(format!("internal error while building: {}", panic_message(p)))));
+            match compiled {
+                Ok(exec) => deferred.resolve(move |_| Ok(NativeGraph { exec, inputs, outputs })),
+                Err(e) => deferred.reject(to_js(e)),
+            }
+        });
+        Ok(promise)
+    }
+}
+
+impl Default for NativeBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A graph input or output as the facade needs it to validate compute() calls.
+#[napi(object)]
+#[derive(Clone)]
+pub struct NativeDescriptor {
+    pub name: String,
+    pub data_type: String,
+    pub shape: Vec<u32>,
+    pub byte_length: f64,
+}
+
+#[napi]
+pub struct NativeGraph {
+    exec: Arc<dyn Executable>,
+    inputs: Vec<NativeDescriptor>,
+    outputs: Vec<NativeDescriptor>,
+}
+
+fn host(bytes: &mut [u8]) -> HostBuffer {
+    HostBuffer { ptr: bytes.as_mut_ptr(), len: bytes.len() }
+}
+
+#[napi]
+impl NativeGraph {
+    /// The graph's inputs in the order compute() takes them.
+    #[napi(getter)]
+    pub fn inputs(&self) -> Vec<NativeDescriptor> {
+        self.inputs.clone()
+    }
+
+    /// The graph's outputs in the order compute() takes them.
+    #[napi(getter)]
+    pub fn outputs(&self) -> Vec<NativeDescriptor> {
+        self.outputs.clone()
+    }
+
+    /// Runs the graph. `inputs` are Uint8Array views (graph input order) and
+    /// `outputs` Uint8Array views or null (graph output order) over buffers the
+    /// facade has transferred and keeps alive until the returned promise settles.
+    #[napi]
+    pub fn compute<'env>(
+        &self,
+        env: &'env Env,
+        inputs: Vec<Uint8ArraySlice<'env>>,
+        outputs: Vec<Option<Uint8ArraySlice<'env>>>,
+    ) -> Result<Object<'env>> {
+        if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
+            return Err(to_js(WebnnError::Operation("internal: compute() binding count mismatch".into())));
+        }
+        // SAFETY: see `HostBuffer`: the facade transferred these buffers, so nothing
+        // else aliases them while the execution runs.
+        let inputs = inputs.into_iter().map(|mut v| host(unsafe { v.as_mut() })).collect();
+        let outputs = outputs.into_iter().map(|o| o.map(|mut v| host(unsafe { v.as_mut() }))).collect();
+        let (deferred, promise) = env.create_deferred()?;
+        self.exec.clone().execute(
+            Bindings { inputs, outputs },
+            Box::new(move |result| match result {
+                Ok(()) => deferred.resolve(|_| Ok(())),
+                Err(e) => deferred.reject(to_js(e)),
+            }),
+        );
+        Ok(promise)
+    }
+}
+
+/// The number of CPU threads the default context uses.
+#[napi]
+pub fn available_threads() -> u32 {
+    crate::engine::cpu::available_threads() as u32
+}

@@ -1,0 +1,2107 @@
+/**
+ * Type declarations of `webnn-node`: the W3C Web Neural Network API (WebNN) for Node.js.
+ *
+ * The API follows the WebNN Candidate Recommendation Draft of 2024-05-15
+ * (https://www.w3.org/TR/2024/CRD-webnn-20240515/), sections 7.1 to 7.8.47 and 10.1.
+ * Members marked `@nonstandard` are extensions of this implementation that the CRD does not
+ * have.
+ *
+ * Errors follow the spec:
+ * - `MLGraphBuilder` methods validate synchronously and **throw a `TypeError`** on invalid
+ *   arguments. Besides the conditions listed on each method, every method throws when an argument
+ *   fails WebIDL conversion (an object that is not an `MLOperand` / `MLActivation`, an
+ *   unknown enum string, an `[EnforceRange]` integer that is NaN, infinite or out of range), and
+ *   when an operand or activation was created by a different `MLGraphBuilder`.
+ * - Promise-returning methods never throw; they **reject**: `ML.createContext()` with a
+ *   `"NotSupportedError"` `DOMException`; `MLGraphBuilder.build()` with a `TypeError` (invalid
+ *   outputs) or an `"OperationError"` `DOMException` (the graph cannot be compiled);
+ *   `MLContext.compute()` with a `TypeError` (inputs/outputs that do not match the graph) or an
+ *   `"OperationError"` `DOMException` (execution failed).
+ *
+ * `[EnforceRange] unsigned long` arguments and members are typed `number`: they must be finite
+ * and in the range 0 to 2^32 - 1 (fractions are truncated toward zero, per WebIDL).
+ *
+ * The main entry (`require('webnn-node')` or `import ... from 'webnn-node'`) exports `ml` and the
+ * classes below. The opt-in entry `webnn-node/polyfill` installs them as globals; see
+ * `polyfill.d.ts`.
+ *
+ * @packageDocumentation
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Typing aids (not IDL declarations)
+// ---------------------------------------------------------------------------------------------
+
+/** The instance type of the global `Float16Array` where the TypeScript lib declares it, else `never`. */
+type Float16ArrayInstance = typeof globalThis extends { Float16Array: { prototype: infer T } } ? T : never;
+
+/** The WebGPU `GPUDevice` instance type where WebGPU typings (e.g. `@webgpu/types`) are loaded, else `never`. */
+type GPUDeviceInstance = typeof globalThis extends { GPUDevice: { prototype: infer T } } ? T : never;
+
+/**
+ * The view type for `"float16"` data: the raw IEEE 754 binary16 bits in a `Uint16Array`, or a
+ * `Float16Array` where the runtime and the TypeScript lib have it (the union reduces to
+ * `Uint16Array` when the lib lacks `Float16Array`). Section 10.1 maps `"float16"` to
+ * `Float16Array` and allows emulating it with `Uint16Array` bits.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#appendices-mloperanddatatype-arraybufferview
+ */
+export type MLFloat16Array = Uint16Array | Float16ArrayInstance;
+
+/**
+ * The `ArrayBufferView` type that holds data of each `MLOperandDataType` (section 10.1), for
+ * `constant()`, `compute()` inputs and outputs. The CRD's table has no rows for `"int64"` and
+ * `"uint64"`; this implementation uses `BigInt64Array` and `BigUint64Array` for them.
+ * A view of another element type makes `constant()` throw and `compute()` reject with a `TypeError`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#appendices-mloperanddatatype-arraybufferview
+ */
+export interface MLOperandDataTypeArrayMap {
+  /** 32-bit IEEE 754 floats. */
+  float32: Float32Array;
+  /** 16-bit IEEE 754 floats, as `Uint16Array` bits or a `Float16Array`. */
+  float16: MLFloat16Array;
+  /** Signed 32-bit integers. */
+  int32: Int32Array;
+  /** Unsigned 32-bit integers. */
+  uint32: Uint32Array;
+  /** Signed 64-bit integers (not in the CRD's table; this implementation's mapping). */
+  int64: BigInt64Array;
+  /** Unsigned 64-bit integers (not in the CRD's table; this implementation's mapping). */
+  uint64: BigUint64Array;
+  /** Signed 8-bit integers. */
+  int8: Int8Array;
+  /** Unsigned 8-bit integers; also the type of boolean results of logical operations. */
+  uint8: Uint8Array;
+}
+
+/**
+ * The typed array that holds data of the data type `T` (all of them when `T` is omitted),
+ * e.g. `MLTypedArray<'float32'>` is `Float32Array`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#appendices-mloperanddatatype-arraybufferview
+ */
+export type MLTypedArray<T extends MLOperandDataType = MLOperandDataType> = MLOperandDataTypeArrayMap[T];
+
+/**
+ * The WebGPU `GPUDevice` accepted by `ML.createContext(gpuDevice)`: the global `GPUDevice` type
+ * where WebGPU typings are loaded, `never` otherwise (Node.js has no WebGPU of its own).
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-ml-createcontext
+ */
+export type MLGPUDevice = GPUDeviceInstance;
+
+// ---------------------------------------------------------------------------------------------
+// 7.2 ML interface
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The kind of device a context prefers to run on.
+ * - `"cpu"`: the broadest compatibility across client devices, with varying performance.
+ * - `"gpu"`: the broadest range of achievable performance across graphics hardware.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mldevicetype
+ */
+export type MLDeviceType = "cpu" | "gpu";
+
+/**
+ * The application's preference as to power consumption; a hint only.
+ * - `"default"`: let the implementation choose.
+ * - `"high-performance"`: prioritize execution speed over power consumption.
+ * - `"low-power"`: prioritize power consumption over execution speed.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlpowerpreference
+ */
+export type MLPowerPreference = "default" | "high-performance" | "low-power";
+
+/**
+ * Options of `ML.createContext()`: the preferred device type and power preference.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlcontextoptions
+ */
+export interface MLContextOptions {
+  /**
+   * The application's preference for the kind of device used by the context.
+   * @defaultValue `"cpu"`
+   */
+  deviceType?: MLDeviceType;
+  /**
+   * The application's preference as related to power consumption.
+   * @defaultValue `"default"`
+   */
+  powerPreference?: MLPowerPreference;
+  /**
+   * Size of the CPU thread pool that runs this context's work, after Chromium's non-standard
+   * option of the same name. `0` or absent means one thread per available core. Converted like an
+   * `[EnforceRange] unsigned long`: a negative, NaN or infinite value makes `createContext()`
+   * reject with a `TypeError`.
+   * @defaultValue `0` (all cores)
+   * @nonstandard Not in the WebNN CRD.
+   */
+  numThreads?: number;
+}
+
+/**
+ * The entry point of the API (`navigator.ml` in browsers, `ml` exported by this package): creates
+ * `MLContext`s. Not constructible; use the exported `ml` instance.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-ml
+ */
+export declare class ML {
+  private constructor();
+  /**
+   * Creates a context for the given device type and power preference.
+   *
+   * The returned promise rejects with a `"NotSupportedError"` `DOMException` when the
+   * implementation cannot support the requested `deviceType` and `powerPreference`, and with a
+   * `TypeError` when `options` fails WebIDL conversion (e.g. an unknown `deviceType`). The spec's
+   * `"SecurityError"` (permissions policy) does not apply in Node.js.
+   * @param options - Device type and power preference; defaults to `{}` (`"cpu"`, `"default"`).
+   * @returns A promise of the new context.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-ml-createcontext
+   */
+  createContext(options?: MLContextOptions): Promise<MLContext>;
+  /**
+   * Creates a context that shares an application's WebGPU device. Node.js has no WebGPU, and this
+   * implementation drives its own GPU device (request `{ deviceType: "gpu" }` instead), so it
+   * cannot run on a caller's `GPUDevice`; the spec's outcome for a device that cannot be
+   * supported is a rejection with a `"NotSupportedError"` `DOMException`. The parameter type is
+   * `never` unless WebGPU typings are loaded.
+   * @param gpuDevice - A WebGPU `GPUDevice`.
+   * @returns A promise of the new context.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-ml-createcontext
+   */
+  createContext(gpuDevice: MLGPUDevice): Promise<MLContext>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.3 MLContext interface
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A map from input or output names to the `ArrayBufferView`s that hold their values. Each view's
+ * element type must match its operand's data type (see `MLOperandDataTypeArrayMap`) and its byte
+ * length must equal the operand's byte length.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#typedefdef-mlnamedarraybufferviews
+ */
+export type MLNamedArrayBufferViews = Record<string, ArrayBufferView>;
+
+/**
+ * The fulfillment value of `MLContext.compute()`: the transferred input and output views.
+ *
+ * `compute()` transfers every view it is given (section 7.3.1): the caller's views are detached
+ * (their `byteLength` becomes 0) as soon as `compute()` returns, and `inputs` and `outputs` here
+ * hold, under the same names, new views of the same type, `byteOffset` and length over the same
+ * memory. The computed results are in `outputs`; read them from here, not from the caller's views.
+ *
+ * The type parameters carry the caller's view types through to the result; they default to
+ * `MLNamedArrayBufferViews`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlcomputeresult
+ */
+export interface MLComputeResult<
+  I extends MLNamedArrayBufferViews = MLNamedArrayBufferViews,
+  O extends MLNamedArrayBufferViews = MLNamedArrayBufferViews,
+> {
+  /** The graph input names mapped to the transferred views of the supplied input values. */
+  inputs: I;
+  /** The graph output names mapped to the transferred views that now hold the computed values. */
+  outputs: O;
+}
+
+/**
+ * The global state of neural network execution: the device and the resources that compile
+ * and run graphs. Created by `ML.createContext()`; not constructible.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlcontext
+ */
+export declare class MLContext {
+  private constructor();
+  /**
+   * Runs a compiled graph asynchronously, off the calling thread, reading `inputs` and writing
+   * the results into the memory of `outputs`.
+   *
+   * The input and output views are transferred (section 7.3.1) so the caller cannot modify
+   * them while the computation runs: after the call the caller's views are detached, and the
+   * result holds new views of the same type, `byteOffset` and length over the same memory (see
+   * `MLComputeResult`). Validation happens before the transfer, so a call rejected for a
+   * mismatched input or output leaves the caller's views attached.
+   *
+   * The promise rejects with a `TypeError` when `graph` was built by another context's builder,
+   * an input of the graph is missing from `inputs`, a name in `outputs` is not an output of the
+   * graph, a view's element type does not match its operand's data type or its byte length is not
+   * the operand's byte length, or a view cannot be transferred (already detached, backed by a
+   * `SharedArrayBuffer`, or sharing its buffer with another view in the call). It rejects with an
+   * `"OperationError"` `DOMException` when the execution fails.
+   * @param graph - A graph compiled by `MLGraphBuilder.build()` from this context.
+   * @param inputs - A view for every input of the graph, keyed by input name.
+   * @param outputs - Preallocated views for the requested outputs, keyed by output name.
+   * @returns A promise of the transferred inputs and outputs.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlcontext-compute
+   */
+  compute<I extends MLNamedArrayBufferViews, O extends MLNamedArrayBufferViews>(
+    graph: MLGraph,
+    inputs: I,
+    outputs: O,
+  ): Promise<MLComputeResult<I, O>>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.4 MLGraph interface
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A compiled, immutable computational graph, bound to the context of the builder that built
+ * it. Created by `MLGraphBuilder.build()`; not constructible.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraph
+ */
+export declare class MLGraph {
+  private constructor();
+  /** Nominal brand: only objects made by this package are of this type. */
+  private readonly __brand;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.5 MLOperandDescriptor dictionary
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The layout of a 4-D input (and output) tensor of conv2d, convTranspose2d, pooling and
+ * instanceNormalization.
+ * - `"nchw"`: [batches, channels, height, width].
+ * - `"nhwc"`: [batches, height, width, channels].
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlinputoperandlayout
+ */
+export type MLInputOperandLayout = "nchw" | "nhwc";
+
+/**
+ * The data type of the elements of an operand. See `MLOperandDataTypeArrayMap` for the
+ * `ArrayBufferView` type of each.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mloperanddatatype
+ */
+export type MLOperandDataType = "float32" | "float16" | "int32" | "uint32" | "int64" | "uint64" | "int8" | "uint8";
+
+/**
+ * The data type and shape of an operand, used to declare graph inputs and constants.
+ *
+ * Every dimension must be an integer greater than 0 (the spec's valid dimension); otherwise
+ * `input()` and `constant()` throw a `TypeError`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mloperanddescriptor
+ */
+export interface MLOperandDescriptor {
+  /** The operand data type. */
+  dataType: MLOperandDataType;
+  /**
+   * The shape of the operand: empty for a scalar, non-empty for a tensor.
+   * @defaultValue `[]`
+   */
+  dimensions?: number[];
+  /**
+   * Alias of `dimensions` under the name later drafts of the spec use. Give one of the two;
+   * when both are given, `dimensions` is used and `shape` is ignored.
+   * @defaultValue `[]`
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (later drafts renamed `dimensions` to `shape`).
+   */
+  shape?: number[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.6 MLOperand interface
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A node output in a graph under construction: a graph input, a constant or the result of an
+ * operation. Created by `MLGraphBuilder` methods and bound to that builder; not constructible.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mloperand
+ */
+export declare class MLOperand {
+  private constructor();
+  /** Nominal brand: only objects made by this package are of this type. */
+  private readonly __brand;
+  /**
+   * Returns the data type of the operand.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mloperand-datatype
+   */
+  dataType(): MLOperandDataType;
+  /**
+   * Returns the shape (dimensions) of the operand; an empty array for a scalar.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mloperand-shape
+   */
+  shape(): number[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.7 MLActivation interface
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * An activation function (e.g. `relu`, `sigmoid`, `tanh`) not yet applied to an operand, passed
+ * to the recurrent operators `gru()`, `gruCell()`, `lstm()` and `lstmCell()` in their
+ * `activations` option. Created by calling an activation method of `MLGraphBuilder` without an
+ * input, e.g. `builder.sigmoid()`, and bound to that builder; not constructible.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlactivation
+ */
+export declare class MLActivation {
+  private constructor();
+  /** Nominal brand: only objects made by this package are of this type. */
+  private readonly __brand;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.8 MLGraphBuilder: options dictionaries and enums of the operators
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A map from output names to the operands that a graph computes, given to `build()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#typedefdef-mlnamedoperands
+ */
+export type MLNamedOperands = Record<string, MLOperand>;
+
+/**
+ * Options of `argMin()` and `argMax()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlargminmaxoptions
+ */
+export interface MLArgMinMaxOptions {
+  /**
+   * The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When
+   * absent, all dimensions are reduced; when empty, none is and the output shape is the input's.
+   */
+  axes?: number[];
+  /**
+   * If true, the reduced dimensions are retained with size 1.
+   * @defaultValue `false`
+   */
+  keepDimensions?: boolean;
+  /**
+   * If true, the last index of the extreme value is selected instead of the first.
+   * @defaultValue `false`
+   */
+  selectLastIndex?: boolean;
+}
+
+/**
+ * Options of `batchNormalization()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlbatchnormalizationoptions
+ */
+export interface MLBatchNormalizationOptions {
+  /** The 1-D tensor of scaling values, of size input.shape()[axis]. */
+  scale?: MLOperand;
+  /** The 1-D tensor of bias values, of size input.shape()[axis]. */
+  bias?: MLOperand;
+  /**
+   * The index of the feature (channel) dimension of the input, in the range [0, N-1]; 1 is the
+   * channel dimension of the `"nchw"` layout.
+   * @defaultValue `1`
+   */
+  axis?: number;
+  /**
+   * A small value that prevents division by zero.
+   * @defaultValue `1e-5`
+   */
+  epsilon?: number;
+}
+
+/**
+ * Options of `clamp()`. Where a bound is absent, that side is not clamped.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlclampoptions
+ */
+export interface MLClampOptions {
+  /** The lower bound of the range; when absent, the lower side is not clamped. */
+  minValue?: number;
+  /** The upper bound of the range; when absent, the upper side is not clamped. */
+  maxValue?: number;
+}
+
+/**
+ * The layout of the 4-D filter tensor of `conv2d()`.
+ * - `"oihw"`: [outputChannels, inputChannels/groups, height, width].
+ * - `"hwio"`: [height, width, inputChannels/groups, outputChannels].
+ * - `"ohwi"`: [outputChannels, height, width, inputChannels/groups].
+ * - `"ihwo"`: [inputChannels/groups, height, width, outputChannels].
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlconv2dfilteroperandlayout
+ */
+export type MLConv2dFilterOperandLayout = "oihw" | "hwio" | "ohwi" | "ihwo";
+
+/**
+ * Options of `conv2d()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlconv2doptions
+ */
+export interface MLConv2dOptions {
+  /**
+   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: rows and columns added to the
+   * beginning and end of each spatial dimension of the input.
+   * @defaultValue `[0, 0, 0, 0]`
+   */
+  padding?: number[];
+  /**
+   * [strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero.
+   * @defaultValue `[1, 1]`
+   */
+  strides?: number[];
+  /**
+   * [dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial dimension.
+   * @defaultValue `[1, 1]`
+   */
+  dilations?: number[];
+  /**
+   * The number of groups input and output channels are divided into (non-zero). A depthwise
+   * convolution has groups = inputChannels = outputChannels.
+   * @defaultValue `1`
+   */
+  groups?: number;
+  /**
+   * The layout of the input and output tensors.
+   * @defaultValue `"nchw"`
+   */
+  inputLayout?: MLInputOperandLayout;
+  /**
+   * The layout of the filter tensor.
+   * @defaultValue `"oihw"`
+   */
+  filterLayout?: MLConv2dFilterOperandLayout;
+  /** A 1-D tensor of shape [outputChannels] added to the convolution result. */
+  bias?: MLOperand;
+}
+
+/**
+ * The layout of the 4-D filter tensor of `convTranspose2d()`.
+ * - `"iohw"`: [inputChannels, outputChannels/groups, height, width].
+ * - `"hwoi"`: [height, width, outputChannels/groups, inputChannels].
+ * - `"ohwi"`: [outputChannels/groups, height, width, inputChannels].
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlconvtranspose2dfilteroperandlayout
+ */
+export type MLConvTranspose2dFilterOperandLayout = "iohw" | "hwoi" | "ohwi";
+
+/**
+ * Options of `convTranspose2d()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlconvtranspose2doptions
+ */
+export interface MLConvTranspose2dOptions {
+  /**
+   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial
+   * dimension of the input.
+   * @defaultValue `[0, 0, 0, 0]`
+   */
+  padding?: number[];
+  /**
+   * [strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero.
+   * @defaultValue `[1, 1]`
+   */
+  strides?: number[];
+  /**
+   * [dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial dimension.
+   * @defaultValue `[1, 1]`
+   */
+  dilations?: number[];
+  /**
+   * [outputPaddingHeight, outputPaddingWidth]: padding of the output's spatial dimensions, which
+   * disambiguates the output shape when a stride is greater than 1; each value must be smaller
+   * than the corresponding stride. Ignored when `outputSizes` is given.
+   * @defaultValue `[0, 0]`
+   */
+  outputPadding?: number[];
+  /**
+   * [outputHeight, outputWidth]: the sizes of the output's spatial dimensions. When absent, they
+   * are computed from the input, filter, padding, strides, dilations and outputPadding.
+   */
+  outputSizes?: number[];
+  /**
+   * The number of groups input and output channels are divided into.
+   * @defaultValue `1`
+   */
+  groups?: number;
+  /**
+   * The layout of the input and output tensors.
+   * @defaultValue `"nchw"`
+   */
+  inputLayout?: MLInputOperandLayout;
+  /**
+   * The layout of the filter tensor.
+   * @defaultValue `"iohw"`
+   */
+  filterLayout?: MLConvTranspose2dFilterOperandLayout;
+  /** A 1-D tensor of shape [outputChannels] added to the convolution result. */
+  bias?: MLOperand;
+}
+
+/**
+ * Options of `elu()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mleluoptions
+ */
+export interface MLEluOptions {
+  /**
+   * The scalar multiplier of the negative part.
+   * @defaultValue `1`
+   */
+  alpha?: number;
+}
+
+/**
+ * Options of `gather()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgatheroptions
+ */
+export interface MLGatherOptions {
+  /**
+   * The axis along which values are gathered, in the range [0, N-1] where N is the input's rank.
+   * @defaultValue `0`
+   */
+  axis?: number;
+}
+
+/**
+ * Options of `gemm()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgemmoptions
+ */
+export interface MLGemmOptions {
+  /**
+   * The third input: a scalar, or a tensor unidirectionally broadcastable to [M, N]. When absent,
+   * the computation is done as if c were the scalar 0.
+   */
+  c?: MLOperand;
+  /**
+   * The multiplier of A * B.
+   * @defaultValue `1.0`
+   */
+  alpha?: number;
+  /**
+   * The multiplier of c.
+   * @defaultValue `1.0`
+   */
+  beta?: number;
+  /**
+   * Whether the first input is transposed before the multiplication.
+   * @defaultValue `false`
+   */
+  aTranspose?: boolean;
+  /**
+   * Whether the second input is transposed before the multiplication.
+   * @defaultValue `false`
+   */
+  bTranspose?: boolean;
+}
+
+/**
+ * The ordering of the gate weights and biases of GRU along their `3 * hiddenSize` dimension.
+ * - `"zrn"`: update (z), reset (r), new (n).
+ * - `"rzn"`: reset (r), update (z), new (n).
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlgruweightlayout
+ */
+export type MLGruWeightLayout = "zrn" | "rzn";
+
+/**
+ * The processing direction of the input sequence of a recurrent network. `"both"` processes it
+ * in both directions, making numDirections 2.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlrecurrentnetworkdirection
+ */
+export type MLRecurrentNetworkDirection = "forward" | "backward" | "both";
+
+/**
+ * Options of `gru()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgruoptions
+ */
+export interface MLGruOptions {
+  /** The 2-D input bias tensor of shape [numDirections, 3 * hiddenSize], ordered per `layout`. */
+  bias?: MLOperand;
+  /** The 2-D recurrent bias tensor of shape [numDirections, 3 * hiddenSize], ordered per `layout`. */
+  recurrentBias?: MLOperand;
+  /**
+   * The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when
+   * absent.
+   */
+  initialHiddenState?: MLOperand;
+  /**
+   * Whether the reset gate is applied after (true) or before (false) the matrix multiplication.
+   * @defaultValue `true`
+   */
+  resetAfter?: boolean;
+  /**
+   * Whether to also return the output of every time step, in addition to the last one.
+   * @defaultValue `false`
+   */
+  returnSequence?: boolean;
+  /**
+   * The processing direction of the input sequence.
+   * @defaultValue `"forward"`
+   */
+  direction?: MLRecurrentNetworkDirection;
+  /**
+   * The ordering of the gate weights and biases.
+   * @defaultValue `"zrn"`
+   */
+  layout?: MLGruWeightLayout;
+  /**
+   * Two activations: the first for the update and reset gates, the second for the new gate.
+   * When absent, `[sigmoid, tanh]`.
+   */
+  activations?: MLActivation[];
+}
+
+/**
+ * Options of `gruCell()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgrucelloptions
+ */
+export interface MLGruCellOptions {
+  /** The 1-D input bias tensor of shape [3 * hiddenSize], ordered per `layout`. */
+  bias?: MLOperand;
+  /** The 1-D recurrent bias tensor of shape [3 * hiddenSize], ordered per `layout`. */
+  recurrentBias?: MLOperand;
+  /**
+   * Whether the reset gate is applied after (true) or before (false) the matrix multiplication.
+   * @defaultValue `true`
+   */
+  resetAfter?: boolean;
+  /**
+   * The ordering of the gate weights and biases.
+   * @defaultValue `"zrn"`
+   */
+  layout?: MLGruWeightLayout;
+  /**
+   * Two activations: the first for the update and reset gates, the second for the new gate.
+   * When absent, `[sigmoid, tanh]`.
+   */
+  activations?: MLActivation[];
+}
+
+/**
+ * Options of `hardSigmoid()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlhardsigmoidoptions
+ */
+export interface MLHardSigmoidOptions {
+  /**
+   * The scalar multiplier.
+   * @defaultValue `0.2`
+   */
+  alpha?: number;
+  /**
+   * The scalar addition.
+   * @defaultValue `0.5`
+   */
+  beta?: number;
+}
+
+/**
+ * Options of `instanceNormalization()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlinstancenormalizationoptions
+ */
+export interface MLInstanceNormalizationOptions {
+  /** The 1-D tensor of scaling values, of size equal to the number of channels. */
+  scale?: MLOperand;
+  /** The 1-D tensor of bias values, of size equal to the number of channels. */
+  bias?: MLOperand;
+  /**
+   * A small value that prevents division by zero.
+   * @defaultValue `1e-5`
+   */
+  epsilon?: number;
+  /**
+   * The layout of the input.
+   * @defaultValue `"nchw"`
+   */
+  layout?: MLInputOperandLayout;
+}
+
+/**
+ * Options of `layerNormalization()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllayernormalizationoptions
+ */
+export interface MLLayerNormalizationOptions {
+  /**
+   * The scaling values, of the shape of the input dimensions listed in `axes` (e.g. for axes
+   * [1, 2, 3], input.shape()[1..3]); 1 when absent.
+   */
+  scale?: MLOperand;
+  /** The bias values, of the shape of the input dimensions listed in `axes`; 0 when absent. */
+  bias?: MLOperand;
+  /**
+   * The input dimensions to normalize over. When absent, all dimensions but the first (e.g.
+   * [1, 2, 3] for a 4-D input); when empty, no dimension is reduced.
+   */
+  axes?: number[];
+  /**
+   * A small value that prevents division by zero.
+   * @defaultValue `1e-5`
+   */
+  epsilon?: number;
+}
+
+/**
+ * Options of `leakyRelu()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlleakyreluoptions
+ */
+export interface MLLeakyReluOptions {
+  /**
+   * The slope of the negative part.
+   * @defaultValue `0.01`
+   */
+  alpha?: number;
+}
+
+/**
+ * Options of `linear()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllinearoptions
+ */
+export interface MLLinearOptions {
+  /**
+   * The scalar multiplier.
+   * @defaultValue `1`
+   */
+  alpha?: number;
+  /**
+   * The scalar addition.
+   * @defaultValue `0`
+   */
+  beta?: number;
+}
+
+/**
+ * The ordering of the gate weights and biases of LSTM along their `4 * hiddenSize` dimension.
+ * - `"iofg"`: input (i), output (o), forget (f), cell (g).
+ * - `"ifgo"`: input (i), forget (f), cell (g), output (o).
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mllstmweightlayout
+ */
+export type MLLstmWeightLayout = "iofg" | "ifgo";
+
+/**
+ * Options of `lstm()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllstmoptions
+ */
+export interface MLLstmOptions {
+  /** The 2-D input bias tensor of shape [numDirections, 4 * hiddenSize], ordered per `layout`. */
+  bias?: MLOperand;
+  /** The 2-D recurrent bias tensor of shape [numDirections, 4 * hiddenSize], ordered per `layout`. */
+  recurrentBias?: MLOperand;
+  /**
+   * The 2-D peephole weight tensor of shape [numDirections, 3 * hiddenSize], packed in the order
+   * input (i), output (o), forget (f).
+   */
+  peepholeWeight?: MLOperand;
+  /**
+   * The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when
+   * absent.
+   */
+  initialHiddenState?: MLOperand;
+  /**
+   * The 3-D initial cell state of shape [numDirections, batchSize, hiddenSize]; zeros when absent.
+   */
+  initialCellState?: MLOperand;
+  /**
+   * Whether to also return the output of every time step, in addition to the last one.
+   * @defaultValue `false`
+   */
+  returnSequence?: boolean;
+  /**
+   * The processing direction of the input sequence.
+   * @defaultValue `"forward"`
+   */
+  direction?: MLRecurrentNetworkDirection;
+  /**
+   * The ordering of the gate weights and biases.
+   * @defaultValue `"iofg"`
+   */
+  layout?: MLLstmWeightLayout;
+  /**
+   * Three activations: for the input, forget and output gates; for the cell gate; and for the
+   * cell state before it is combined with the output gate. When absent, `[sigmoid, tanh, tanh]`.
+   */
+  activations?: MLActivation[];
+}
+
+/**
+ * Options of `lstmCell()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllstmcelloptions
+ */
+export interface MLLstmCellOptions {
+  /** The 1-D input bias tensor of shape [4 * hiddenSize], ordered per `layout`. */
+  bias?: MLOperand;
+  /** The 1-D recurrent bias tensor of shape [4 * hiddenSize], ordered per `layout`. */
+  recurrentBias?: MLOperand;
+  /**
+   * The 1-D peephole weight tensor of shape [3 * hiddenSize], packed in the order input (i),
+   * output (o), forget (f).
+   */
+  peepholeWeight?: MLOperand;
+  /**
+   * The ordering of the gate weights and biases.
+   * @defaultValue `"iofg"`
+   */
+  layout?: MLLstmWeightLayout;
+  /**
+   * Three activations: for the input, forget and output gates; for the cell gate; and for the
+   * cell state before it is combined with the output gate. When absent, `[sigmoid, tanh, tanh]`.
+   */
+  activations?: MLActivation[];
+}
+
+/**
+ * How `pad()` fills the new edges.
+ * - `"constant"`: with `MLPadOptions.value`.
+ * - `"edge"`: by repeating the edge values.
+ * - `"reflection"`: by mirroring the values, excluding the edge.
+ * - `"symmetric"`: by mirroring the values, including the edge.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlpaddingmode
+ */
+export type MLPaddingMode = "constant" | "edge" | "reflection" | "symmetric";
+
+/**
+ * Options of `pad()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlpadoptions
+ */
+export interface MLPadOptions {
+  /**
+   * How the padded values are computed.
+   * @defaultValue `"constant"`
+   */
+  mode?: MLPaddingMode;
+  /**
+   * The padding value when `mode` is `"constant"`.
+   * @defaultValue `0`
+   */
+  value?: number;
+}
+
+/**
+ * The rounding applied when computing the output sizes of a pooling operation.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlroundingtype
+ */
+export type MLRoundingType = "floor" | "ceil";
+
+/**
+ * Options of `averagePool2d()`, `l2Pool2d()` and `maxPool2d()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlpool2doptions
+ */
+export interface MLPool2dOptions {
+  /**
+   * [windowHeight, windowWidth]: the size of the sliding window. When absent, the input's
+   * spatial size (a global pooling).
+   */
+  windowDimensions?: number[];
+  /**
+   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial
+   * dimension of the input.
+   * @defaultValue `[0, 0, 0, 0]`
+   */
+  padding?: number[];
+  /**
+   * [strideHeight, strideWidth]: the stride of the sliding window; values must be greater than 0.
+   * @defaultValue `[1, 1]`
+   */
+  strides?: number[];
+  /**
+   * [dilationHeight, dilationWidth]: the dilation of the window; values must be greater than 0.
+   * @defaultValue `[1, 1]`
+   */
+  dilations?: number[];
+  /**
+   * The layout of the input and output tensors.
+   * @defaultValue `"nchw"`
+   */
+  layout?: MLInputOperandLayout;
+  /**
+   * The rounding of the computed output sizes; ignored when `outputSizes` is given.
+   * @defaultValue `"floor"`
+   */
+  roundingType?: MLRoundingType;
+  /**
+   * [outputHeight, outputWidth]: explicit sizes of the output's spatial dimensions. When
+   * absent, they are computed from the other options.
+   */
+  outputSizes?: number[];
+}
+
+/**
+ * Options of the reduction operations (`reduceL1()` ... `reduceSumSquare()`).
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlreduceoptions
+ */
+export interface MLReduceOptions {
+  /**
+   * The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When
+   * absent, all dimensions are reduced; when empty, none is and the output shape is the input's.
+   */
+  axes?: number[];
+  /**
+   * If true, the output keeps the input's rank, with the reduced dimensions of size 1.
+   * @defaultValue `false`
+   */
+  keepDimensions?: boolean;
+}
+
+/**
+ * The interpolation algorithm of `resample2d()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlinterpolationmode
+ */
+export type MLInterpolationMode = "nearest-neighbor" | "linear";
+
+/**
+ * Options of `resample2d()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlresample2doptions
+ */
+export interface MLResample2dOptions {
+  /**
+   * The interpolation algorithm used to fill the output tensor values.
+   * @defaultValue `"nearest-neighbor"`
+   */
+  mode?: MLInterpolationMode;
+  /**
+   * [scaleHeight, scaleWidth]: the scaling factor of each resampled dimension (greater than 0).
+   * Ignored when `sizes` is given.
+   * @defaultValue `[1.0, 1.0]`
+   */
+  scales?: number[];
+  /**
+   * [sizeHeight, sizeWidth]: the target sizes of the resampled dimensions (greater than 0);
+   * when given, `scales` is ignored.
+   */
+  sizes?: number[];
+  /**
+   * The two consecutive input dimensions that are resampled: [0, 1], [1, 2] or [2, 3].
+   * @defaultValue `[2, 3]`
+   */
+  axes?: number[];
+}
+
+/**
+ * Options of `split()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlsplitoptions
+ */
+export interface MLSplitOptions {
+  /**
+   * The dimension along which to split, in the range [0, N-1] where N is the input's rank.
+   * @defaultValue `0`
+   */
+  axis?: number;
+}
+
+/**
+ * Options of `transpose()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mltransposeoptions
+ */
+export interface MLTransposeOptions {
+  /**
+   * The permutation of the input dimensions: a list of the input's rank holding each of
+   * 0 to N-1 exactly once.
+   * @defaultValue `[N-1, ..., 1, 0]` (reverses the dimensions)
+   */
+  permutation?: number[];
+}
+
+/**
+ * Options of `triangular()`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mltriangularoptions
+ */
+export interface MLTriangularOptions {
+  /**
+   * Whether the upper (true) or the lower (false) triangular part is retained.
+   * @defaultValue `true`
+   */
+  upper?: boolean;
+  /**
+   * How many diagonals above (positive) or below (negative) the main diagonal are retained or
+   * excluded; 0 affects only the main diagonal. A signed `[EnforceRange] long`.
+   * @defaultValue `0`
+   */
+  diagonal?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7.8 MLGraphBuilder interface
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Builds a computational graph from inputs, constants and operations, then compiles it with
+ * `build()` into an `MLGraph` for its context.
+ *
+ * Every operator method validates its arguments synchronously and throws a `TypeError` when
+ * they are invalid (see the module documentation for the conditions common to all methods), and
+ * returns a new operand without changing existing ones. Activation methods called without an
+ * input return an `MLActivation` for the recurrent operators.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder
+ */
+export declare class MLGraphBuilder {
+  /**
+   * Creates a graph builder bound to a context.
+   * @param context - The context the graphs will be compiled for and run on.
+   * @throws TypeError if `context` is not an `MLContext`.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-constructor
+   */
+  constructor(context: MLContext);
+
+  /**
+   * Creates a named input operand of the graph, whose value is supplied to `compute()`.
+   * @param name - The input's name, the key of its view in `compute()`'s `inputs`.
+   * @param descriptor - The input's data type and shape.
+   * @returns The input operand.
+   * @throws TypeError if `name` is empty, or a dimension of `descriptor` is not an integer
+   * greater than 0, or the shape's rank or byte length is not supported.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-input
+   */
+  input(name: string, descriptor: MLOperandDescriptor): MLOperand;
+
+  /**
+   * Creates a constant operand holding a copy of `bufferView`'s bytes (later writes to the
+   * buffer do not change the graph).
+   * @param descriptor - The constant's data type and shape.
+   * @param bufferView - The data: a view of the type of `descriptor.dataType` (see
+   * `MLOperandDataTypeArrayMap`) whose byte length is the descriptor's byte length.
+   * @returns The constant operand.
+   * @throws TypeError if a dimension of `descriptor` is not valid, or the view's element type does
+   * not match `descriptor.dataType`, or its byte length is not the descriptor's byte length.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-constant
+   */
+  constant(descriptor: MLOperandDescriptor, bufferView: ArrayBufferView): MLOperand;
+  /**
+   * Creates a scalar constant operand (shape `[]`) of `value` converted to `type`; values out of
+   * the range of `type` are truncated (e.g. a float given for `"int8"`).
+   * @param value - The value.
+   * @param type - The data type. Defaults to `"float32"`.
+   * @returns The scalar constant operand.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-constant
+   */
+  constant(value: number, type?: MLOperandDataType): MLOperand;
+
+  /**
+   * Compiles the part of the graph that the given outputs depend on, off the calling thread.
+   *
+   * The promise rejects with a `TypeError` when `outputs` is empty, an output name is empty, an
+   * output operand was created by another builder or is itself an input or a constant (use
+   * `identity()` to output one), or two different inputs reachable from the outputs share a
+   * name. It rejects with an `"OperationError"` `DOMException` when the graph cannot be compiled
+   * for the context's device.
+   * @param outputs - The operands to compute, keyed by output name.
+   * @returns A promise of the compiled graph.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-build
+   */
+  build(outputs: MLNamedOperands): Promise<MLGraph>;
+
+  // 7.8.5 argMin/argMax -------------------------------------------------------------------
+
+  /**
+   * Returns the indices of the minimum values along the given axes.
+   * @param input - The input tensor.
+   * @param options - Axes, keepDimensions and selectLastIndex.
+   * @returns An `"int64"` tensor of the reduced shape.
+   * @throws TypeError if an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-argminmax
+   */
+  argMin(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
+  /**
+   * Returns the indices of the maximum values along the given axes.
+   * @param input - The input tensor.
+   * @param options - Axes, keepDimensions and selectLastIndex.
+   * @returns An `"int64"` tensor of the reduced shape.
+   * @throws TypeError if an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-argminmax
+   */
+  argMax(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
+
+  // 7.8.6 batchNormalization --------------------------------------------------------------
+
+  /**
+   * Normalizes the input with precomputed per-feature mean and variance [Batch-Normalization]:
+   * `scale * (input - mean) / sqrt(variance + epsilon) + bias`.
+   * @param input - The N-D input tensor (`"float32"` or `"float16"`).
+   * @param mean - The 1-D mean tensor of shape [input.shape()[axis]].
+   * @param variance - The 1-D variance tensor of shape [input.shape()[axis]].
+   * @param options - Scale, bias, axis and epsilon.
+   * @returns The normalized tensor, of the input's shape.
+   * @throws TypeError if the input is not floating point, `axis` is not below the input's rank,
+   * or mean, variance, scale or bias does not have the input's data type and the shape
+   * [input.shape()[axis]].
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-batchnorm
+   */
+  batchNormalization(
+    input: MLOperand,
+    mean: MLOperand,
+    variance: MLOperand,
+    options?: MLBatchNormalizationOptions,
+  ): MLOperand;
+
+  // 7.8.7 cast ------------------------------------------------------------------------------
+
+  /**
+   * Casts each element of the input to another data type.
+   * @param input - The input tensor.
+   * @param type - The target data type.
+   * @returns A tensor of the input's shape and data type `type`.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-cast
+   */
+  cast(input: MLOperand, type: MLOperandDataType): MLOperand;
+
+  // 7.8.8 clamp -----------------------------------------------------------------------------
+
+  /**
+   * Clamps the input element-wise to the range [minValue, maxValue].
+   * @param input - The input tensor.
+   * @param options - The bounds; an absent bound does not clamp that side.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if `minValue` is greater than `maxValue`.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-clamp
+   */
+  clamp(input: MLOperand, options?: MLClampOptions): MLOperand;
+  /**
+   * Creates a clamp activation for the recurrent operators.
+   * @param options - The bounds; an absent bound does not clamp that side.
+   * @returns The activation.
+   * @throws TypeError if `minValue` is greater than `maxValue`.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-clamp
+   */
+  clamp(options?: MLClampOptions): MLActivation;
+
+  // 7.8.9 concat ----------------------------------------------------------------------------
+
+  /**
+   * Concatenates tensors along an axis.
+   * @param inputs - The tensors: same data type, same rank, same sizes except along `axis`.
+   * @param axis - The axis to concatenate along, below the inputs' rank.
+   * @returns A tensor whose size along `axis` is the sum of the inputs' sizes.
+   * @throws TypeError if `inputs` is empty, `axis` is not below the rank, or the inputs differ in
+   * data type, rank, or size along another axis, or the summed size is not a valid dimension.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-concat
+   */
+  concat(inputs: MLOperand[], axis: number): MLOperand;
+
+  // 7.8.10 conv2d ---------------------------------------------------------------------------
+
+  /**
+   * Computes a 2-D convolution of a 4-D input with a 4-D filter.
+   * The output spatial size is
+   * `floor(1 + (inputSize - (filterSize - 1) * dilation - 1 + beginningPadding + endingPadding) / stride)`.
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.inputLayout`.
+   * @param filter - The 4-D filter tensor, laid out per `options.filterLayout`.
+   * @param options - Padding, strides, dilations, groups, layouts and bias.
+   * @returns The 4-D output tensor, laid out per `options.inputLayout`.
+   * @throws TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has
+   * another data type, padding is not of length 4, strides or dilations not of length 2, a stride
+   * or `groups` is 0, the input channels are not divisible by `groups` or do not match the
+   * filter's input channels, the bias is not of shape [outputChannels] and the input's data type,
+   * or an output dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-conv2d
+   */
+  conv2d(input: MLOperand, filter: MLOperand, options?: MLConv2dOptions): MLOperand;
+
+  // 7.8.11 convTranspose2d ------------------------------------------------------------------
+
+  /**
+   * Computes a 2-D transposed convolution of a 4-D input with a 4-D filter. Unless
+   * `outputSizes` is given, the output spatial size is
+   * `(inputSize - 1) * stride + (filterSize - 1) * dilation + 1 - beginningPadding - endingPadding + outputPadding`.
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.inputLayout`.
+   * @param filter - The 4-D filter tensor, laid out per `options.filterLayout`.
+   * @param options - Padding, strides, dilations, output padding or sizes, groups, layouts and bias.
+   * @returns The 4-D output tensor, laid out per `options.inputLayout`.
+   * @throws TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has
+   * another data type, padding is not of length 4, strides, dilations, outputPadding or
+   * outputSizes not of length 2, a stride is 0, an output padding is not smaller than its stride
+   * (when outputSizes is absent), the input channels do not match the filter's, the bias is not of
+   * shape [outputChannels] and the input's data type, or an output dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-convtranspose2d
+   */
+  convTranspose2d(input: MLOperand, filter: MLOperand, options?: MLConvTranspose2dOptions): MLOperand;
+
+  // 7.8.12 Element-wise binary operations ---------------------------------------------------
+
+  /**
+   * Adds two tensors element-wise, broadcasting them per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  add(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Subtracts `b` from `a` element-wise, broadcasting them per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  sub(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Multiplies two tensors element-wise, broadcasting them per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  mul(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Divides `a` by `b` element-wise, broadcasting them per the numpy rule.
+   * @param a - The dividend.
+   * @param b - The divisor, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  div(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Takes the element-wise maximum of two tensors, broadcasting them per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  max(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Takes the element-wise minimum of two tensors, broadcasting them per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  min(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Raises `a` to the power `b` element-wise, broadcasting them per the numpy rule.
+   * @param a - The base.
+   * @param b - The exponent, of `a`'s data type.
+   * @returns A tensor of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   */
+  pow(a: MLOperand, b: MLOperand): MLOperand;
+
+  // 7.8.13 Element-wise logical operations --------------------------------------------------
+
+  /**
+   * Compares `a == b` element-wise, broadcasting per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  equal(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Compares `a > b` element-wise, broadcasting per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  greater(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Compares `a >= b` element-wise, broadcasting per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  greaterOrEqual(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Compares `a < b` element-wise, broadcasting per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  lesser(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Compares `a <= b` element-wise, broadcasting per the numpy rule.
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  lesserOrEqual(a: MLOperand, b: MLOperand): MLOperand;
+  /**
+   * Computes the logical negation of a `"uint8"` tensor element-wise (0 becomes 1, anything else 0).
+   * @param a - The `"uint8"` input tensor.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @throws TypeError if `a`'s data type is not `"uint8"`.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  not(a: MLOperand): MLOperand;
+  /**
+   * Same as `not()`, under the name later drafts of the spec give it.
+   * @param a - The `"uint8"` input tensor.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @throws TypeError if `a`'s data type is not `"uint8"`.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (later drafts renamed `not` to `logicalNot`).
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   */
+  logicalNot(a: MLOperand): MLOperand;
+
+  // 7.8.14 Element-wise unary operations ----------------------------------------------------
+
+  /**
+   * Computes the absolute value element-wise.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input's data type is not one of those.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  abs(input: MLOperand): MLOperand;
+  /**
+   * Rounds up to an integral value element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  ceil(input: MLOperand): MLOperand;
+  /**
+   * Computes the cosine element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  cos(input: MLOperand): MLOperand;
+  /**
+   * Computes the Gauss error function element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  erf(input: MLOperand): MLOperand;
+  /**
+   * Computes the natural exponential element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  exp(input: MLOperand): MLOperand;
+  /**
+   * Rounds down to an integral value element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  floor(input: MLOperand): MLOperand;
+  /**
+   * Copies the input; useful to output an input or a constant from a graph.
+   * @param input - A tensor of any data type.
+   * @returns A tensor equal to the input.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  identity(input: MLOperand): MLOperand;
+  /**
+   * Computes the natural logarithm element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  log(input: MLOperand): MLOperand;
+  /**
+   * Negates element-wise.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input's data type is not one of those.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  neg(input: MLOperand): MLOperand;
+  /**
+   * Computes the reciprocal `1 / x` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  reciprocal(input: MLOperand): MLOperand;
+  /**
+   * Computes the sine element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  sin(input: MLOperand): MLOperand;
+  /**
+   * Computes the square root element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  sqrt(input: MLOperand): MLOperand;
+  /**
+   * Computes the tangent element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   */
+  tan(input: MLOperand): MLOperand;
+
+  // 7.8.15 elu ------------------------------------------------------------------------------
+
+  /**
+   * Computes the exponential linear unit `max(0, x) + alpha * (exp(min(0, x)) - 1)` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - The multiplier alpha.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-elu
+   */
+  elu(input: MLOperand, options?: MLEluOptions): MLOperand;
+  /**
+   * Creates an ELU activation for the recurrent operators.
+   * @param options - The multiplier alpha.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-elu
+   */
+  elu(options?: MLEluOptions): MLActivation;
+
+  // 7.8.16 expand ---------------------------------------------------------------------------
+
+  /**
+   * Broadcasts the input to a new shape: each input dimension must be 1 or equal to the
+   * corresponding (trailing-aligned) dimension of `newShape`.
+   * @param input - The input tensor.
+   * @param newShape - The target shape.
+   * @returns A tensor of the broadcast shape and the input's data type.
+   * @throws TypeError if the input's shape is not unidirectionally broadcastable to `newShape`.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-expand
+   */
+  expand(input: MLOperand, newShape: number[]): MLOperand;
+
+  // 7.8.17 gather ---------------------------------------------------------------------------
+
+  /**
+   * Gathers slices of the input along an axis at the given indices.
+   * @param input - The input tensor.
+   * @param indices - An `"int32"`, `"uint32"` or `"int64"` tensor of indices into `input`'s
+   * dimension `axis`; out-of-range indices are clamped at run time.
+   * @param options - The axis.
+   * @returns A tensor of rank input rank + indices rank - 1: input.shape()[0..axis) ++
+   * indices.shape() ++ input.shape()(axis..).
+   * @throws TypeError if the indices' data type is not one of those, or `axis` is not below the
+   * input's rank.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gather
+   */
+  gather(input: MLOperand, indices: MLOperand, options?: MLGatherOptions): MLOperand;
+
+  // 7.8.18 gelu -----------------------------------------------------------------------------
+
+  /**
+   * Computes the Gaussian error linear unit `0.5 * x * (1 + erf(x / sqrt(2)))` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gelu
+   */
+  gelu(input: MLOperand): MLOperand;
+  /**
+   * Creates a GELU activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gelu
+   */
+  gelu(): MLActivation;
+
+  // 7.8.19 gemm -----------------------------------------------------------------------------
+
+  /**
+   * Computes the general matrix multiplication `alpha * A * B + beta * C` of 2-D tensors, where
+   * A is [M, K] (or [K, M] with aTranspose) and B is [K, N] (or [N, K] with bTranspose).
+   * @param a - The 2-D first matrix (`"float32"` or `"float16"`).
+   * @param b - The 2-D second matrix, of `a`'s data type.
+   * @param options - c, alpha, beta, aTranspose and bTranspose.
+   * @returns The 2-D [M, N] tensor.
+   * @throws TypeError if `a` is not floating point, `b` or `c` has another data type, `a` or `b`
+   * is not 2-D, the inner dimensions differ, or `c` is not broadcastable to [M, N].
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gemm
+   */
+  gemm(a: MLOperand, b: MLOperand, options?: MLGemmOptions): MLOperand;
+
+  // 7.8.20 gru ------------------------------------------------------------------------------
+
+  /**
+   * Runs a Gated Recurrent Unit [GRU] network over a sequence.
+   * @param input - The 3-D input tensor [steps, batchSize, inputSize] (`"float32"` or `"float16"`).
+   * @param weight - The 3-D input weight tensor [numDirections, 3 * hiddenSize, inputSize].
+   * @param recurrentWeight - The 3-D recurrent weight tensor [numDirections, 3 * hiddenSize, hiddenSize].
+   * @param steps - The number of time steps; must equal input.shape()[0].
+   * @param hiddenSize - The size of the hidden state.
+   * @param options - Biases, initial state, resetAfter, returnSequence, direction, layout, activations.
+   * @returns `[output]`, or `[output, sequence]` when `returnSequence` is true: `output` is the
+   * 3-D [numDirections, batchSize, hiddenSize] hidden state of the last step, `sequence` the 4-D
+   * [steps, numDirections, batchSize, hiddenSize] outputs of every step.
+   * @throws TypeError if the input is not floating point or not 3-D, a tensor has another data
+   * type or a shape other than above, `6 * hiddenSize` is not a valid dimension, `activations`
+   * is not of length 2, or an activation was created by another builder or rejects the
+   * [batchSize, hiddenSize] gate shape.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gru
+   */
+  gru(
+    input: MLOperand,
+    weight: MLOperand,
+    recurrentWeight: MLOperand,
+    steps: number,
+    hiddenSize: number,
+    options?: MLGruOptions,
+  ): MLOperand[];
+
+  // 7.8.21 gruCell --------------------------------------------------------------------------
+
+  /**
+   * Computes a single time step of a Gated Recurrent Unit [GRU] network.
+   * @param input - The 2-D input tensor [batchSize, inputSize] (`"float32"` or `"float16"`).
+   * @param weight - The 2-D input weight tensor [3 * hiddenSize, inputSize].
+   * @param recurrentWeight - The 2-D recurrent weight tensor [3 * hiddenSize, hiddenSize].
+   * @param hiddenState - The 2-D hidden state [batchSize, hiddenSize].
+   * @param hiddenSize - The size of the hidden state.
+   * @param options - Biases, resetAfter, layout and activations.
+   * @returns The 2-D [batchSize, hiddenSize] new hidden state.
+   * @throws TypeError if the input is not floating point or not 2-D, a tensor has another data
+   * type or a shape other than above, `6 * hiddenSize` is not a valid dimension, `activations`
+   * is not of length 2, or an activation was created by another builder or rejects the
+   * [batchSize, hiddenSize] gate shape.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-grucell
+   */
+  gruCell(
+    input: MLOperand,
+    weight: MLOperand,
+    recurrentWeight: MLOperand,
+    hiddenState: MLOperand,
+    hiddenSize: number,
+    options?: MLGruCellOptions,
+  ): MLOperand;
+
+  // 7.8.22 hardSigmoid ----------------------------------------------------------------------
+
+  /**
+   * Computes the hard sigmoid `max(0, min(1, alpha * x + beta))` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - alpha and beta.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardsigmoid
+   */
+  hardSigmoid(input: MLOperand, options?: MLHardSigmoidOptions): MLOperand;
+  /**
+   * Creates a hard sigmoid activation for the recurrent operators.
+   * @param options - alpha and beta.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardsigmoid
+   */
+  hardSigmoid(options?: MLHardSigmoidOptions): MLActivation;
+
+  // 7.8.23 hardSwish ------------------------------------------------------------------------
+
+  /**
+   * Computes the hard swish `x * max(0, min(6, x + 3)) / 6` [MobileNetV3] element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardswish
+   */
+  hardSwish(input: MLOperand): MLOperand;
+  /**
+   * Creates a hard swish activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardswish
+   */
+  hardSwish(): MLActivation;
+
+  // 7.8.24 instanceNormalization ------------------------------------------------------------
+
+  /**
+   * Normalizes each channel of each sample over its spatial dimensions [Instance-Normalization],
+   * with mean and variance computed on the fly.
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
+   * @param options - Scale, bias, epsilon and layout.
+   * @returns The normalized tensor, of the input's shape.
+   * @throws TypeError if the input is not floating point or not 4-D, or scale or bias does not
+   * have the input's data type and the shape [channels].
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-instancenorm
+   */
+  instanceNormalization(input: MLOperand, options?: MLInstanceNormalizationOptions): MLOperand;
+
+  // 7.8.25 layerNormalization ---------------------------------------------------------------
+
+  /**
+   * Normalizes each sample over the given axes [Layer-Normalization], with mean and variance
+   * computed on the fly.
+   * @param input - The N-D input tensor (`"float32"` or `"float16"`).
+   * @param options - Scale, bias, axes and epsilon.
+   * @returns The normalized tensor, of the input's shape.
+   * @throws TypeError if the input is not floating point, an axis is not below the input's rank,
+   * or scale or bias does not have the input's data type, a rank equal to the number of axes and
+   * the sizes of the input dimensions at those axes.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-layernorm
+   */
+  layerNormalization(input: MLOperand, options?: MLLayerNormalizationOptions): MLOperand;
+
+  // 7.8.26 leakyRelu ------------------------------------------------------------------------
+
+  /**
+   * Computes the leaky rectified linear function `max(0, x) + alpha * min(0, x)` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - The slope alpha.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-leakyrelu
+   */
+  leakyRelu(input: MLOperand, options?: MLLeakyReluOptions): MLOperand;
+  /**
+   * Creates a leaky ReLU activation for the recurrent operators.
+   * @param options - The slope alpha.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-leakyrelu
+   */
+  leakyRelu(options?: MLLeakyReluOptions): MLActivation;
+
+  // 7.8.27 linear ---------------------------------------------------------------------------
+
+  /**
+   * Computes the linear function `alpha * x + beta` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - alpha and beta.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-linear
+   */
+  linear(input: MLOperand, options?: MLLinearOptions): MLOperand;
+  /**
+   * Creates a linear activation for the recurrent operators.
+   * @param options - alpha and beta.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-linear
+   */
+  linear(options?: MLLinearOptions): MLActivation;
+
+  // 7.8.28 lstm -----------------------------------------------------------------------------
+
+  /**
+   * Runs a Long Short-Term Memory [LSTM] network over a sequence.
+   * @param input - The 3-D input tensor [steps, batchSize, inputSize] (`"float32"` or `"float16"`).
+   * @param weight - The 3-D input weight tensor [numDirections, 4 * hiddenSize, inputSize].
+   * @param recurrentWeight - The 3-D recurrent weight tensor [numDirections, 4 * hiddenSize, hiddenSize].
+   * @param steps - The number of time steps; must equal input.shape()[0].
+   * @param hiddenSize - The size of the hidden state.
+   * @param options - Biases, peephole weight, initial states, returnSequence, direction, layout, activations.
+   * @returns `[hidden, cell]`, or `[hidden, cell, sequence]` when `returnSequence` is true:
+   * `hidden` and `cell` are the 3-D [numDirections, batchSize, hiddenSize] states of the last
+   * step, `sequence` the 4-D [steps, numDirections, batchSize, hiddenSize] outputs of every step.
+   * @throws TypeError if the input is not floating point or not 3-D, a tensor has another data
+   * type or a shape other than above, `8 * hiddenSize` is not a valid dimension, `activations`
+   * is not of length 3, or an activation was created by another builder or rejects the
+   * [batchSize, hiddenSize] gate shape.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-lstm
+   */
+  lstm(
+    input: MLOperand,
+    weight: MLOperand,
+    recurrentWeight: MLOperand,
+    steps: number,
+    hiddenSize: number,
+    options?: MLLstmOptions,
+  ): MLOperand[];
+
+  // 7.8.29 lstmCell -------------------------------------------------------------------------
+
+  /**
+   * Computes a single time step of a Long Short-Term Memory [LSTM] network.
+   * @param input - The 2-D input tensor [batchSize, inputSize] (`"float32"` or `"float16"`).
+   * @param weight - The 2-D input weight tensor [4 * hiddenSize, inputSize].
+   * @param recurrentWeight - The 2-D recurrent weight tensor [4 * hiddenSize, hiddenSize].
+   * @param hiddenState - The 2-D hidden state [batchSize, hiddenSize].
+   * @param cellState - The 2-D cell state [batchSize, hiddenSize].
+   * @param hiddenSize - The size of the hidden state.
+   * @param options - Biases, peephole weight, layout and activations.
+   * @returns `[hidden, cell]`: the new 2-D [batchSize, hiddenSize] hidden and cell states.
+   * @throws TypeError if the input is not floating point or not 2-D, a tensor has another data
+   * type or a shape other than above, `8 * hiddenSize` is not a valid dimension, `activations`
+   * is not of length 3, or an activation was created by another builder or rejects the
+   * [batchSize, hiddenSize] gate shape.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-lstmcell
+   */
+  lstmCell(
+    input: MLOperand,
+    weight: MLOperand,
+    recurrentWeight: MLOperand,
+    hiddenState: MLOperand,
+    cellState: MLOperand,
+    hiddenSize: number,
+    options?: MLLstmCellOptions,
+  ): MLOperand[];
+
+  // 7.8.30 matmul ---------------------------------------------------------------------------
+
+  /**
+   * Computes the matrix product of the last two dimensions of two tensors, broadcasting the
+   * leading (batch) dimensions per the numpy rule.
+   * @param a - A tensor of rank 2 or more [..., M, K] (`"float32"` or `"float16"`).
+   * @param b - A tensor of rank 2 or more [..., K, N], of `a`'s data type.
+   * @returns The [...broadcast batch, M, N] product.
+   * @throws TypeError if `a` is not floating point, `b` has another data type, either rank is
+   * below 2, the inner dimensions differ, or the batch dimensions cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-matmul
+   */
+  matmul(a: MLOperand, b: MLOperand): MLOperand;
+
+  // 7.8.31 pad ------------------------------------------------------------------------------
+
+  /**
+   * Pads the edges of the input with a constant or with mirrored or repeated values; each output
+   * dimension is beginningPadding + input size + endingPadding.
+   * @param input - The input tensor.
+   * @param beginningPadding - The padding at the beginning of each dimension (one per dimension).
+   * @param endingPadding - The padding at the end of each dimension (one per dimension).
+   * @param options - Mode and constant value.
+   * @returns The padded tensor.
+   * @throws TypeError if either padding list's length is not the input's rank, or an output
+   * dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pad
+   */
+  pad(input: MLOperand, beginningPadding: number[], endingPadding: number[], options?: MLPadOptions): MLOperand;
+
+  // 7.8.32 Pooling operations ---------------------------------------------------------------
+
+  /**
+   * Averages each window of a 4-D input. With `"floor"` rounding the output spatial size is
+   * `floor(1 + (inputSize - windowSize + beginningPadding + endingPadding) / stride)`.
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
+   * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
+   * @returns The 4-D pooled tensor.
+   * @throws TypeError if the input is not floating point or not 4-D, windowDimensions, strides,
+   * dilations or outputSizes is not of length 2, padding not of length 4, a stride or dilation
+   * is 0, or an output dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pool2d
+   */
+  averagePool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
+  /**
+   * Computes the L2 norm (square root of the sum of squares) of each window of a 4-D input.
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
+   * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
+   * @returns The 4-D pooled tensor.
+   * @throws TypeError if the input is not floating point or not 4-D, windowDimensions, strides,
+   * dilations or outputSizes is not of length 2, padding not of length 4, a stride or dilation
+   * is 0, or an output dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pool2d
+   */
+  l2Pool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
+  /**
+   * Takes the maximum of each window of a 4-D input.
+   * @param input - The 4-D input tensor, of any data type, laid out per `options.layout`.
+   * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
+   * @returns The 4-D pooled tensor.
+   * @throws TypeError if the input is not 4-D, windowDimensions, strides, dilations or
+   * outputSizes is not of length 2, padding not of length 4, a stride or dilation is 0, or an
+   * output dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pool2d
+   */
+  maxPool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
+
+  // 7.8.33 prelu ----------------------------------------------------------------------------
+
+  /**
+   * Computes the parametric rectified linear function `max(0, x) + slope * min(0, x)`
+   * element-wise, with a learned slope tensor.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @param slope - The slope, of the input's data type, unidirectionally broadcastable to the input's shape.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input's data type is not one of those, the slope's differs, or the
+   * slope cannot be broadcast to the input's shape.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-prelu
+   */
+  prelu(input: MLOperand, slope: MLOperand): MLOperand;
+
+  // 7.8.34 Reduction operations -------------------------------------------------------------
+
+  /**
+   * Reduces by the sum of absolute values.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceL1(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the square root of the sum of squares.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceL2(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the natural logarithm of the sum.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceLogSum(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the natural logarithm of the sum of exponentials.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceLogSumExp(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the maximum.
+   * @param input - A tensor of any data type.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceMax(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the arithmetic mean.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceMean(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the minimum.
+   * @param input - A tensor of any data type.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceMin(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the product.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceProduct(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the sum.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceSum(input: MLOperand, options?: MLReduceOptions): MLOperand;
+  /**
+   * Reduces by the sum of squares.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - Axes and keepDimensions.
+   * @returns The reduced tensor.
+   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
+   */
+  reduceSumSquare(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.35 relu -----------------------------------------------------------------------------
+
+  /**
+   * Computes the rectified linear function `max(0, x)` element-wise.
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input's data type is not one of those.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-relu
+   */
+  relu(input: MLOperand): MLOperand;
+  /**
+   * Creates a ReLU activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-relu
+   */
+  relu(): MLActivation;
+
+  // 7.8.36 resample2d -----------------------------------------------------------------------
+
+  /**
+   * Resamples two consecutive dimensions of a 4-D tensor to new sizes by scales or target sizes.
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`).
+   * @param options - Mode, scales or sizes, and axes.
+   * @returns The resampled 4-D tensor.
+   * @throws TypeError if the input is not floating point or not 4-D, scales or sizes is not of
+   * length 2 or holds a value not greater than 0, axes is not [0, 1], [1, 2] or [2, 3], or an
+   * output dimension is not valid.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-resample2d
+   */
+  resample2d(input: MLOperand, options?: MLResample2dOptions): MLOperand;
+
+  // 7.8.37 reshape --------------------------------------------------------------------------
+
+  /**
+   * Gives the input a new shape with the same number of elements, without changing its data.
+   * @param input - The input tensor.
+   * @param newShape - The new shape; `[]` makes a scalar.
+   * @returns A tensor of shape `newShape` and the input's data type.
+   * @throws TypeError if a dimension of `newShape` is not valid, or its element count differs
+   * from the input's.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reshape
+   */
+  reshape(input: MLOperand, newShape: number[]): MLOperand;
+
+  // 7.8.38 sigmoid --------------------------------------------------------------------------
+
+  /**
+   * Computes the sigmoid `1 / (1 + exp(-x))` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-sigmoid
+   */
+  sigmoid(input: MLOperand): MLOperand;
+  /**
+   * Creates a sigmoid activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-sigmoid
+   */
+  sigmoid(): MLActivation;
+
+  // 7.8.39 slice ----------------------------------------------------------------------------
+
+  /**
+   * Extracts a slice of the input: `sizes[d]` elements from `starts[d]` in each dimension d.
+   * @param input - The input tensor.
+   * @param starts - The starting index in each dimension (one per dimension).
+   * @param sizes - The number of elements in each dimension (one per dimension, non-zero).
+   * @returns A tensor of shape `sizes` and the input's data type.
+   * @throws TypeError if a size is 0, or either list's length is not the input's rank.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-slice
+   */
+  slice(input: MLOperand, starts: number[], sizes: number[]): MLOperand;
+
+  // 7.8.40 softmax --------------------------------------------------------------------------
+
+  /**
+   * Computes the softmax of the input along an axis.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param axis - The axis along which the softmax is computed, below the input's rank.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point or `axis` is not below its rank.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softmax
+   */
+  softmax(input: MLOperand, axis: number): MLOperand;
+  /**
+   * Creates a softmax activation for the recurrent operators; a recurrent operator throws a
+   * `TypeError` when `axis` is not below the rank of its gate tensors.
+   * @param axis - The axis along which the softmax is computed.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softmax
+   */
+  softmax(axis: number): MLActivation;
+
+  // 7.8.41 softplus -------------------------------------------------------------------------
+
+  /**
+   * Computes the softplus `ln(1 + exp(x))` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softplus
+   */
+  softplus(input: MLOperand): MLOperand;
+  /**
+   * Creates a softplus activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softplus
+   */
+  softplus(): MLActivation;
+
+  // 7.8.42 softsign -------------------------------------------------------------------------
+
+  /**
+   * Computes the softsign `x / (1 + |x|)` element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softsign
+   */
+  softsign(input: MLOperand): MLOperand;
+  /**
+   * Creates a softsign activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softsign
+   */
+  softsign(): MLActivation;
+
+  // 7.8.43 split ----------------------------------------------------------------------------
+
+  /**
+   * Splits the input along an axis into equal parts (`splits` a number) or parts of the given
+   * sizes (`splits` a list).
+   * @param input - The input tensor.
+   * @param splits - The number of equal parts, or the size of each part along the axis.
+   * @param options - The axis.
+   * @returns The parts, in order along the axis.
+   * @throws TypeError if the axis size is not divisible by a number `splits`, or the sizes of a
+   * list `splits` do not sum to the axis size.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-split
+   */
+  split(input: MLOperand, splits: number | number[], options?: MLSplitOptions): MLOperand[];
+
+  // 7.8.44 tanh -----------------------------------------------------------------------------
+
+  /**
+   * Computes the hyperbolic tangent element-wise.
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-tanh
+   */
+  tanh(input: MLOperand): MLOperand;
+  /**
+   * Creates a hyperbolic tangent activation for the recurrent operators.
+   * @returns The activation.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-tanh
+   */
+  tanh(): MLActivation;
+
+  // 7.8.45 transpose ------------------------------------------------------------------------
+
+  /**
+   * Permutes the dimensions of the input; by default reverses them.
+   * @param input - The input tensor.
+   * @param options - The permutation.
+   * @returns The permuted tensor.
+   * @throws TypeError if the permutation's length is not the input's rank, or it holds a value
+   * out of range or a duplicate.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-transpose
+   */
+  transpose(input: MLOperand, options?: MLTransposeOptions): MLOperand;
+
+  // 7.8.46 triangular -----------------------------------------------------------------------
+
+  /**
+   * Keeps the upper or lower triangular part of a matrix (or of each matrix of the last two
+   * dimensions) and zeroes the rest.
+   * @param input - A tensor of rank 2 or more.
+   * @param options - upper and diagonal.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input's rank is below 2.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-triangular
+   */
+  triangular(input: MLOperand, options?: MLTriangularOptions): MLOperand;
+
+  // 7.8.47 where ----------------------------------------------------------------------------
+
+  /**
+   * Selects element-wise from `input` where `condition` is non-zero and from `other` elsewhere,
+   * broadcasting all three per the numpy rule.
+   * @param condition - A `"uint8"` tensor, typically the result of a logical operation.
+   * @param input - The values selected where the condition is true.
+   * @param other - The values selected where the condition is false, of `input`'s data type.
+   * @returns A tensor of the broadcast shape and `input`'s data type.
+   * @throws TypeError if `condition` is not `"uint8"`, `input` and `other` differ in data type,
+   * or the three shapes cannot be broadcast together.
+   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-where
+   */
+  where(condition: MLOperand, input: MLOperand, other: MLOperand): MLOperand;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module exports
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The package's `ML` instance, the equivalent of a browser's `navigator.ml`.
+ * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-ml
+ */
+export declare const ml: ML;
+
+// Keep the helper types above module-private.
+export {};

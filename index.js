@@ -1,0 +1,575 @@
+'use strict'
+// webnn-node: the JS facade of the W3C WebNN API (CRD 2024-05-15).
+//
+// This file does only what WebIDL needs and N-API makes awkward: argument
+// conversion ([EnforceRange] integers, dictionaries with defaults, enums), real
+// TypeErrors thrown synchronously, DOMExceptions with the spec's names, the
+// ArrayBufferView transfer of compute() (7.3.1) and assembling MLComputeResult.
+// No math and no graph logic live here: validation steps run in the Rust core.
+
+const native = require('./native.js')
+
+const kToken = Symbol('webnn-node internal constructor token')
+const UINT32_MAX = 4294967295
+
+// ---------------------------------------------------------------------------
+// Errors
+
+const DOM_NAMES = new Set(['NotSupportedError', 'OperationError', 'DataError', 'SecurityError', 'InvalidStateError'])
+
+/** Turns a tagged native error ("Name|message") into a TypeError or DOMException. */
+function convertError (e) {
+  const m = e && typeof e.message === 'string' ? /^(\w+)\|([\s\S]*)$/.exec(e.message) : null
+  if (!m) return e instanceof Error ? e : new TypeError(String(e))
+  if (m[1] === 'TypeError') return new TypeError(m[2])
+  if (DOM_NAMES.has(m[1])) return new DOMException(m[2], m[1])
+  return new Error(m[2])
+}
+
+/** Calls into the native layer, rethrowing its errors as the spec's types. */
+function call (fn) {
+  try {
+    return fn()
+  } catch (e) {
+    throw convertError(e)
+  }
+}
+
+/** Runs a promise-returning operation: synchronous throws become rejections. */
+function promiseStep (fn) {
+  try {
+    return Promise.resolve(fn()).catch((e) => { throw convertError(e) })
+  } catch (e) {
+    return Promise.reject(convertError(e))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// WebIDL conversions (https://webidl.spec.whatwg.org/#es-type-mapping)
+
+function describe (v) {
+  if (typeof v === 'string') return JSON.stringify(v)
+  if (typeof v === 'bigint') return `${v}n`
+  if (v === null || typeof v !== 'object') return String(v)
+  if (Array.isArray(v)) return `[${v.map(describe).join(', ')}]`
+  return Object.prototype.toString.call(v)
+}
+
+/** [EnforceRange] unsigned long. */
+function toUint32 (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
+  const t = Math.trunc(n)
+  if (t < 0 || t > UINT32_MAX) throw new TypeError(`${what}: ${describe(v)} is outside the range [0, ${UINT32_MAX}]`)
+  return t
+}
+
+/** float (restricted: NaN and infinities are TypeErrors), rounded to float32. */
+function toFloat (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
+  const f = Math.fround(n)
+  if (!Number.isFinite(f)) throw new TypeError(`${what}: ${describe(v)} is out of the float32 range`)
+  return f
+}
+
+/** double (restricted). */
+function toDouble (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
+  return n
+}
+
+function toSequence (v, what, convert) {
+  if (v === null || typeof v !== 'object' || typeof v[Symbol.iterator] !== 'function') {
+    throw new TypeError(`${what}: ${describe(v)} is not a sequence`)
+  }
+  return Array.from(v, (item, i) => convert(item, `${what}[${i}]`))
+}
+
+function toDictionary (v, what) {
+  if (v === undefined || v === null) return {}
+  if (typeof v !== 'object' && typeof v !== 'function') throw new TypeError(`${what}: ${describe(v)} is not a dictionary`)
+  return v
+}
+
+function toEnum (v, values, what) {
+  const s = typeof v === 'symbol' ? v : String(v)
+  if (!values.includes(s)) {
+    throw new TypeError(`${what}: ${describe(v)} is not one of ${values.map((x) => `'${x}'`).join(', ')}`)
+  }
+  return s
+}
+
+/** record<DOMString, T>: own enumerable string keys. */
+function toRecord (v, what, convert) {
+  if (v === null || typeof v !== 'object') throw new TypeError(`${what}: ${describe(v)} is not an object`)
+  const out = new Map()
+  for (const key of Reflect.ownKeys(v)) {
+    if (typeof key !== 'string') continue
+    const d = Reflect.getOwnPropertyDescriptor(v, key)
+    if (d && d.enumerable) out.set(key, convert(v[key], `${what}['${key}']`))
+  }
+  return out
+}
+
+const DATA_TYPES = ['float32', 'float16', 'int32', 'uint32', 'int64', 'uint64', 'int8', 'uint8']
+const DEVICE_TYPES = ['cpu', 'gpu']
+const POWER_PREFERENCES = ['default', 'high-performance', 'low-power']
+
+// Spec 10.1: the ArrayBufferView type of each data type. float16 travels as
+// Uint16Array bits, or as Float16Array where the runtime has one.
+const VIEW_TYPES = {
+  float32: ['Float32Array'],
+  float16: ['Uint16Array', 'Float16Array'],
+  int32: ['Int32Array'],
+  uint32: ['Uint32Array'],
+  int64: ['BigInt64Array'],
+  uint64: ['BigUint64Array'],
+  int8: ['Int8Array'],
+  uint8: ['Uint8Array']
+}
+
+function viewType (v) {
+  if (!ArrayBuffer.isView(v)) return null
+  return v instanceof DataView ? 'DataView' : v[Symbol.toStringTag]
+}
+
+function toArrayBufferView (v, what) {
+  if (!ArrayBuffer.isView(v)) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBufferView`)
+  return v
+}
+
+/** Step 1 of "validate buffer with descriptor": the element type, as a message or null. */
+function typeMismatch (view, dataType) {
+  const type = viewType(view)
+  if (VIEW_TYPES[dataType].includes(type)) return null
+  return `a ${type} does not match data type '${dataType}' (expected ${VIEW_TYPES[dataType].join(' or ')})`
+}
+
+/** Spec 7.3 "validate buffer with descriptor", as a message or null. */
+function bufferMismatch (view, dataType, byteLength) {
+  const why = typeMismatch(view, dataType)
+  if (why) return why
+  if (view.byteLength !== byteLength) {
+    return `the view holds ${view.byteLength} bytes but the operand needs ${byteLength}` +
+      (view.buffer.byteLength === 0 ? ' (its ArrayBuffer is detached)' : '')
+  }
+  return null
+}
+
+/** MLOperandDescriptor: required dataType, dimensions (or the newer `shape`). */
+function toDescriptor (v, what) {
+  const d = toDictionary(v, what)
+  if (d.dataType === undefined) throw new TypeError(`${what}: dataType is required`)
+  const dataType = toEnum(d.dataType, DATA_TYPES, `${what}.dataType`)
+  const dimsKey = d.dimensions !== undefined ? 'dimensions' : 'shape'
+  const dims = d[dimsKey] === undefined ? [] : toSequence(d[dimsKey], `${what}.${dimsKey}`, toUint32)
+  return { dataType, dimensions: dims }
+}
+
+// ---------------------------------------------------------------------------
+// Interfaces
+
+function illegal () {
+  throw new TypeError('Illegal constructor')
+}
+
+class MLOperand {
+  #builder
+  #id
+  constructor (token, builder, id) {
+    if (token !== kToken) illegal()
+    this.#builder = builder
+    this.#id = id
+  }
+
+  static _id (operand, builder, what) {
+    if (!(operand instanceof MLOperand)) throw new TypeError(`${what}: ${describe(operand)} is not an MLOperand`)
+    if (operand.#builder !== builder) throw new TypeError(`${what}: the operand was created by another MLGraphBuilder`)
+    return operand.#id
+  }
+
+  dataType () {
+    return call(() => MLGraphBuilder._native(this.#builder).operandDataType(this.#id))
+  }
+
+  shape () {
+    return call(() => MLGraphBuilder._native(this.#builder).operandShape(this.#id))
+  }
+
+  get [Symbol.toStringTag] () { return 'MLOperand' }
+}
+
+class MLActivation {
+  #builder
+  #name
+  #options
+  constructor (token, builder, name, options) {
+    if (token !== kToken) illegal()
+    this.#builder = builder
+    this.#name = name
+    this.#options = Object.freeze({ ...options })
+  }
+
+  /** The activation as recurrent and fused operators receive it. */
+  static _describe (activation, builder, what) {
+    if (!(activation instanceof MLActivation)) throw new TypeError(`${what}: ${describe(activation)} is not an MLActivation`)
+    if (activation.#builder !== builder) throw new TypeError(`${what}: the activation was created by another MLGraphBuilder`)
+    return { name: activation.#name, options: activation.#options }
+  }
+
+  get [Symbol.toStringTag] () { return 'MLActivation' }
+}
+
+class MLGraph {
+  #context
+  #native
+  #inputs
+  #outputs
+  constructor (token, context, nativeGraph) {
+    if (token !== kToken) illegal()
+    this.#context = context
+    this.#native = nativeGraph
+    this.#inputs = nativeGraph.inputs
+    this.#outputs = nativeGraph.outputs
+  }
+
+  static _parts (graph) {
+    return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs }
+  }
+
+  get [Symbol.toStringTag] () { return 'MLGraph' }
+}
+
+/** Transfers an ArrayBuffer (7.3.1 step 2.1): the original is detached, the
+ * returned buffer owns the same memory (no copy). */
+function transferBuffer (buffer) {
+  if (typeof buffer.transfer === 'function') return buffer.transfer()
+  return structuredClone(buffer, { transfer: [buffer] })
+}
+
+class MLContext {
+  #native
+  #deviceType
+  #powerPreference
+  constructor (token, nativeContext, deviceType, powerPreference) {
+    if (token !== kToken) illegal()
+    this.#native = nativeContext
+    this.#deviceType = deviceType
+    this.#powerPreference = powerPreference
+  }
+
+  static _native (context) {
+    return context.#native
+  }
+
+  /** 7.3.2 compute(graph, inputs, outputs). */
+  compute (graph, inputs, outputs) {
+    return promiseStep(() => {
+      if (!(graph instanceof MLGraph)) throw new TypeError(`compute: graph ${describe(graph)} is not an MLGraph`)
+      const inViews = toRecord(inputs, 'compute: inputs', toArrayBufferView)
+      const outViews = toRecord(outputs, 'compute: outputs', toArrayBufferView)
+      const parts = MLGraph._parts(graph)
+      // Step 3.
+      if (parts.context !== this) throw new TypeError('compute: the graph was built for another MLContext')
+      // Step 5.
+      for (const d of parts.inputs) {
+        const view = inViews.get(d.name)
+        if (view === undefined) throw new TypeError(`compute: input '${d.name}' is missing`)
+        const why = bufferMismatch(view, d.dataType, d.byteLength)
+        if (why) throw new TypeError(`compute: input '${d.name}': ${why}`)
+      }
+      // Chromium also rejects names that are not graph inputs (the spec is silent).
+      for (const name of inViews.keys()) {
+        if (!parts.inputs.some((d) => d.name === name)) throw new TypeError(`compute: '${name}' is not an input of the graph`)
+      }
+      // Step 6.
+      for (const [name, view] of outViews) {
+        const d = parts.outputs.find((o) => o.name === name)
+        if (d === undefined) throw new TypeError(`compute: '${name}' is not an output of the graph`)
+        const why = bufferMismatch(view, d.dataType, d.byteLength)
+        if (why) throw new TypeError(`compute: output '${name}': ${why}`)
+      }
+      // Steps 7-8 would fail half-way on a buffer shared by two views (the second
+      // transfer meets a detached buffer); check first so a failure detaches nothing.
+      const owners = new Map()
+      for (const [kind, views] of [['input', inViews], ['output', outViews]]) {
+        for (const [name, view] of views) {
+          if (typeof SharedArrayBuffer !== 'undefined' && view.buffer instanceof SharedArrayBuffer) {
+            throw new TypeError(`compute: ${kind} '${name}' is backed by a SharedArrayBuffer, which cannot be transferred`)
+          }
+          const other = owners.get(view.buffer)
+          if (other) throw new TypeError(`compute: ${kind} '${name}' shares its ArrayBuffer with ${other}; each view needs its own buffer`)
+          owners.set(view.buffer, `${kind} '${name}'`)
+        }
+      }
+      // Steps 7-8: transfer (7.3.1).
+      const transfer = (views) => {
+        const result = {}
+        for (const [name, view] of views) {
+          // Read the view before its buffer is detached (its offset and length become 0).
+          const { byteOffset, byteLength } = view
+          const Ctor = globalThis[view[Symbol.toStringTag]]
+          const buffer = transferBuffer(view.buffer)
+          result[name] = new Ctor(buffer, byteOffset, byteLength / Ctor.BYTES_PER_ELEMENT)
+        }
+        return result
+      }
+      const transferredInputs = transfer(inViews)
+      const transferredOutputs = transfer(outViews)
+      const bytes = (v) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
+      const nativeInputs = parts.inputs.map((d) => bytes(transferredInputs[d.name]))
+      const nativeOutputs = parts.outputs.map((d) =>
+        transferredOutputs[d.name] === undefined ? null : bytes(transferredOutputs[d.name]))
+      // Step 10. The closure keeps the transferred buffers alive while the engine
+      // writes into them.
+      return parts.native.compute(nativeInputs, nativeOutputs).then(() => ({
+        inputs: transferredInputs,
+        outputs: transferredOutputs
+      }))
+    })
+  }
+
+  get [Symbol.toStringTag] () { return 'MLContext' }
+}
+
+class ML {
+  constructor (token) {
+    if (token !== kToken) illegal()
+  }
+
+  /** 7.2.2 createContext(options). `numThreads` is Chromium's non-standard option. */
+  createContext (options) {
+    return promiseStep(() => {
+      const o = toDictionary(options, 'createContext: options')
+      const deviceType = o.deviceType === undefined ? 'cpu' : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
+      const powerPreference = o.powerPreference === undefined
+        ? 'default'
+        : toEnum(o.powerPreference, POWER_PREFERENCES, 'createContext: options.powerPreference')
+      const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
+      const nativeContext = call(() => native.NativeContext.create(deviceType, numThreads))
+      return new MLContext(kToken, nativeContext, deviceType, powerPreference)
+    })
+  }
+
+  get [Symbol.toStringTag] () { return 'ML' }
+}
+
+const BINARY = ['add', 'sub', 'mul', 'div', 'max', 'min', 'pow']
+const LOGICAL = ['equal', 'greater', 'greaterOrEqual', 'lesser', 'lesserOrEqual']
+const UNARY = ['abs', 'ceil', 'cos', 'erf', 'exp', 'floor', 'identity', 'log', 'neg', 'reciprocal', 'sin', 'sqrt', 'tan']
+const ACTIVATIONS = ['relu', 'sigmoid', 'tanh']
+
+class MLGraphBuilder {
+  #native
+  #context
+  /** 7.8.1 constructor(context). */
+  constructor (context) {
+    if (!(context instanceof MLContext)) throw new TypeError(`MLGraphBuilder: ${describe(context)} is not an MLContext`)
+    this.#context = context
+    this.#native = new native.NativeBuilder()
+  }
+
+  static _native (builder) {
+    return builder.#native
+  }
+
+  #operand (v, what) {
+    return MLOperand._id(v, this, what)
+  }
+
+  #wrap (id) {
+    return new MLOperand(kToken, this, id)
+  }
+
+  /** 7.8.2 input(name, descriptor). */
+  input (name, descriptor) {
+    if (arguments.length < 2) throw new TypeError(`input: 2 arguments required, ${arguments.length} given`)
+    const n = String(name)
+    const desc = toDescriptor(descriptor, 'input: descriptor')
+    return this.#wrap(call(() => this.#native.input(n, desc.dataType, desc.dimensions)))
+  }
+
+  /** 7.8.3 constant(descriptor, bufferView) and constant(value, type = 'float32'). */
+  constant (descriptorOrValue, bufferViewOrType) {
+    if (arguments.length < 1) throw new TypeError('constant: at least 1 argument required, 0 given')
+    const first = descriptorOrValue
+    // WebIDL overload resolution: a dictionary for undefined, null and objects,
+    // a double otherwise.
+    if (first === undefined || first === null || typeof first === 'object') {
+      const desc = toDescriptor(first, 'constant: descriptor')
+      const view = toArrayBufferView(bufferViewOrType, 'constant: bufferView')
+      // Step 2's element type check; the core checks dimensions, then the byte length.
+      const why = typeMismatch(view, desc.dataType)
+      if (why) throw new TypeError(`constant: bufferView: ${why}`)
+      const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+      return this.#wrap(call(() => this.#native.constant(desc.dataType, desc.dimensions, bytes)))
+    }
+    const value = toDouble(first, 'constant: value')
+    const type = bufferViewOrType === undefined ? 'float32' : toEnum(bufferViewOrType, DATA_TYPES, 'constant: type')
+    return this.#wrap(call(() => this.#native.constantScalar(value, type)))
+  }
+
+  /** 7.8.4 build(outputs). */
+  build (outputs) {
+    return promiseStep(() => {
+      const named = toRecord(outputs, 'build: outputs', (v) => v)
+      const names = []
+      const ids = []
+      for (const [name, operand] of named) {
+        names.push(name)
+        ids.push(this.#operand(operand, `build: outputs['${name}']`))
+      }
+      const nativeContext = MLContext._native(this.#context)
+      return this.#native.build(nativeContext, names, ids).then((g) => new MLGraph(kToken, this.#context, g))
+    })
+  }
+
+  /** 7.8.7 cast(input, type). */
+  cast (input, type) {
+    const x = this.#operand(input, 'cast: input')
+    const t = toEnum(type, DATA_TYPES, 'cast: type')
+    return this.#wrap(call(() => this.#native.cast(x, t)))
+  }
+
+  /** 7.8.8 clamp(input, options) and clamp(options). */
+  clamp (inputOrOptions, options) {
+    // WebIDL overload resolution: two arguments or an MLOperand select clamp(input, options).
+    if (arguments.length >= 2 || inputOrOptions instanceof MLOperand) {
+      const x = this.#operand(inputOrOptions, 'clamp: input')
+      const { minValue, maxValue } = clampOptions(options)
+      return this.#wrap(call(() => this.#native.clamp(x, minValue, maxValue)))
+    }
+    const o = clampOptions(inputOrOptions)
+    if (o.minValue !== undefined && o.maxValue !== undefined && o.minValue > o.maxValue) {
+      throw new TypeError(`clamp: minValue (${o.minValue}) is greater than maxValue (${o.maxValue})`)
+    }
+    return new MLActivation(kToken, this, 'clamp', o)
+  }
+
+  /** 7.8.9 concat(inputs, axis). */
+  concat (inputs, axis) {
+    const ids = toSequence(inputs, 'concat: inputs', (v, what) => this.#operand(v, what))
+    const a = toUint32(axis, 'concat: axis')
+    return this.#wrap(call(() => this.#native.concat(ids, a)))
+  }
+
+  /** 7.8.16 expand(input, newShape). */
+  expand (input, newShape) {
+    const x = this.#operand(input, 'expand: input')
+    const shape = toSequence(newShape, 'expand: newShape', toUint32)
+    return this.#wrap(call(() => this.#native.expand(x, shape)))
+  }
+
+  /** 7.8.13 not(a); `logicalNot` is the later spec's name. */
+  not (a) {
+    const x = this.#operand(a, 'not: a')
+    return this.#wrap(call(() => this.#native.unary('not', x)))
+  }
+
+  logicalNot (a) {
+    const x = this.#operand(a, 'logicalNot: a')
+    return this.#wrap(call(() => this.#native.unary('not', x)))
+  }
+
+  /** 7.8.37 reshape(input, newShape). */
+  reshape (input, newShape) {
+    const x = this.#operand(input, 'reshape: input')
+    const shape = toSequence(newShape, 'reshape: newShape', toUint32)
+    return this.#wrap(call(() => this.#native.reshape(x, shape)))
+  }
+
+  /** 7.8.39 slice(input, starts, sizes). */
+  slice (input, starts, sizes) {
+    const x = this.#operand(input, 'slice: input')
+    const st = toSequence(starts, 'slice: starts', toUint32)
+    const sz = toSequence(sizes, 'slice: sizes', toUint32)
+    return this.#wrap(call(() => this.#native.slice(x, st, sz)))
+  }
+
+  /** 7.8.43 split(input, splits, options). */
+  split (input, splits, options) {
+    const x = this.#operand(input, 'split: input')
+    // WebIDL union (unsigned long or sequence<unsigned long>): objects with an
+    // iterator are sequences, everything else converts to the integer.
+    const isSeq = splits !== null && typeof splits === 'object' && typeof splits[Symbol.iterator] === 'function'
+    const count = isSeq ? null : toUint32(splits, 'split: splits')
+    const sizes = isSeq ? toSequence(splits, 'split: splits', toUint32) : null
+    const o = toDictionary(options, 'split: options')
+    const axis = o.axis === undefined ? 0 : toUint32(o.axis, 'split: options.axis')
+    return call(() => this.#native.split(x, count, sizes, axis)).map((id) => this.#wrap(id))
+  }
+
+  /** 7.8.45 transpose(input, options). */
+  transpose (input, options) {
+    const x = this.#operand(input, 'transpose: input')
+    const o = toDictionary(options, 'transpose: options')
+    const perm = o.permutation === undefined ? null : toSequence(o.permutation, 'transpose: options.permutation', toUint32)
+    return this.#wrap(call(() => this.#native.transpose(x, perm)))
+  }
+
+  /** 7.8.47 where(condition, input, other). */
+  where (condition, input, other) {
+    const c = this.#operand(condition, 'where: condition')
+    const a = this.#operand(input, 'where: input')
+    const b = this.#operand(other, 'where: other')
+    return this.#wrap(call(() => this.#native.where(c, a, b)))
+  }
+
+  get [Symbol.toStringTag] () { return 'MLGraphBuilder' }
+}
+
+function clampOptions (options) {
+  const o = toDictionary(options, 'clamp: options')
+  return {
+    minValue: o.minValue === undefined ? undefined : toFloat(o.minValue, 'clamp: options.minValue'),
+    maxValue: o.maxValue === undefined ? undefined : toFloat(o.maxValue, 'clamp: options.maxValue')
+  }
+}
+
+// 7.8.12 element-wise binary and 7.8.13 logical operations.
+for (const op of BINARY) {
+  MLGraphBuilder.prototype[op] = {
+    [op] (a, b) {
+      const x = MLOperand._id(a, this, `${op}: a`)
+      const y = MLOperand._id(b, this, `${op}: b`)
+      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).binary(op, x, y)))
+    }
+  }[op]
+}
+for (const op of LOGICAL) {
+  MLGraphBuilder.prototype[op] = {
+    [op] (a, b) {
+      const x = MLOperand._id(a, this, `${op}: a`)
+      const y = MLOperand._id(b, this, `${op}: b`)
+      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).logical(op, x, y)))
+    }
+  }[op]
+}
+// 7.8.14 element-wise unary operations.
+for (const op of UNARY) {
+  MLGraphBuilder.prototype[op] = {
+    [op] (input) {
+      const x = MLOperand._id(input, this, `${op}: input`)
+      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).unary(op, x)))
+    }
+  }[op]
+}
+// relu (7.8.35), sigmoid (7.8.38), tanh (7.8.44): an operand with an input, an
+// MLActivation without one.
+for (const op of ACTIVATIONS) {
+  MLGraphBuilder.prototype[op] = {
+    [op] (input) {
+      if (arguments.length === 0) return new MLActivation(kToken, this, op, {})
+      const x = MLOperand._id(input, this, `${op}: input`)
+      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).unary(op, x)))
+    }
+  }[op]
+}
+const ml = new ML(kToken)
+
+module.exports = { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation }

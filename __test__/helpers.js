@@ -1,0 +1,201 @@
+'use strict'
+// Shared helpers for the ava suites. Nothing here computes an expected value with
+// the addon: references are float64 formulas written in the tests, and the float16
+// conversion below follows IEEE 754 binary16 directly.
+
+const path = require('node:path')
+
+const ROOT = path.join(__dirname, '..')
+const INDEX = path.join(ROOT, 'index.js')
+const POLYFILL = path.join(ROOT, 'polyfill.js')
+
+const webnn = require(INDEX)
+
+/** Seeded PRNG (mulberry32): deterministic 32-bit state, uniform in [0, 1). */
+function mulberry32 (seed) {
+  let a = seed >>> 0
+  return function next () {
+    a = (a + 0x6D2B79F5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** A Float32Array of n values uniform in [lo, hi) drawn from `rng`. */
+function randomFloat32 (rng, n, lo = -1, hi = 1) {
+  const out = new Float32Array(n)
+  for (let i = 0; i < n; i++) out[i] = lo + (hi - lo) * rng()
+  return out
+}
+
+/** n integers uniform in [lo, hi] (inclusive) as a plain array. */
+function randomInts (rng, n, lo, hi) {
+  const out = new Array(n)
+  for (let i = 0; i < n; i++) out[i] = lo + Math.floor(rng() * (hi - lo + 1))
+  return out
+}
+
+/** The ArrayBufferView constructor of each MLOperandDataType (spec 10.1; float16
+ * travels as Uint16Array bits, int64/uint64 as BigInt arrays). */
+const VIEW = {
+  float32: Float32Array,
+  float16: Uint16Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int64: BigInt64Array,
+  uint64: BigUint64Array,
+  int8: Int8Array,
+  uint8: Uint8Array
+}
+
+const DATA_TYPES = Object.keys(VIEW)
+
+function elementCount (shape) {
+  return shape.reduce((a, b) => a * b, 1)
+}
+
+/** A zero-filled view of the right type and size for an operand. */
+function viewFor (operand) {
+  const Ctor = VIEW[operand.dataType()]
+  return new Ctor(elementCount(operand.shape()))
+}
+
+/** Creates an MLContext (cpu unless options say otherwise). */
+function createContext (options) {
+  return webnn.ml.createContext(options)
+}
+
+/** A fresh context and a builder on it. */
+async function makeBuilder (options) {
+  const context = await createContext(options)
+  return { context, builder: new webnn.MLGraphBuilder(context) }
+}
+
+/**
+ * Builds `{out: operand}` on `builder`, computes it on `context` with `inputs`
+ * (name -> view) and returns the output view (result.outputs.out).
+ */
+async function computeOne (context, builder, operand, inputs = {}) {
+  const graph = await builder.build({ out: operand })
+  const result = await context.compute(graph, inputs, { out: viewFor(operand) })
+  return result.outputs.out
+}
+
+// ---------------------------------------------------------------------------
+// IEEE 754 binary16 <-> number, written from the format: 1 sign bit, 5 exponent
+// bits (bias 15), 10 fraction bits; exponent 0 is zero/subnormal (fraction *
+// 2^-24), exponent 31 is infinity/NaN.
+
+function roundHalfEven (v) {
+  const f = Math.floor(v)
+  const d = v - f
+  if (d > 0.5) return f + 1
+  if (d < 0.5) return f
+  return f % 2 === 0 ? f : f + 1
+}
+
+/** The binary16 bits nearest to x (round to nearest, ties to even). */
+function toFloat16Bits (x) {
+  x = Number(x)
+  if (Number.isNaN(x)) return 0x7e00
+  const sign = (x < 0 || Object.is(x, -0)) ? 0x8000 : 0
+  const a = Math.abs(x)
+  if (a === Infinity) return sign | 0x7c00
+  // Subnormal range: multiples of 2^-24 (scaling by a power of two is exact in
+  // float64, so the rounding below sees the exact value). m === 1024 is the
+  // smallest normal, whose bits are exactly 0x0400.
+  if (a < 2 ** -14) return sign | roundHalfEven(a * 2 ** 24)
+  let e = Math.floor(Math.log2(a))
+  if (2 ** e > a) e--
+  if (2 ** (e + 1) <= a) e++
+  let m = roundHalfEven((a / 2 ** e) * 1024) // in [1024, 2048]
+  if (m === 2048) {
+    m = 1024
+    e++
+  }
+  if (e > 15) return sign | 0x7c00
+  return sign | ((e + 15) << 10) | (m - 1024)
+}
+
+/** The number a binary16 bit pattern holds. */
+function fromFloat16Bits (h) {
+  const sign = (h & 0x8000) ? -1 : 1
+  const e = (h >> 10) & 0x1f
+  const f = h & 0x3ff
+  if (e === 0) return sign * f * 2 ** -24
+  if (e === 31) return f === 0 ? sign * Infinity : NaN
+  return sign * (1024 + f) * 2 ** (e - 25)
+}
+
+/** A Uint16Array of binary16 bits for the given numbers. */
+function float16Array (values) {
+  return Uint16Array.from(values, toFloat16Bits)
+}
+
+// ---------------------------------------------------------------------------
+// Comparisons
+
+/** Asserts |actual[i] - expected[i]| <= atol + rtol * |expected[i]| for each i. */
+function assertClose (t, actual, expected, { rtol = 1e-6, atol = 1e-6, what = 'value' } = {}) {
+  t.is(actual.length, expected.length, `${what}: length`)
+  let bad = -1
+  for (let i = 0; i < expected.length; i++) {
+    const a = Number(actual[i])
+    const e = Number(expected[i])
+    if (Number.isNaN(e) ? !Number.isNaN(a) : !(Math.abs(a - e) <= atol + rtol * Math.abs(e))) {
+      bad = i
+      break
+    }
+  }
+  if (bad >= 0) {
+    t.fail(`${what}[${bad}]: got ${actual[bad]}, expected ${expected[bad]} (rtol ${rtol}, atol ${atol})`)
+  } else {
+    t.pass()
+  }
+}
+
+/** Asserts exact element-wise equality (integers, or floats that must be exact). */
+function assertExact (t, actual, expected, what = 'value') {
+  t.deepEqual(Array.from(actual, (v) => (typeof v === 'bigint' ? v : Number(v))),
+    Array.from(expected, (v) => (typeof v === 'bigint' ? v : Number(v))), what)
+}
+
+/**
+ * Builds and computes a small graph (y = 2 * x + 1 on seeded data) on `context`
+ * and asserts the result: the "context is still usable" check of the hostile suite.
+ */
+async function assertContextUsable (t, context, seed = 7) {
+  const builder = new webnn.MLGraphBuilder(context)
+  const x = builder.input('x', { dataType: 'float32', dimensions: [3, 2] })
+  const y = builder.add(builder.mul(x, builder.constant(2)), builder.constant(1))
+  const graph = await builder.build({ y })
+  const xs = randomFloat32(mulberry32(seed), 6, -4, 4)
+  const expected = Array.from(xs, (v) => 2 * v + 1)
+  const result = await context.compute(graph, { x: xs }, { y: new Float32Array(6) })
+  assertClose(t, result.outputs.y, expected, { rtol: 1e-6, atol: 1e-6, what: 'usable-context y' })
+}
+
+module.exports = {
+  ROOT,
+  INDEX,
+  POLYFILL,
+  webnn,
+  mulberry32,
+  randomFloat32,
+  randomInts,
+  VIEW,
+  DATA_TYPES,
+  elementCount,
+  viewFor,
+  createContext,
+  makeBuilder,
+  computeOne,
+  toFloat16Bits,
+  fromFloat16Bits,
+  float16Array,
+  assertClose,
+  assertExact,
+  assertContextUsable
+}

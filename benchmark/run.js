@@ -1,0 +1,211 @@
+'use strict'
+// Element-wise and data movement graphs on webnn-node and onnxruntime-node, side by
+// side in one process: same graph, same inputs, outputs checked to agree first,
+// then timed interleaved (alternating which runs first), 1 and 2 threads.
+//
+//   node benchmark/run.js                      all cases, 1 and 2 threads
+//   node benchmark/run.js --only add-4m        one case
+//   node benchmark/run.js --threads 2 --iters 100
+const { ml, MLGraphBuilder } = require('..')
+const { model } = require('./onnx.js')
+
+let ort = null
+try {
+  ort = require('onnxruntime-node')
+} catch {
+  console.warn('onnxruntime-node is not installed (ONNXRUNTIME_NODE_INSTALL=skip npm i): timing webnn-node alone')
+}
+
+function arg (name, fallback) {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : fallback
+}
+
+function rng (seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const ARRAYS = { float32: Float32Array, uint8: Uint8Array }
+const count = (shape) => shape.reduce((a, b) => a * b, 1)
+
+function randomData (dataType, shape, seed) {
+  const r = rng(seed)
+  const a = new ARRAYS[dataType](count(shape))
+  for (let i = 0; i < a.length; i++) a[i] = dataType === 'uint8' ? Math.floor(r() * 256) : r() * 4 - 2
+  return a
+}
+
+// Each case: inputs, constants, the WebNN graph, the same graph as ONNX nodes, and
+// the bytes it must move (reads + writes), for a throughput figure.
+const CASES = [
+  {
+    name: 'add-tiny',
+    note: 'round trip of a 4-element add (latency)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [4] }, { name: 'b', dataType: 'float32', shape: [4] }],
+    output: { name: 'y', dataType: 'float32', shape: [4] },
+    webnn: (b, x) => b.add(x.a, x.b),
+    onnx: [{ op: 'Add', inputs: ['a', 'b'], outputs: ['y'] }],
+    iters: 2000
+  },
+  {
+    name: 'add-4m',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [4 << 20] }, { name: 'b', dataType: 'float32', shape: [4 << 20] }],
+    output: { name: 'y', dataType: 'float32', shape: [4 << 20] },
+    webnn: (b, x) => b.add(x.a, x.b),
+    onnx: [{ op: 'Add', inputs: ['a', 'b'], outputs: ['y'] }]
+  },
+  {
+    name: 'add-broadcast',
+    note: '[64,256,256] + per-channel [64,1,1]',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [64, 256, 256] }, { name: 'b', dataType: 'float32', shape: [64, 1, 1] }],
+    output: { name: 'y', dataType: 'float32', shape: [64, 256, 256] },
+    webnn: (b, x) => b.add(x.a, x.b),
+    onnx: [{ op: 'Add', inputs: ['a', 'b'], outputs: ['y'] }]
+  },
+  {
+    name: 'sigmoid-4m',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [4 << 20] }],
+    output: { name: 'y', dataType: 'float32', shape: [4 << 20] },
+    webnn: (b, x) => b.sigmoid(x.a),
+    onnx: [{ op: 'Sigmoid', inputs: ['a'], outputs: ['y'] }]
+  },
+  {
+    name: 'transpose-nchw-nhwc',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 64, 256, 256] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 256, 256, 64] },
+    webnn: (b, x) => b.transpose(x.a, { permutation: [0, 2, 3, 1] }),
+    onnx: [{ op: 'Transpose', inputs: ['a'], outputs: ['y'], attrs: { perm: [0, 2, 3, 1] } }]
+  },
+  {
+    name: 'concat-3',
+    inputs: [0, 1, 2].map((i) => ({ name: `a${i}`, dataType: 'float32', shape: [16, 128, 512] })),
+    output: { name: 'y', dataType: 'float32', shape: [16, 384, 512] },
+    webnn: (b, x) => b.concat([x.a0, x.a1, x.a2], 1),
+    onnx: [{ op: 'Concat', inputs: ['a0', 'a1', 'a2'], outputs: ['y'], attrs: { axis: 1 } }]
+  },
+  {
+    name: 'preprocess-224',
+    note: 'uint8 HWC image -> normalized float32 CHW (cast, div, sub, div, transpose)',
+    inputs: [{ name: 'image', dataType: 'uint8', shape: [224, 224, 3] }],
+    constants: [
+      { name: 'scale', dataType: 'float32', shape: [], data: new Float32Array([255]) },
+      { name: 'mean', dataType: 'float32', shape: [3], data: new Float32Array([0.485, 0.456, 0.406]) },
+      { name: 'std', dataType: 'float32', shape: [3], data: new Float32Array([0.229, 0.224, 0.225]) }
+    ],
+    output: { name: 'y', dataType: 'float32', shape: [3, 224, 224] },
+    webnn: (b, x) => b.transpose(b.div(b.sub(b.div(b.cast(x.image, 'float32'), x.scale), x.mean), x.std), { permutation: [2, 0, 1] }),
+    onnx: [
+      { op: 'Cast', inputs: ['image'], outputs: ['f'], attrs: { to: 1 } },
+      { op: 'Div', inputs: ['f', 'scale'], outputs: ['s'] },
+      { op: 'Sub', inputs: ['s', 'mean'], outputs: ['c'] },
+      { op: 'Div', inputs: ['c', 'std'], outputs: ['n'] },
+      { op: 'Transpose', inputs: ['n'], outputs: ['y'], attrs: { perm: [2, 0, 1] } }
+    ]
+  }
+]
+
+function stats (times) {
+  const s = [...times].sort((a, b) => a - b)
+  return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
+}
+
+async function setupWebnn (c, threads) {
+  const context = await ml.createContext({ numThreads: threads })
+  const b = new MLGraphBuilder(context)
+  const x = {}
+  for (const i of c.inputs) x[i.name] = b.input(i.name, { dataType: i.dataType, dimensions: i.shape })
+  for (const k of c.constants || []) x[k.name] = b.constant({ dataType: k.dataType, dimensions: k.shape }, k.data)
+  const graph = await b.build({ [c.output.name]: c.webnn(b, x) })
+  let inputs = Object.fromEntries(c.inputs.map((i, n) => [i.name, randomData(i.dataType, i.shape, 7 + n)]))
+  let outputs = { [c.output.name]: new ARRAYS[c.output.dataType](count(c.output.shape)) }
+  return {
+    // Each compute transfers the views; the next one reuses the returned views.
+    async run () {
+      const r = await context.compute(graph, inputs, outputs)
+      inputs = r.inputs
+      outputs = r.outputs
+      return r.outputs[c.output.name]
+    }
+  }
+}
+
+async function setupOrt (c, threads) {
+  const bytes = model({ inputs: c.inputs, outputs: [c.output], initializers: c.constants || [], nodes: c.onnx })
+  const session = await ort.InferenceSession.create(bytes, {
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential'
+  })
+  const feeds = Object.fromEntries(c.inputs.map((i, n) => [i.name, new ort.Tensor(i.dataType, randomData(i.dataType, i.shape, 7 + n), i.shape)]))
+  return { async run () { return (await session.run(feeds))[c.output.name].data } }
+}
+
+function maxRelError (a, b) {
+  let worst = 0
+  for (let i = 0; i < a.length; i++) {
+    const e = Math.abs(a[i] - b[i]) / Math.max(1e-6, Math.abs(b[i]))
+    if (!(e <= worst)) worst = e
+  }
+  return worst
+}
+
+function fmt (ms) {
+  return ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`
+}
+
+async function main () {
+  const only = arg('only', null)
+  const threadList = arg('threads', '1,2').split(',').map(Number)
+  const itersOverride = arg('iters', null)
+  const rows = []
+  for (const c of CASES.filter((x) => !only || x.name === only)) {
+    for (const threads of threadList) {
+      const w = await setupWebnn(c, threads)
+      const o = ort ? await setupOrt(c, threads) : null
+      const got = await w.run()
+      if (o) {
+        const err = maxRelError(got, await o.run())
+        if (err > 1e-4) throw new Error(`${c.name}: outputs disagree (max relative error ${err})`)
+      }
+      const bytes = [...c.inputs, c.output].reduce((s, i) => s + count(i.shape) * ARRAYS[i.dataType].BYTES_PER_ELEMENT, 0)
+      const iters = Number(itersOverride || c.iters || Math.max(20, Math.min(200, Math.round(2e9 / bytes))))
+      for (let i = 0; i < 5; i++) { await w.run(); if (o) await o.run() }
+      const tw = []
+      const to = []
+      for (let i = 0; i < iters; i++) {
+        const order = i % 2 ? [[w, tw], [o, to]] : [[o, to], [w, tw]]
+        for (const [impl, times] of order) {
+          if (!impl) continue
+          const t0 = process.hrtime.bigint()
+          await impl.run()
+          times.push(Number(process.hrtime.bigint() - t0) / 1e6)
+        }
+      }
+      const sw = stats(tw)
+      const so = o ? stats(to) : null
+      rows.push({
+        case: c.name,
+        threads,
+        'webnn median': fmt(sw.median),
+        'webnn p90': fmt(sw.p90),
+        'webnn GB/s': (bytes / sw.median / 1e6).toFixed(2),
+        'ort median': so ? fmt(so.median) : '-',
+        'ort p90': so ? fmt(so.p90) : '-',
+        'ratio webnn/ort': so ? (sw.median / so.median).toFixed(2) : '-'
+      })
+      console.log(JSON.stringify(rows[rows.length - 1]))
+    }
+  }
+  console.log(`\nnode ${process.version}, onnxruntime-node ${ort ? ort.env.versions.node : 'absent'}, load ${require('node:os').loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+  console.table(rows)
+}
+
+main().catch((e) => { console.error(e); process.exitCode = 1 })

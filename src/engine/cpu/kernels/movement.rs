@@ -53,6 +53,22 @@ fn gather(w: &Window, shape: &[usize], esize: usize, dst: &mut [u8]) -> Result<(
         return Err(WebnnError::Operation("internal: gather window exceeds its source".into()));
     }
     let src = w.src;
+    // A transpose whose innermost output dimension is strided in the source while
+    // the next one out is contiguous there (NCHW <-> NHWC, [.., M, N] -> [.., N, M]):
+    // copy in tiles so each source cache line serves a whole tile.
+    if inner_stride != 1 && outer_strides.last() == Some(&1) && inner > 1 {
+        let m = *outer.last().unwrap_or(&1);
+        let rest_strides = &outer_strides[..outer_strides.len() - 1];
+        let rest_dims = &outer[..outer.len() - 1];
+        let t = Transpose2d { src, base: w.base, m, n: inner, col_stride: inner_stride, rest_dims, rest_strides };
+        return match esize {
+            1 => t.run::<u8>(dst),
+            2 => t.run::<u16>(dst),
+            4 => t.run::<u32>(dst),
+            8 => t.run::<u64>(dst),
+            _ => Err(WebnnError::Operation("internal: unsupported element size".into())),
+        };
+    }
     par_rows(dst, row_bytes, |rows, chunk| {
         let start = rows.start;
         let mut index = vec![0usize; outer.len()];
@@ -74,6 +90,63 @@ fn gather(w: &Window, shape: &[usize], esize: usize, dst: &mut [u8]) -> Result<(
         }
     });
     Ok(())
+}
+
+/// Blocks of `m` rows x `n` columns, where output row `j`, column `i` of the block
+/// selected by the `rest` index reads source element
+/// `base + rest offset + j + i * col_stride`.
+struct Transpose2d<'a> {
+    src: &'a [u8],
+    base: usize,
+    m: usize,
+    n: usize,
+    col_stride: usize,
+    rest_dims: &'a [usize],
+    rest_strides: &'a [usize],
+}
+
+const TILE: usize = 16;
+
+impl Transpose2d<'_> {
+    fn run<T: Copy + Send + Sync + 'static>(&self, dst: &mut [u8]) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        // SAFETY: u8/u16/u32/u64 are plain old data; alignment is checked by align_to.
+        let (pre, src, post) = unsafe { self.src.align_to::<T>() };
+        let (dpre, dst, dpost) = unsafe { dst.align_to_mut::<T>() };
+        if !(pre.is_empty() && post.is_empty() && dpre.is_empty() && dpost.is_empty()) {
+            return Err(WebnnError::Operation(format!("internal: transpose buffers not aligned to {size} bytes")));
+        }
+        let (m, n) = (self.m, self.n);
+        let rest_offset = |block: usize| -> usize {
+            let mut rem = block;
+            let mut off = self.base;
+            for d in (0..self.rest_dims.len()).rev() {
+                off += (rem % self.rest_dims[d]) * self.rest_strides[d];
+                rem /= self.rest_dims[d];
+            }
+            off
+        };
+        par_rows(dst, n, |rows, chunk| {
+            let mut r = rows.start;
+            while r < rows.end {
+                let (block, j0) = (r / m, r % m);
+                let j1 = (j0 + TILE).min(m).min(j0 + rows.end - r);
+                let base = rest_offset(block);
+                let out = &mut chunk[(r - rows.start) * n..(r - rows.start + j1 - j0) * n];
+                for i0 in (0..n).step_by(TILE) {
+                    let i1 = (i0 + TILE).min(n);
+                    for j in j0..j1 {
+                        let row = &mut out[(j - j0) * n..(j - j0 + 1) * n];
+                        for i in i0..i1 {
+                            row[i] = src[base + j + i * self.col_stride];
+                        }
+                    }
+                }
+                r += j1 - j0;
+            }
+        });
+        Ok(())
+    }
 }
 
 #[inline]
@@ -184,6 +257,30 @@ mod tests {
                 for i in 0..2 {
                     assert_eq!(out[j * 8 + k * 2 + i] as usize, 12 * i + 4 * j + k);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn tiled_transpose_matches_the_index_formula() {
+        // NCHW -> NHWC and a batched [B, M, N] -> [B, N, M], sizes not multiples of the tile.
+        for (shape, perm) in [(vec![2usize, 37, 5, 19], vec![0usize, 2, 3, 1]), (vec![3, 33, 70], vec![0, 2, 1])] {
+            let n: usize = shape.iter().product();
+            let x: Vec<u32> = (0..n as u32).collect();
+            let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut out = vec![0u8; n * 4];
+            let input = Tensor { data: &bytes, shape: &shape, data_type: DataType::Uint32 };
+            transpose(&input, &perm, &mut out).unwrap();
+            let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+            let strides = contiguous_strides(&shape);
+            for (flat, chunk) in out.chunks_exact(4).enumerate() {
+                let mut rem = flat;
+                let mut src = 0;
+                for d in (0..out_shape.len()).rev() {
+                    src += (rem % out_shape[d]) * strides[perm[d]];
+                    rem /= out_shape[d];
+                }
+                assert_eq!(u32::from_le_bytes(chunk.try_into().unwrap()) as usize, src);
             }
         }
     }

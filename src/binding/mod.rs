@@ -18,7 +18,7 @@ use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade
 /// turns them into a `TypeError` or a `DOMException` of that name.
-fn to_js(e: WebnnError) -> napi::Error {
+pub(crate) fn to_js(e: WebnnError) -> napi::Error {
     napi::Error::new(Status::GenericFailure, format!("{}|{}", e.js_name(), e))
 }
 
@@ -45,11 +45,11 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     .map_err(|e| to_js(WebnnError::Operation(format!("cannot start the build thread pool: {e}"))))
 }
 
-fn data_type(name: &str) -> Result<DataType> {
+pub(crate) fn data_type(name: &str) -> Result<DataType> {
     DataType::from_name(name).ok_or_else(|| to_js(type_err!("'{name}' is not a valid MLOperandDataType")))
 }
 
-fn dims(v: &[u32]) -> Vec<usize> {
+pub(crate) fn dims(v: &[u32]) -> Vec<usize> {
     v.iter().map(|&d| d as usize).collect()
 }
 
@@ -75,7 +75,7 @@ impl NativeContext {
 
 #[napi]
 pub struct NativeBuilder {
-    inner: GraphBuilder,
+    pub(crate) inner: GraphBuilder,
 }
 
 fn binary_kind(k: &str) -> Result<BinaryKind> {
@@ -125,7 +125,7 @@ fn unary_kind(k: &str) -> Result<UnaryKind> {
     })
 }
 
-fn id(v: usize) -> u32 {
+pub(crate) fn id(v: usize) -> u32 {
     v as u32
 }
 

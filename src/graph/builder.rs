@@ -72,12 +72,12 @@ impl GraphBuilder {
             .ok_or_else(|| type_err!("operand {id} does not belong to this builder"))
     }
 
-    fn push_operand(&mut self, desc: OperandDesc, kind: OperandKind) -> OperandId {
+    pub(crate) fn push_operand(&mut self, desc: OperandDesc, kind: OperandKind) -> OperandId {
         self.operands.push(Operand { desc, kind });
         self.operands.len() - 1
     }
 
-    fn connect(&mut self, op: Op, inputs: Vec<OperandId>, outputs: Vec<OperandDesc>) -> Vec<OperandId> {
+    pub(crate) fn connect(&mut self, op: Op, inputs: Vec<OperandId>, outputs: Vec<OperandDesc>) -> Vec<OperandId> {
         let operator = self.operators.len();
         let ids = outputs
             .into_iter()
@@ -88,7 +88,7 @@ impl GraphBuilder {
         ids
     }
 
-    fn connect1(&mut self, op: Op, inputs: Vec<OperandId>, output: OperandDesc) -> OperandId {
+    pub(crate) fn connect1(&mut self, op: Op, inputs: Vec<OperandId>, output: OperandDesc) -> OperandId {
         self.connect(op, inputs, vec![output])[0]
     }
 

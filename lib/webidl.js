@@ -1,0 +1,189 @@
+'use strict'
+// WebIDL conversions (https://webidl.spec.whatwg.org/#es-type-mapping) and the
+// mapping of native errors to TypeError / DOMException, shared by the facade and
+// the per-family operator files in lib/ops/.
+const UINT32_MAX = 4294967295
+
+// ---------------------------------------------------------------------------
+// Errors
+
+const DOM_NAMES = new Set(['NotSupportedError', 'OperationError', 'DataError', 'SecurityError', 'InvalidStateError'])
+
+/** Turns a tagged native error ("Name|message") into a TypeError or DOMException. */
+function convertError (e) {
+  const m = e && typeof e.message === 'string' ? /^(\w+)\|([\s\S]*)$/.exec(e.message) : null
+  if (!m) return e instanceof Error ? e : new TypeError(String(e))
+  if (m[1] === 'TypeError') return new TypeError(m[2])
+  if (DOM_NAMES.has(m[1])) return new DOMException(m[2], m[1])
+  return new Error(m[2])
+}
+
+/** Calls into the native layer, rethrowing its errors as the spec's types. */
+function call (fn) {
+  try {
+    return fn()
+  } catch (e) {
+    throw convertError(e)
+  }
+}
+
+/** Runs a promise-returning operation: synchronous throws become rejections. */
+function promiseStep (fn) {
+  try {
+    return Promise.resolve(fn()).catch((e) => { throw convertError(e) })
+  } catch (e) {
+    return Promise.reject(convertError(e))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// WebIDL conversions (https://webidl.spec.whatwg.org/#es-type-mapping)
+
+function describe (v) {
+  if (typeof v === 'string') return JSON.stringify(v)
+  if (typeof v === 'bigint') return `${v}n`
+  if (v === null || typeof v !== 'object') return String(v)
+  if (Array.isArray(v)) return `[${v.map(describe).join(', ')}]`
+  return Object.prototype.toString.call(v)
+}
+
+/** [EnforceRange] unsigned long. */
+function toUint32 (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
+  const t = Math.trunc(n)
+  if (t < 0 || t > UINT32_MAX) throw new TypeError(`${what}: ${describe(v)} is outside the range [0, ${UINT32_MAX}]`)
+  return t
+}
+
+/** float (restricted: NaN and infinities are TypeErrors), rounded to float32. */
+function toFloat (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
+  const f = Math.fround(n)
+  if (!Number.isFinite(f)) throw new TypeError(`${what}: ${describe(v)} is out of the float32 range`)
+  return f
+}
+
+/** double (restricted). */
+function toDouble (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
+  return n
+}
+
+function toSequence (v, what, convert) {
+  if (v === null || typeof v !== 'object' || typeof v[Symbol.iterator] !== 'function') {
+    throw new TypeError(`${what}: ${describe(v)} is not a sequence`)
+  }
+  return Array.from(v, (item, i) => convert(item, `${what}[${i}]`))
+}
+
+function toDictionary (v, what) {
+  if (v === undefined || v === null) return {}
+  if (typeof v !== 'object' && typeof v !== 'function') throw new TypeError(`${what}: ${describe(v)} is not a dictionary`)
+  return v
+}
+
+function toEnum (v, values, what) {
+  const s = typeof v === 'symbol' ? v : String(v)
+  if (!values.includes(s)) {
+    throw new TypeError(`${what}: ${describe(v)} is not one of ${values.map((x) => `'${x}'`).join(', ')}`)
+  }
+  return s
+}
+
+/** record<DOMString, T>: own enumerable string keys. */
+function toRecord (v, what, convert) {
+  if (v === null || typeof v !== 'object') throw new TypeError(`${what}: ${describe(v)} is not an object`)
+  const out = new Map()
+  for (const key of Reflect.ownKeys(v)) {
+    if (typeof key !== 'string') continue
+    const d = Reflect.getOwnPropertyDescriptor(v, key)
+    if (d && d.enumerable) out.set(key, convert(v[key], `${what}['${key}']`))
+  }
+  return out
+}
+
+const DATA_TYPES = ['float32', 'float16', 'int32', 'uint32', 'int64', 'uint64', 'int8', 'uint8']
+const DEVICE_TYPES = ['cpu', 'gpu']
+const POWER_PREFERENCES = ['default', 'high-performance', 'low-power']
+
+// Spec 10.1: the ArrayBufferView type of each data type. float16 travels as
+// Uint16Array bits, or as Float16Array where the runtime has one.
+const VIEW_TYPES = {
+  float32: ['Float32Array'],
+  float16: ['Uint16Array', 'Float16Array'],
+  int32: ['Int32Array'],
+  uint32: ['Uint32Array'],
+  int64: ['BigInt64Array'],
+  uint64: ['BigUint64Array'],
+  int8: ['Int8Array'],
+  uint8: ['Uint8Array']
+}
+
+function viewType (v) {
+  if (!ArrayBuffer.isView(v)) return null
+  return v instanceof DataView ? 'DataView' : v[Symbol.toStringTag]
+}
+
+function toArrayBufferView (v, what) {
+  if (!ArrayBuffer.isView(v)) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBufferView`)
+  return v
+}
+
+/** Step 1 of "validate buffer with descriptor": the element type, as a message or null. */
+function typeMismatch (view, dataType) {
+  const type = viewType(view)
+  if (VIEW_TYPES[dataType].includes(type)) return null
+  return `a ${type} does not match data type '${dataType}' (expected ${VIEW_TYPES[dataType].join(' or ')})`
+}
+
+/** Spec 7.3 "validate buffer with descriptor", as a message or null. */
+function bufferMismatch (view, dataType, byteLength) {
+  const why = typeMismatch(view, dataType)
+  if (why) return why
+  if (view.byteLength !== byteLength) {
+    return `the view holds ${view.byteLength} bytes but the operand needs ${byteLength}` +
+      (view.buffer.byteLength === 0 ? ' (its ArrayBuffer is detached)' : '')
+  }
+  return null
+}
+
+/** MLOperandDescriptor: required dataType, dimensions (or the newer `shape`). */
+function toDescriptor (v, what) {
+  const d = toDictionary(v, what)
+  if (d.dataType === undefined) throw new TypeError(`${what}: dataType is required`)
+  const dataType = toEnum(d.dataType, DATA_TYPES, `${what}.dataType`)
+  const dimsKey = d.dimensions !== undefined ? 'dimensions' : 'shape'
+  const dims = d[dimsKey] === undefined ? [] : toSequence(d[dimsKey], `${what}.${dimsKey}`, toUint32)
+  return { dataType, dimensions: dims }
+}
+
+
+module.exports = {
+  UINT32_MAX,
+  DATA_TYPES,
+  DEVICE_TYPES,
+  POWER_PREFERENCES,
+  VIEW_TYPES,
+  convertError,
+  call,
+  promiseStep,
+  describe,
+  toUint32,
+  toFloat,
+  toDouble,
+  toSequence,
+  toDictionary,
+  toEnum,
+  toRecord,
+  viewType,
+  toArrayBufferView,
+  typeMismatch,
+  bufferMismatch,
+  toDescriptor
+}

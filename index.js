@@ -60,11 +60,12 @@ class MLActivation {
     this.#options = Object.freeze({ ...options })
   }
 
-  /** The activation as recurrent and fused operators receive it. */
+  /** The activation as the native builder takes it (`NativeActivation`): its name
+   * and its creating method's converted options, e.g. `{name: 'clamp', minValue: 0}`. */
   static _describe (activation, builder, what) {
     if (!(activation instanceof MLActivation)) throw new TypeError(`${what}: ${describe(activation)} is not an MLActivation`)
     if (activation.#builder !== builder) throw new TypeError(`${what}: the activation was created by another MLGraphBuilder`)
-    return { name: activation.#name, options: activation.#options }
+    return { ...activation.#options, name: activation.#name }
   }
 
   get [Symbol.toStringTag] () { return 'MLActivation' }

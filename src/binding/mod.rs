@@ -352,3 +352,39 @@ impl NativeGraph {
 pub fn available_threads() -> u32 {
     crate::engine::cpu::available_threads() as u32
 }
+
+/// An `MLActivation` as the facade passes it: its name and the options its creating
+/// method was given (`{name, options}` from `internals.activation()`).
+#[napi(object)]
+pub struct NativeActivation {
+    pub name: String,
+    pub min_value: Option<f64>,
+    pub max_value: Option<f64>,
+    pub alpha: Option<f64>,
+    pub beta: Option<f64>,
+    pub axis: Option<u32>,
+}
+
+/// Converts a facade activation to the core's typed form; defaults are those of
+/// each creating method's options dictionary.
+#[allow(dead_code)] // used by the recurrent operators
+pub(crate) fn activation(a: &NativeActivation) -> Result<crate::ops::Activation> {
+    use crate::ops::Activation as A;
+    let f = |v: Option<f64>, default: f32| v.map_or(default, |x| x as f32);
+    Ok(match a.name.as_str() {
+        "clamp" => A::Clamp { min: a.min_value.map(|x| x as f32), max: a.max_value.map(|x| x as f32) },
+        "elu" => A::Elu { alpha: f(a.alpha, 1.0) },
+        "gelu" => A::Gelu,
+        "hardSigmoid" => A::HardSigmoid { alpha: f(a.alpha, 0.2), beta: f(a.beta, 0.5) },
+        "hardSwish" => A::HardSwish,
+        "leakyRelu" => A::LeakyRelu { alpha: f(a.alpha, 0.01) },
+        "linear" => A::Linear { alpha: f(a.alpha, 1.0), beta: f(a.beta, 0.0) },
+        "relu" => A::Relu,
+        "sigmoid" => A::Sigmoid,
+        "softplus" => A::Softplus,
+        "softsign" => A::Softsign,
+        "tanh" => A::Tanh,
+        "softmax" => A::Softmax { axis: a.axis.unwrap_or(0) },
+        other => return Err(to_js(type_err!("unknown activation '{other}'"))),
+    })
+}

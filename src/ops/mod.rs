@@ -7,6 +7,7 @@
 //! `binding::builder`, the JS facade method in `index.js` (WebIDL conversion), its
 //! declaration in `index.d.ts`, and a kernel in each engine.
 
+pub mod activation;
 pub mod elementwise;
 pub mod shape_ops;
 
@@ -92,9 +93,4 @@ impl Op {
     }
 }
 
-/// An `MLActivation` (spec 7.7): an operator not yet connected to an input.
-/// Recurrent and fused operators apply it to their own intermediate values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Activation {
-    pub op: Op,
-}
+pub use activation::Activation;

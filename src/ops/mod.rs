@@ -8,7 +8,9 @@
 //! declaration in `index.d.ts`, and a kernel in each engine.
 
 pub mod activation;
+pub mod conv;
 pub mod elementwise;
+pub mod matmul;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -71,6 +73,10 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    Matmul,
+    Gemm(matmul::GemmOptions),
+    Conv2d(conv::Conv2dAttrs),
+    ConvTranspose2d(conv::ConvTranspose2dAttrs),
 }
 
 impl Op {
@@ -89,6 +95,10 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Matmul => "matmul",
+            Op::Gemm(_) => "gemm",
+            Op::Conv2d(_) => "conv2d",
+            Op::ConvTranspose2d(_) => "convTranspose2d",
         }
     }
 }

@@ -1,8 +1,11 @@
 //! CPU kernels, one family per file, and the dispatch from a typed `Op` to them.
 
 pub mod broadcast;
+pub mod conv;
 pub mod element;
 pub mod elementwise;
+pub mod gemm_core;
+pub mod matmul;
 pub mod movement;
 
 use crate::error::{Result, WebnnError};
@@ -46,6 +49,13 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         (Op::Slice { starts, sizes }, [a]) => mv::slice(a, starts, sizes, out),
         (Op::Expand, [a]) => mv::expand(a, out_shape, out),
         (Op::Where, [c, a, b]) => ew::where_(c, a, b, out, out_shape),
+        (Op::Matmul, [a, b]) => matmul::matmul(a, b, out, out_shape),
+        (Op::Gemm(o), [a, b]) if !o.has_c => matmul::gemm(a, b, None, o, out, out_shape),
+        (Op::Gemm(o), [a, b, c]) if o.has_c => matmul::gemm(a, b, Some(c), o, out, out_shape),
+        (Op::Conv2d(o), [x, f]) if !o.has_bias => conv::conv2d(x, f, None, o, out, out_shape),
+        (Op::Conv2d(o), [x, f, b]) if o.has_bias => conv::conv2d(x, f, Some(b), o, out, out_shape),
+        (Op::ConvTranspose2d(o), [x, f]) if !o.has_bias => conv::conv_transpose2d(x, f, None, o, out, out_shape),
+        (Op::ConvTranspose2d(o), [x, f, b]) if o.has_bias => conv::conv_transpose2d(x, f, Some(b), o, out, out_shape),
         _ => Err(internal()),
     }
 }

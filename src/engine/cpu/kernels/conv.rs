@@ -1,0 +1,936 @@
+//! conv2d (7.8.10) and convTranspose2d (7.8.11), computed in float32 on the shared
+//! GEMM core (float16 is widened on the way in and rounded once on the way out).
+//!
+//! conv2d: the im2col matrix of a block of output pixels, times the filter, one
+//! GEMM per (block, group). The K index runs over (inputChannel, filterY, filterX)
+//! for nchw, whose im2col rows are then strided copies of input rows, and over
+//! (filterY, filterX, inputChannel) for nhwc, whose rows are runs of channels.
+//! A 1x1 filter with unit strides and no padding reads the input as the matrix
+//! itself. Depthwise convolution (groups = input channels = output channels) has
+//! its own direct kernel: a GEMM with K = filterH * filterW and one row wastes most
+//! of its work on packing.
+//!
+//! convTranspose2d: per (batch, group) and filter tap, one GEMM of the input with
+//! that tap's [inputChannels/groups, outputChannels/groups] slice of the filter
+//! (read in place through strides, whatever its layout), whose rows are then added
+//! into the output at the tap's offset. For a fixed tap every input pixel lands on
+//! a distinct output pixel, so the additions of one tap split across output rows
+//! without conflicts.
+//!
+//! Work splits across the pool either by independent blocks (each GEMM on one
+//! thread) or, when there are too few blocks, inside each GEMM.
+
+use rayon::prelude::*;
+
+use super::gemm_core::{alloc_f32, f32_input, sgemm, sgemm_shared, with_f32_output, Mat, SharedMut, Threads};
+use super::Tensor;
+use crate::error::Result;
+use crate::ops::conv::{pick, strides_at, Conv2dAttrs, ConvTranspose2dAttrs, InputLayout};
+
+/// Floats of one im2col block: 4 MiB keeps it near the caches the GEMM streams
+/// through, while leaving the GEMM a wide enough N.
+const COL_BUDGET: usize = 1 << 20;
+
+/// Multiply-adds below which a kernel stays on the calling thread.
+const PARALLEL_MIN_WORK: usize = 1 << 15;
+
+/// Sizes of one convolution, in nchw terms whatever the layouts.
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    batches: usize,
+    in_c: usize,
+    in_h: usize,
+    in_w: usize,
+    out_c: usize,
+    out_h: usize,
+    out_w: usize,
+    k_h: usize,
+    k_w: usize,
+    groups: usize,
+    /// Input and output channels per group.
+    cig: usize,
+    cog: usize,
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    /// Beginning padding (top, left); the ending padding only shapes the output.
+    pad: [usize; 2],
+}
+
+impl Geometry {
+    fn in_plane(&self) -> usize {
+        self.in_h * self.in_w
+    }
+
+    fn out_plane(&self) -> usize {
+        self.out_h * self.out_w
+    }
+}
+
+/// The range [lo, hi) of output positions `o` (of `out` positions) whose input
+/// position `o * stride + offset - pad` falls in [0, size).
+fn valid_range(out: usize, size: usize, stride: usize, offset: usize, pad: usize) -> (usize, usize) {
+    let (s, off, pad, size) = (stride as i128, offset as i128, pad as i128, size as i128);
+    // o * s + off - pad >= 0  <=>  o >= ceil((pad - off) / s).
+    let lo = if pad > off { (pad - off + s - 1) / s } else { 0 };
+    // o * s + off - pad < size  <=>  o < ceil((size + pad - off) / s).
+    let hi = if size + pad > off { (size + pad - off + s - 1) / s } else { 0 };
+    let clamp = |v: i128| v.clamp(0, out as i128) as usize;
+    let (lo, hi) = (clamp(lo), clamp(hi));
+    (lo, hi.max(lo))
+}
+
+/// Splits `out` (rows of `row` elements) into chunks of whole rows across the pool
+/// when the work is large enough; `f(first_row, chunk)`.
+fn split_rows(
+    out: &mut [f32],
+    row: usize,
+    work_per_row: usize,
+    f: impl Fn(usize, &mut [f32]) -> Result<()> + Sync + Send,
+) -> Result<()> {
+    let row = row.max(1);
+    let rows = out.len() / row;
+    let threads = rayon::current_num_threads();
+    if threads == 1 || rows < 2 || rows.saturating_mul(work_per_row) < PARALLEL_MIN_WORK {
+        return f(0, out);
+    }
+    let per = rows.div_ceil(threads * 4).max(PARALLEL_MIN_WORK.div_ceil(work_per_row.max(1))).max(1);
+    out.par_chunks_mut(per * row).enumerate().try_for_each(|(i, chunk)| f(i * per, chunk))
+}
+
+/// Copies a 4-D filter into a new buffer ordered by `order` (outermost first; 0 =
+/// output channels, 1 = input channels, 2 = height, 3 = width), given the filter's
+/// strides and sizes in that (o, i, h, w) naming.
+fn pack(src: &[f32], strides: [usize; 4], dims: [usize; 4], order: [usize; 4]) -> Result<Vec<f32>> {
+    let mut dst = alloc_f32(dims.iter().product())?;
+    let (d, s) = (order.map(|a| dims[a]), order.map(|a| strides[a]));
+    let mut i = 0;
+    for a in 0..d[0] {
+        for b in 0..d[1] {
+            for c in 0..d[2] {
+                let base = a * s[0] + b * s[1] + c * s[2];
+                for e in 0..d[3] {
+                    dst[i] = src[base + e * s[3]];
+                    i += 1;
+                }
+            }
+        }
+    }
+    Ok(dst)
+}
+
+/// Writes each channel's bias (or 0) over an nchw or nhwc output.
+fn init_bias(dst: &mut [f32], bias: Option<&[f32]>, layout: InputLayout, channels: usize, plane: usize) {
+    match (layout, bias) {
+        (_, None) => split_rows(dst, plane.max(1), plane, |_, c| {
+            c.fill(0.0);
+            Ok(())
+        })
+        .unwrap_or(()),
+        (InputLayout::Nchw, Some(b)) => split_rows(dst, plane, plane, |first, chunk| {
+            for (r, row) in chunk.chunks_mut(plane).enumerate() {
+                row.fill(b[(first + r) % channels]);
+            }
+            Ok(())
+        })
+        .unwrap_or(()),
+        (InputLayout::Nhwc, Some(b)) => split_rows(dst, channels, channels, |_, chunk| {
+            for px in chunk.chunks_mut(channels) {
+                px.copy_from_slice(b);
+            }
+            Ok(())
+        })
+        .unwrap_or(()),
+    }
+}
+
+pub fn conv2d(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &Conv2dAttrs,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
+    let layout = attrs.input_layout;
+    let (batches, in_c, in_h, in_w) = layout.nchw(x.shape);
+    let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
+    let axes = attrs.filter_layout.axes();
+    let [_, cig, k_h, k_w] = pick(f.shape, axes);
+    let g = Geometry {
+        batches,
+        in_c,
+        in_h,
+        in_w,
+        out_c,
+        out_h,
+        out_w,
+        k_h,
+        k_w,
+        groups: attrs.groups,
+        cig,
+        cog: out_c / attrs.groups,
+        stride: attrs.strides,
+        dilation: attrs.dilations,
+        pad: [attrs.padding[0], attrs.padding[2]],
+    };
+    let xs = f32_input(x)?;
+    let fs = f32_input(f)?;
+    let bs = bias.map(f32_input).transpose()?;
+    let f_strides = strides_at(f.shape, axes);
+    let f_dims = [out_c, cig, k_h, k_w];
+    with_f32_output(out, x.data_type, |dst| {
+        init_bias(dst, bs.as_deref(), layout, out_c, g.out_plane());
+        if g.groups == g.in_c && g.groups == g.out_c {
+            // Depthwise: the filter as [c][kh][kw] (nchw) or [kh][kw][c] (nhwc).
+            let order = if layout == InputLayout::Nchw { [0, 1, 2, 3] } else { [1, 2, 3, 0] };
+            let w = pack(&fs, f_strides, f_dims, order)?;
+            return match layout {
+                InputLayout::Nchw => depthwise_nchw(&xs, &w, &g, dst),
+                InputLayout::Nhwc => depthwise_nhwc(&xs, &w, &g, dst),
+            };
+        }
+        // The filter as [o][i][kh][kw] for nchw, [o][kh][kw][i] for nhwc.
+        let order = if layout == InputLayout::Nchw { [0, 1, 2, 3] } else { [0, 2, 3, 1] };
+        let canonical = match layout {
+            InputLayout::Nchw => attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Oihw,
+            InputLayout::Nhwc => attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Ohwi,
+        };
+        let packed;
+        let w: &[f32] = if canonical {
+            &fs
+        } else {
+            packed = pack(&fs, f_strides, f_dims, order)?;
+            &packed
+        };
+        let pointwise = k_h == 1 && k_w == 1 && g.stride == [1, 1] && attrs.padding == [0; 4];
+        match (layout, pointwise) {
+            (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, &g, dst),
+            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, &g, dst),
+            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, &g, dst),
+            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, &g, dst),
+        }
+    })
+}
+
+/// 1x1, unit strides, no padding, nchw: per (batch, group), out[cog, HW] +=
+/// W[cog, cig] * X[cig, HW].
+fn pointwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let p = g.out_plane();
+    let per_batch = g.out_c * p;
+    let threads = rayon::current_num_threads();
+    let run = |n: usize, out: &mut [f32], threads: Threads| {
+        for grp in 0..g.groups {
+            let d = Mat::rows(grp * g.cog * p, p);
+            let l = Mat::rows(grp * g.cog * g.cig, g.cig);
+            let r = Mat::rows((n * g.in_c + grp * g.cig) * p, p);
+            sgemm(g.cog, p, g.cig, out, d, true, w, l, x, r, 1.0, threads)?;
+        }
+        Ok(())
+    };
+    let work = per_batch.saturating_mul(g.cig);
+    if g.batches >= threads && work.saturating_mul(g.batches) >= PARALLEL_MIN_WORK {
+        dst.par_chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| run(n, out, Threads::One))
+    } else {
+        dst.chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| run(n, out, Threads::Pool))
+    }
+}
+
+/// 1x1, unit strides, no padding, nhwc: out[N*HW, cog] += X[N*HW, cig] * W^T, the
+/// input's channels of each group read in place.
+fn pointwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let rows = g.batches * g.out_plane();
+    for grp in 0..g.groups {
+        let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
+        let l = Mat { offset: grp * g.cig, rs: g.in_c, cs: 1 };
+        // W is [o][i]: W^T (i, o) has row stride 1 and column stride cig.
+        let r = Mat { offset: grp * g.cog * g.cig, rs: 1, cs: g.cig };
+        sgemm(rows, g.cog, g.cig, dst, d, true, x, l, w, r, 1.0, Threads::Pool)?;
+    }
+    Ok(())
+}
+
+/// Block size (output pixels or rows) for im2col: within the budget and small
+/// enough that `others` independent blocks times the count cover the pool.
+fn block_size(total: usize, k: usize, others: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    let by_budget = (COL_BUDGET / k.max(1)).max(16);
+    let want_blocks = threads.div_ceil(others.max(1)).max(1);
+    let by_threads = total.div_ceil(want_blocks).max(32.min(total));
+    by_budget.min(by_threads).clamp(1, total.max(1))
+}
+
+/// General nchw: tasks of (batch, group, block of output pixels), each one im2col
+/// block [K, block] with K = (ci, ky, kx), then out[cog, block] += W[cog, K] * col.
+fn im2col_gemm_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let p = g.out_plane();
+    let k = g.cig * g.k_h * g.k_w;
+    let pc = block_size(p, k, g.batches * g.groups);
+    let blocks = p.div_ceil(pc);
+    let tasks = g.batches * g.groups * blocks;
+    let threads = if tasks >= rayon::current_num_threads() { Threads::One } else { Threads::Pool };
+    // Valid output columns per filter column (they do not depend on the row).
+    let x_ranges: Vec<(usize, usize)> =
+        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+    let out = SharedMut::new(dst);
+    (0..tasks).into_par_iter().try_for_each_init(
+        || alloc_f32(k * pc),
+        |col, t| {
+            let col = match col {
+                Ok(c) => c,
+                Err(e) => return Err(e.clone()),
+            };
+            let (nb, block) = (t / blocks, t % blocks);
+            let (n, grp) = (nb / g.groups, nb % g.groups);
+            let p0 = block * pc;
+            let p1 = (p0 + pc).min(p);
+            let width = p1 - p0;
+            let base = (n * g.in_c + grp * g.cig) * g.in_plane();
+            im2col_nchw(x, base, g, &x_ranges, p0, p1, &mut col[..k * width]);
+            let d = Mat { offset: (n * g.out_c + grp * g.cog) * p + p0, rs: p, cs: 1 };
+            let l = Mat::rows(grp * g.cog * k, k);
+            // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
+            // batch n at pixels [p0, p1).
+            unsafe { sgemm_shared(g.cog, width, k, out, d, true, w, l, col, Mat::rows(0, width), 1.0, threads) }
+        },
+    )
+}
+
+/// The im2col rows of output pixels [p0, p1) for one (batch, group) of an nchw
+/// input whose group starts at `base`: row (ci, ky, kx), column p - p0.
+fn im2col_nchw(x: &[f32], base: usize, g: &Geometry, x_ranges: &[(usize, usize)], p0: usize, p1: usize, col: &mut [f32]) {
+    let width = p1 - p0;
+    let mut rows = col.chunks_mut(width);
+    for ci in 0..g.cig {
+        let plane = &x[base + ci * g.in_plane()..][..g.in_plane()];
+        for ky in 0..g.k_h {
+            for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
+                let Some(row) = rows.next() else { return };
+                fill_row_nchw(plane, g, ky, kx, lo, hi, p0, p1, row);
+            }
+        }
+    }
+}
+
+/// One im2col row (fixed ci, ky, kx) over output pixels [p0, p1).
+#[allow(clippy::too_many_arguments)]
+fn fill_row_nchw(plane: &[f32], g: &Geometry, ky: usize, kx: usize, lo: usize, hi: usize, p0: usize, p1: usize, row: &mut [f32]) {
+    let (sy, sx) = (g.stride[0], g.stride[1]);
+    let mut p = p0;
+    while p < p1 {
+        let (oy, ox0) = (p / g.out_w, p % g.out_w);
+        let ox1 = g.out_w.min(ox0 + (p1 - p));
+        let seg = &mut row[p - p0..p - p0 + (ox1 - ox0)];
+        let iy = (oy * sy + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+        if iy < 0 || iy as usize >= g.in_h {
+            seg.fill(0.0);
+        } else {
+            let in_row = &plane[iy as usize * g.in_w..][..g.in_w];
+            let (a, b) = (lo.clamp(ox0, ox1), hi.clamp(ox0, ox1));
+            seg[..a - ox0].fill(0.0);
+            seg[b - ox0..].fill(0.0);
+            if a < b {
+                // ix = ox * sx + kx * dx - padLeft, within the row for ox in [a, b).
+                let ix0 = a * sx + kx * g.dilation[1] - g.pad[1];
+                let mid = &mut seg[a - ox0..b - ox0];
+                if sx == 1 {
+                    mid.copy_from_slice(&in_row[ix0..ix0 + (b - a)]);
+                } else {
+                    for (i, v) in mid.iter_mut().enumerate() {
+                        *v = in_row[ix0 + i * sx];
+                    }
+                }
+            }
+        }
+        p += ox1 - ox0;
+    }
+}
+
+/// General nhwc: tasks of blocks of output pixels over all batches (contiguous
+/// output rows), each one im2col block [block, K] with K = (ky, kx, ci) per group,
+/// then out[block, cog] += col * W^T.
+fn im2col_gemm_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let rows = g.batches * g.out_plane();
+    let k = g.k_h * g.k_w * g.cig;
+    let rc = block_size(rows, k, 1);
+    let tasks = rows.div_ceil(rc);
+    let threads = if tasks >= rayon::current_num_threads() { Threads::One } else { Threads::Pool };
+    let x_ranges: Vec<(usize, usize)> =
+        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+    dst.par_chunks_mut(rc * g.out_c).enumerate().try_for_each_init(
+        || alloc_f32(k * rc),
+        |col, (t, out)| {
+            let col = match col {
+                Ok(c) => c,
+                Err(e) => return Err(e.clone()),
+            };
+            let r0 = t * rc;
+            let height = out.len() / g.out_c;
+            for grp in 0..g.groups {
+                im2col_nhwc(x, g, grp, &x_ranges, r0, height, &mut col[..height * k]);
+                let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
+                // W is [o][ky][kx][i]: W^T (k, o) has row stride 1, column stride K.
+                let r = Mat { offset: grp * g.cog * k, rs: 1, cs: k };
+                sgemm(height, g.cog, k, out, d, true, col, Mat::rows(0, k), w, r, 1.0, threads)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// im2col rows of output pixels [r0, r0 + height) (flattened over batches) for
+/// group `grp` of an nhwc input: row r, column (ky, kx, ci).
+fn im2col_nhwc(x: &[f32], g: &Geometry, grp: usize, x_ranges: &[(usize, usize)], r0: usize, height: usize, col: &mut [f32]) {
+    let k = g.k_h * g.k_w * g.cig;
+    let plane = g.out_plane();
+    for (r, row) in col.chunks_mut(k).take(height).enumerate() {
+        let (n, p) = ((r0 + r) / plane, (r0 + r) % plane);
+        let (oy, ox) = (p / g.out_w, p % g.out_w);
+        for ky in 0..g.k_h {
+            let taps = &mut row[ky * g.k_w * g.cig..][..g.k_w * g.cig];
+            let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+            if iy < 0 || iy as usize >= g.in_h {
+                taps.fill(0.0);
+                continue;
+            }
+            for (kx, (tap, &(lo, hi))) in taps.chunks_mut(g.cig).zip(x_ranges).enumerate() {
+                if ox < lo || ox >= hi {
+                    tap.fill(0.0);
+                } else {
+                    let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                    let at = ((n * g.in_h + iy as usize) * g.in_w + ix) * g.in_c + grp * g.cig;
+                    tap.copy_from_slice(&x[at..at + g.cig]);
+                }
+            }
+        }
+    }
+}
+
+/// Depthwise nchw: each (batch, channel) plane on its own, accumulated row by row
+/// (a contiguous axpy per filter tap when the stride is 1).
+fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let plane_in = g.in_plane();
+    let taps = g.k_h * g.k_w;
+    let x_ranges: Vec<(usize, usize)> =
+        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+    split_rows(dst, g.out_w, g.out_w * taps, |first, chunk| {
+        for (r, out_row) in chunk.chunks_mut(g.out_w).enumerate() {
+            let row = first + r;
+            let (nc, oy) = (row / g.out_h, row % g.out_h);
+            let c = nc % g.in_c;
+            let plane = &x[nc * plane_in..][..plane_in];
+            for ky in 0..g.k_h {
+                let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+                if iy < 0 || iy as usize >= g.in_h {
+                    continue;
+                }
+                let in_row = &plane[iy as usize * g.in_w..][..g.in_w];
+                for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
+                    if lo >= hi {
+                        continue;
+                    }
+                    let wv = w[c * taps + ky * g.k_w + kx];
+                    let ix0 = lo * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                    let out = &mut out_row[lo..hi];
+                    if g.stride[1] == 1 {
+                        for (o, &v) in out.iter_mut().zip(&in_row[ix0..ix0 + (hi - lo)]) {
+                            *o += wv * v;
+                        }
+                    } else {
+                        for (i, o) in out.iter_mut().enumerate() {
+                            *o += wv * in_row[ix0 + i * g.stride[1]];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Depthwise nhwc: each output row, pixel by pixel, a vector over the channels
+/// per filter tap.
+fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let c = g.in_c;
+    let row_len = g.out_w * c;
+    let x_ranges: Vec<(usize, usize)> =
+        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+    split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| {
+        for (r, out_row) in chunk.chunks_mut(row_len).enumerate() {
+            let row = first + r;
+            let (n, oy) = (row / g.out_h, row % g.out_h);
+            for ky in 0..g.k_h {
+                let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+                if iy < 0 || iy as usize >= g.in_h {
+                    continue;
+                }
+                let in_row = &x[(n * g.in_h + iy as usize) * g.in_w * c..][..g.in_w * c];
+                for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
+                    let wt = &w[(ky * g.k_w + kx) * c..][..c];
+                    for ox in lo..hi {
+                        let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                        let src = &in_row[ix * c..][..c];
+                        let out = &mut out_row[ox * c..][..c];
+                        for ((o, &v), &wv) in out.iter_mut().zip(src).zip(wt) {
+                            *o += wv * v;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn conv_transpose2d(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &ConvTranspose2dAttrs,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
+    let layout = attrs.input_layout;
+    let (batches, in_c, in_h, in_w) = layout.nchw(x.shape);
+    let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
+    let axes = attrs.filter_layout.axes();
+    let [_, cog, k_h, k_w] = pick(f.shape, axes);
+    let g = Geometry {
+        batches,
+        in_c,
+        in_h,
+        in_w,
+        out_c,
+        out_h,
+        out_w,
+        k_h,
+        k_w,
+        groups: attrs.groups,
+        cig: in_c / attrs.groups,
+        cog,
+        stride: attrs.strides,
+        dilation: attrs.dilations,
+        pad: [attrs.padding[0], attrs.padding[2]],
+    };
+    // Strides of the filter's (input channel, output channel, y, x).
+    let fst = strides_at(f.shape, axes);
+    let xs = f32_input(x)?;
+    let fs = f32_input(f)?;
+    let bs = bias.map(f32_input).transpose()?;
+    let (xs, fs) = (&*xs, &*fs);
+    with_f32_output(out, x.data_type, |dst| {
+        init_bias(dst, bs.as_deref(), layout, out_c, g.out_plane());
+        let per_batch = g.out_c * g.out_plane();
+        let p_in = g.in_plane();
+        let threads = rayon::current_num_threads();
+        let work = (g.out_c * g.cig * g.k_h * g.k_w).saturating_mul(p_in);
+        // One batch: for each group and tap, T = the tap's products, added in.
+        let batch = |n: usize, out: &mut [f32], tmp: &mut [f32], threads: Threads| -> Result<()> {
+            for grp in 0..g.groups {
+                for ky in 0..g.k_h {
+                    for kx in 0..g.k_w {
+                        let tap = grp * g.cig * fst[0] + ky * fst[2] + kx * fst[3];
+                        match layout {
+                            InputLayout::Nchw => {
+                                // T[cog, p_in] = W_tap^T[cog, cig] * X[cig, p_in].
+                                let l = Mat { offset: tap, rs: fst[1], cs: fst[0] };
+                                let r = Mat::rows((n * g.in_c + grp * g.cig) * p_in, p_in);
+                                sgemm(g.cog, p_in, g.cig, tmp, Mat::rows(0, p_in), false, fs, l, xs, r, 1.0, threads)?;
+                            }
+                            InputLayout::Nhwc => {
+                                // T[p_in, cog] = X[p_in, cig] * W_tap[cig, cog].
+                                let l = Mat { offset: n * p_in * g.in_c + grp * g.cig, rs: g.in_c, cs: 1 };
+                                let r = Mat { offset: tap, rs: fst[0], cs: fst[1] };
+                                sgemm(p_in, g.cog, g.cig, tmp, Mat::rows(0, g.cog), false, xs, l, fs, r, 1.0, threads)?;
+                            }
+                        }
+                        let tmp = &*tmp;
+                        let add = |first: usize, rows: &mut [f32]| {
+                            scatter_tap(&g, layout, grp, ky, kx, tmp, first, rows);
+                            Ok(())
+                        };
+                        match (layout, threads) {
+                            (InputLayout::Nchw, Threads::Pool) => {
+                                let region = &mut out[grp * g.cog * g.out_plane()..][..g.cog * g.out_plane()];
+                                split_rows(region, g.out_w, g.out_w, add)?;
+                            }
+                            (InputLayout::Nchw, Threads::One) => {
+                                add(0, &mut out[grp * g.cog * g.out_plane()..][..g.cog * g.out_plane()])?;
+                            }
+                            (InputLayout::Nhwc, Threads::Pool) => split_rows(out, g.out_w * g.out_c, g.out_w * g.cog, add)?,
+                            (InputLayout::Nhwc, Threads::One) => add(0, out)?,
+                        }
+                    }
+                }
+            }
+            Ok(())
+        };
+        let tmp_len = g.cog * p_in;
+        if g.batches >= threads && work.saturating_mul(g.batches) >= PARALLEL_MIN_WORK {
+            dst.par_chunks_mut(per_batch).enumerate().try_for_each_init(
+                || alloc_f32(tmp_len),
+                |tmp, (n, out)| match tmp {
+                    Ok(tmp) => batch(n, out, tmp, Threads::One),
+                    Err(e) => Err(e.clone()),
+                },
+            )
+        } else {
+            let mut tmp = alloc_f32(tmp_len)?;
+            dst.chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| batch(n, out, &mut tmp, Threads::Pool))
+        }
+    })
+}
+
+/// Adds one tap's products into output rows `first..` of one batch: for nchw the
+/// rows (co, oy) of group `grp`'s channels, for nhwc the rows oy of every channel.
+/// Output (oy, ox) receives input (iy, ix) where oy = iy * sy + ky * dy - padTop.
+#[allow(clippy::too_many_arguments)]
+fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usize, t: &[f32], first: usize, rows: &mut [f32]) {
+    let p_in = g.in_plane();
+    // Input columns ix whose ox = ix * sx + kx * dx - padLeft is in [0, out_w).
+    let (lo, hi) = valid_range(g.in_w, g.out_w, g.stride[1], kx * g.dilation[1], g.pad[1]);
+    if lo >= hi {
+        return;
+    }
+    let source_row = |oy: usize| -> Option<usize> {
+        let num = oy as isize + g.pad[0] as isize - (ky * g.dilation[0]) as isize;
+        if num < 0 || num as usize % g.stride[0] != 0 {
+            return None;
+        }
+        let iy = num as usize / g.stride[0];
+        (iy < g.in_h).then_some(iy)
+    };
+    let ox0 = lo * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+    match layout {
+        InputLayout::Nchw => {
+            for (r, row) in rows.chunks_mut(g.out_w).enumerate() {
+                let (co, oy) = ((first + r) / g.out_h, (first + r) % g.out_h);
+                let Some(iy) = source_row(oy) else { continue };
+                let src = &t[co * p_in + iy * g.in_w..][..g.in_w];
+                if g.stride[1] == 1 {
+                    for (o, &v) in row[ox0..ox0 + (hi - lo)].iter_mut().zip(&src[lo..hi]) {
+                        *o += v;
+                    }
+                } else {
+                    for (i, &v) in src[lo..hi].iter().enumerate() {
+                        row[ox0 + i * g.stride[1]] += v;
+                    }
+                }
+            }
+        }
+        InputLayout::Nhwc => {
+            let row_len = g.out_w * g.out_c;
+            for (r, row) in rows.chunks_mut(row_len).enumerate() {
+                let Some(iy) = source_row(first + r) else { continue };
+                for ix in lo..hi {
+                    let ox = ix * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                    let src = &t[(iy * g.in_w + ix) * g.cog..][..g.cog];
+                    let out = &mut row[ox * g.out_c + grp * g.cog..][..g.cog];
+                    for (o, &v) in out.iter_mut().zip(src) {
+                        *o += v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{DataType, OperandDesc};
+    use crate::ops::conv::{
+        conv2d as validate, conv_transpose2d as validate_t, Conv2dFilterLayout as FL, Conv2dOptions,
+        ConvTranspose2dFilterLayout as TL, ConvTranspose2dOptions,
+    };
+    use half::f16;
+
+    fn seq(n: usize, seed: u32) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(2654435761).wrapping_add(12345);
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                ((x >> 8) as f32 / (1u32 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// Lays out logical [a][b][c][d] data in the order `axes` gives (the position
+    /// of each logical axis in the stored shape).
+    fn store(v: &[f32], dims: [usize; 4], axes: [usize; 4]) -> (Vec<f32>, Vec<usize>) {
+        let mut shape = vec![0; 4];
+        for l in 0..4 {
+            shape[axes[l]] = dims[l];
+        }
+        let st = strides_at(&shape, axes);
+        let mut out = vec![0.0; v.len()];
+        let mut i = 0;
+        for a in 0..dims[0] {
+            for b in 0..dims[1] {
+                for c in 0..dims[2] {
+                    for d in 0..dims[3] {
+                        out[a * st[0] + b * st[1] + c * st[2] + d * st[3]] = v[i];
+                        i += 1;
+                    }
+                }
+            }
+        }
+        (out, shape)
+    }
+
+    fn layout_axes(l: InputLayout) -> [usize; 4] {
+        match l {
+            InputLayout::Nchw => [0, 1, 2, 3],
+            InputLayout::Nhwc => [0, 3, 1, 2],
+        }
+    }
+
+    fn bytes(v: &[f32], dt: DataType) -> Vec<u8> {
+        match dt {
+            DataType::Float16 => v.iter().flat_map(|x| f16::from_f32(*x).to_le_bytes()).collect(),
+            _ => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    fn floats(b: &[u8], dt: DataType) -> Vec<f64> {
+        match dt {
+            DataType::Float16 => b.chunks(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
+            _ => b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+        }
+    }
+
+    fn round_input(v: Vec<f32>, dt: DataType) -> Vec<f32> {
+        if dt == DataType::Float16 {
+            v.into_iter().map(|x| f16::from_f32(x).to_f32()).collect()
+        } else {
+            v
+        }
+    }
+
+    /// float64 conv2d from the definition, logical nchw input and oihw filter.
+    #[allow(clippy::too_many_arguments)]
+    fn reference(x: &[f32], xd: [usize; 4], w: &[f32], wd: [usize; 4], b: Option<&[f32]>, groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], out: [usize; 4]) -> Vec<f64> {
+        let [n, c, h, wi] = xd;
+        let [o, cig, kh, kw] = wd;
+        let cog = o / groups;
+        let mut y = vec![0.0; out.iter().product()];
+        for bn in 0..n {
+            for co in 0..o {
+                let grp = co / cog;
+                for oy in 0..out[2] {
+                    for ox in 0..out[3] {
+                        let mut acc = b.map_or(0.0, |b| b[co] as f64);
+                        for ci in 0..cig {
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let iy = (oy * s[0] + ky * d[0]) as isize - pad[0] as isize;
+                                    let ix = (ox * s[1] + kx * d[1]) as isize - pad[2] as isize;
+                                    if iy < 0 || ix < 0 || iy as usize >= h || ix as usize >= wi {
+                                        continue;
+                                    }
+                                    let xv = x[((bn * c + grp * cig + ci) * h + iy as usize) * wi + ix as usize] as f64;
+                                    acc += xv * w[((co * cig + ci) * kh + ky) * kw + kx] as f64;
+                                }
+                            }
+                        }
+                        y[((bn * o + co) * out[2] + oy) * out[3] + ox] = acc;
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_conv(xd: [usize; 4], wd: [usize; 4], groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], bias: bool, dt: DataType) {
+        let x = round_input(seq(xd.iter().product(), 1), dt);
+        let w = round_input(seq(wd.iter().product(), 2), dt);
+        let b = bias.then(|| round_input(seq(wd[0], 3), dt));
+        for il in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for fl in [FL::Oihw, FL::Hwio, FL::Ohwi, FL::Ihwo] {
+                let (xs, xshape) = store(&x, xd, layout_axes(il));
+                let (ws, wshape) = store(&w, wd, fl.axes());
+                let opts = Conv2dOptions {
+                    padding: Some(pad.to_vec()),
+                    strides: Some(s.to_vec()),
+                    dilations: Some(d.to_vec()),
+                    groups,
+                    input_layout: il,
+                    filter_layout: fl,
+                };
+                let bdesc = OperandDesc::new(dt, vec![wd[0]]);
+                let (attrs, out) = validate(&OperandDesc::new(dt, xshape.clone()), &OperandDesc::new(dt, wshape.clone()), bias.then_some(&bdesc), &opts).unwrap();
+                let logical_out = il.nchw(&out.shape);
+                let out_dims = [logical_out.0, logical_out.1, logical_out.2, logical_out.3];
+                let want = reference(&x, xd, &w, wd, b.as_deref(), groups, pad, s, d, out_dims);
+                let (want, _) = store(&want.iter().map(|v| *v as f32).collect::<Vec<_>>(), out_dims, layout_axes(il));
+                let (xb, wb) = (bytes(&xs, dt), bytes(&ws, dt));
+                let bb = b.as_ref().map(|b| bytes(b, dt));
+                let tx = Tensor { data: &xb, shape: &xshape, data_type: dt };
+                let tw = Tensor { data: &wb, shape: &wshape, data_type: dt };
+                let tb = bb.as_ref().map(|bb| Tensor { data: bb, shape: std::slice::from_ref(&wd[0]), data_type: dt });
+                let mut ob = vec![0xa5u8; out.byte_length()];
+                conv2d(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape).unwrap();
+                let got = floats(&ob, dt);
+                let k = (wd[1] * wd[2] * wd[3]) as f64;
+                let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let w = *w as f64;
+                    assert!((g - w).abs() <= (2.0 * k + 2.0) * eps * (1.0 + w.abs()), "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt}: [{i}] {g} vs {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conv2d_matches_float64() {
+        let f = DataType::Float32;
+        // Plain, padded, strided, dilated, with bias.
+        check_conv([1, 1, 5, 5], [1, 1, 3, 3], 1, [0; 4], [1, 1], [1, 1], false, f);
+        check_conv([2, 3, 7, 6], [4, 3, 3, 2], 1, [1, 2, 0, 1], [2, 1], [1, 2], true, f);
+        check_conv([1, 2, 9, 9], [3, 2, 3, 3], 1, [1, 1, 1, 1], [3, 2], [2, 1], true, f);
+        // Grouped.
+        check_conv([2, 6, 5, 5], [4, 3, 3, 3], 2, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        check_conv([1, 6, 6, 5], [6, 2, 2, 2], 3, [0, 1, 1, 0], [2, 2], [1, 1], false, f);
+        // Depthwise (multiplier 1) and with multiplier 2 (general path).
+        check_conv([2, 4, 6, 7], [4, 1, 3, 3], 4, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        check_conv([1, 3, 8, 8], [3, 1, 3, 2], 3, [2, 0, 0, 3], [2, 3], [2, 1], false, f);
+        check_conv([1, 3, 5, 5], [6, 1, 3, 3], 3, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        // Pointwise, grouped pointwise, 1x1 with stride (general path).
+        check_conv([2, 5, 4, 3], [7, 5, 1, 1], 1, [0; 4], [1, 1], [1, 1], true, f);
+        check_conv([1, 4, 3, 3], [6, 2, 1, 1], 2, [0; 4], [1, 1], [1, 1], false, f);
+        check_conv([1, 4, 5, 5], [2, 4, 1, 1], 1, [0; 4], [2, 2], [1, 1], false, f);
+        // Filter as large as the padded input; padding only at the end.
+        check_conv([1, 2, 3, 4], [2, 2, 4, 5], 1, [0, 1, 0, 1], [1, 1], [1, 1], true, f);
+        // Larger, to cross block boundaries and the parallel paths.
+        check_conv([2, 16, 33, 31], [8, 16, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        check_conv([1, 32, 40, 40], [32, 1, 3, 3], 32, [1, 1, 1, 1], [2, 2], [1, 1], true, f);
+    }
+
+    #[test]
+    fn conv2d_float16() {
+        let h = DataType::Float16;
+        check_conv([1, 3, 6, 6], [4, 3, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, h);
+        check_conv([1, 4, 5, 5], [4, 1, 3, 3], 4, [0; 4], [1, 1], [1, 1], true, h);
+        check_conv([1, 4, 3, 3], [2, 4, 1, 1], 1, [0; 4], [1, 1], [1, 1], false, h);
+    }
+
+    /// float64 convTranspose2d from the definition (scatter form), logical nchw
+    /// input and iohw filter, output of the given spatial size.
+    #[allow(clippy::too_many_arguments)]
+    fn reference_t(x: &[f32], xd: [usize; 4], w: &[f32], wd: [usize; 4], b: Option<&[f32]>, groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], out: [usize; 4]) -> Vec<f64> {
+        let [n, c, h, wi] = xd;
+        let [_, cog, kh, kw] = wd;
+        let cig = c / groups;
+        let mut y = vec![0.0; out.iter().product()];
+        for bn in 0..n {
+            for co in 0..out[1] {
+                for p in 0..out[2] * out[3] {
+                    y[(bn * out[1] + co) * out[2] * out[3] + p] = b.map_or(0.0, |b| b[co] as f64);
+                }
+            }
+            for ci in 0..c {
+                let grp = ci / cig;
+                for iy in 0..h {
+                    for ix in 0..wi {
+                        let xv = x[((bn * c + ci) * h + iy) * wi + ix] as f64;
+                        for o in 0..cog {
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let oy = (iy * s[0] + ky * d[0]) as isize - pad[0] as isize;
+                                    let ox = (ix * s[1] + kx * d[1]) as isize - pad[2] as isize;
+                                    if oy < 0 || ox < 0 || oy as usize >= out[2] || ox as usize >= out[3] {
+                                        continue;
+                                    }
+                                    let co = grp * cog + o;
+                                    y[((bn * out[1] + co) * out[2] + oy as usize) * out[3] + ox as usize] +=
+                                        xv * w[((ci * cog + o) * kh + ky) * kw + kx] as f64;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_t(xd: [usize; 4], wd: [usize; 4], groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], op: [usize; 2], sizes: Option<[usize; 2]>, bias: bool, dt: DataType) {
+        let x = round_input(seq(xd.iter().product(), 4), dt);
+        let w = round_input(seq(wd.iter().product(), 5), dt);
+        let oc = wd[1] * groups;
+        let b = bias.then(|| round_input(seq(oc, 6), dt));
+        for il in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for fl in [TL::Iohw, TL::Hwoi, TL::Ohwi] {
+                let (xs, xshape) = store(&x, xd, layout_axes(il));
+                let (ws, wshape) = store(&w, wd, fl.axes());
+                let opts = ConvTranspose2dOptions {
+                    padding: Some(pad.to_vec()),
+                    strides: Some(s.to_vec()),
+                    dilations: Some(d.to_vec()),
+                    output_padding: Some(op.to_vec()),
+                    output_sizes: sizes.map(|s| s.to_vec()),
+                    groups,
+                    input_layout: il,
+                    filter_layout: fl,
+                };
+                let bdesc = OperandDesc::new(dt, vec![oc]);
+                let (attrs, out) = validate_t(&OperandDesc::new(dt, xshape.clone()), &OperandDesc::new(dt, wshape.clone()), bias.then_some(&bdesc), &opts).unwrap();
+                let lo = il.nchw(&out.shape);
+                let out_dims = [lo.0, lo.1, lo.2, lo.3];
+                let want = reference_t(&x, xd, &w, wd, b.as_deref(), groups, pad, s, d, out_dims);
+                let (want, _) = store(&want.iter().map(|v| *v as f32).collect::<Vec<_>>(), out_dims, layout_axes(il));
+                let (xb, wb) = (bytes(&xs, dt), bytes(&ws, dt));
+                let bb = b.as_ref().map(|b| bytes(b, dt));
+                let tx = Tensor { data: &xb, shape: &xshape, data_type: dt };
+                let tw = Tensor { data: &wb, shape: &wshape, data_type: dt };
+                let tb = bb.as_ref().map(|bb| Tensor { data: bb, shape: std::slice::from_ref(&oc), data_type: dt });
+                let mut ob = vec![0xa5u8; out.byte_length()];
+                conv_transpose2d(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape).unwrap();
+                let got = floats(&ob, dt);
+                let k = (xd[1] / groups * wd[2] * wd[3]) as f64;
+                let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let w = *w as f64;
+                    assert!((g - w).abs() <= (2.0 * k + 2.0) * eps * (1.0 + w.abs()), "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt}: [{i}] {g} vs {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conv_transpose2d_matches_float64() {
+        let f = DataType::Float32;
+        check_t([1, 1, 3, 3], [1, 1, 3, 3], 1, [0; 4], [1, 1], [1, 1], [0, 0], None, false, f);
+        check_t([2, 3, 4, 3], [3, 2, 3, 2], 1, [1, 0, 0, 1], [2, 3], [1, 1], [1, 2], None, true, f);
+        check_t([1, 2, 3, 4], [2, 3, 2, 3], 1, [0, 0, 1, 1], [2, 2], [2, 1], [0, 0], None, true, f);
+        // Grouped and depthwise-like.
+        check_t([2, 4, 3, 3], [4, 3, 3, 3], 2, [1, 1, 1, 1], [2, 2], [1, 1], [1, 0], None, true, f);
+        check_t([1, 3, 4, 4], [3, 1, 2, 2], 3, [0; 4], [2, 2], [1, 1], [0, 0], None, false, f);
+        // outputSizes beyond the computed size: extra rows hold only the bias.
+        check_t([1, 2, 3, 3], [2, 2, 3, 3], 1, [0; 4], [2, 2], [1, 1], [0, 0], Some([8, 7]), true, f);
+        // Padding larger than a tap's reach.
+        check_t([1, 1, 2, 2], [1, 1, 4, 4], 1, [2, 2, 2, 1], [1, 1], [1, 1], [0, 0], None, false, f);
+        // Larger, parallel paths.
+        check_t([1, 16, 20, 18], [16, 8, 4, 4], 1, [1, 1, 1, 1], [2, 2], [1, 1], [0, 0], None, true, f);
+        check_t([8, 8, 9, 9], [8, 4, 3, 3], 2, [1, 1, 1, 1], [2, 2], [1, 1], [1, 1], None, true, f);
+    }
+
+    #[test]
+    fn conv_transpose2d_float16() {
+        let h = DataType::Float16;
+        check_t([1, 3, 4, 4], [3, 2, 3, 3], 1, [1, 1, 1, 1], [2, 2], [1, 1], [1, 1], None, true, h);
+    }
+
+    #[test]
+    fn valid_ranges() {
+        // out 5, size 5, stride 1, offset 0, pad 1: o - 1 in [0, 5) -> o in [1, 5).
+        assert_eq!(valid_range(5, 5, 1, 0, 1), (1, 5));
+        // stride 2, offset 2, pad 1: 2o + 1 in [0, 5) -> o in [0, 2].
+        assert_eq!(valid_range(4, 5, 2, 2, 1), (0, 2));
+        assert_eq!(valid_range(3, 2, 1, 10, 0), (0, 0));
+        assert_eq!(valid_range(3, 2, 1, 0, 10), (3, 3));
+    }
+}

@@ -3,6 +3,9 @@
 //! errors to tagged JS errors, and moves work off the JS thread. It holds no graph
 //! logic, and no panic crosses it: background work runs under `catch_unwind`.
 
+mod conv;
+mod matmul;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 

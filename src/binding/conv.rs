@@ -1,0 +1,97 @@
+//! Bindings of conv2d (7.8.10) and convTranspose2d (7.8.11): the facade has done
+//! the WebIDL conversion (defaults, [EnforceRange], enum values); this maps the
+//! enums to their typed forms and calls the core.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::{dims, id, to_js, NativeBuilder};
+use crate::ops::conv::{Conv2dFilterLayout, Conv2dOptions, ConvTranspose2dFilterLayout, ConvTranspose2dOptions, InputLayout};
+
+/// MLConv2dOptions after WebIDL conversion; `bias` is an operand id.
+#[napi(object)]
+pub struct NativeConv2dOptions {
+    pub padding: Option<Vec<u32>>,
+    pub strides: Option<Vec<u32>>,
+    pub dilations: Option<Vec<u32>>,
+    pub groups: u32,
+    pub input_layout: String,
+    pub filter_layout: String,
+    pub bias: Option<u32>,
+}
+
+/// MLConvTranspose2dOptions after WebIDL conversion; `bias` is an operand id.
+#[napi(object)]
+pub struct NativeConvTranspose2dOptions {
+    pub padding: Option<Vec<u32>>,
+    pub strides: Option<Vec<u32>>,
+    pub dilations: Option<Vec<u32>>,
+    pub output_padding: Option<Vec<u32>>,
+    pub output_sizes: Option<Vec<u32>>,
+    pub groups: u32,
+    pub input_layout: String,
+    pub filter_layout: String,
+    pub bias: Option<u32>,
+}
+
+fn input_layout(op: &str, v: &str) -> Result<InputLayout> {
+    match v {
+        "nchw" => Ok(InputLayout::Nchw),
+        "nhwc" => Ok(InputLayout::Nhwc),
+        _ => Err(to_js(type_err!("{op}: options.inputLayout '{v}' is not a valid MLInputOperandLayout"))),
+    }
+}
+
+fn list(v: &Option<Vec<u32>>) -> Option<Vec<usize>> {
+    v.as_deref().map(dims)
+}
+
+#[napi]
+impl NativeBuilder {
+    #[napi]
+    pub fn conv2d(&mut self, input: u32, filter: u32, options: NativeConv2dOptions) -> Result<u32> {
+        let filter_layout = match options.filter_layout.as_str() {
+            "oihw" => Conv2dFilterLayout::Oihw,
+            "hwio" => Conv2dFilterLayout::Hwio,
+            "ohwi" => Conv2dFilterLayout::Ohwi,
+            "ihwo" => Conv2dFilterLayout::Ihwo,
+            v => return Err(to_js(type_err!("conv2d: options.filterLayout '{v}' is not a valid MLConv2dFilterOperandLayout"))),
+        };
+        let o = Conv2dOptions {
+            padding: list(&options.padding),
+            strides: list(&options.strides),
+            dilations: list(&options.dilations),
+            groups: options.groups as usize,
+            input_layout: input_layout("conv2d", &options.input_layout)?,
+            filter_layout,
+        };
+        let bias = options.bias.map(|b| b as usize);
+        self.inner.conv2d(input as usize, filter as usize, bias, &o).map(id).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn conv_transpose2d(&mut self, input: u32, filter: u32, options: NativeConvTranspose2dOptions) -> Result<u32> {
+        let filter_layout = match options.filter_layout.as_str() {
+            "iohw" => ConvTranspose2dFilterLayout::Iohw,
+            "hwoi" => ConvTranspose2dFilterLayout::Hwoi,
+            "ohwi" => ConvTranspose2dFilterLayout::Ohwi,
+            v => {
+                return Err(to_js(type_err!(
+                    "convTranspose2d: options.filterLayout '{v}' is not a valid MLConvTranspose2dFilterOperandLayout"
+                )))
+            }
+        };
+        let o = ConvTranspose2dOptions {
+            padding: list(&options.padding),
+            strides: list(&options.strides),
+            dilations: list(&options.dilations),
+            output_padding: list(&options.output_padding),
+            output_sizes: list(&options.output_sizes),
+            groups: options.groups as usize,
+            input_layout: input_layout("convTranspose2d", &options.input_layout)?,
+            filter_layout,
+        };
+        let bias = options.bias.map(|b| b as usize);
+        self.inner.conv_transpose2d(input as usize, filter as usize, bias, &o).map(id).map_err(to_js)
+    }
+}

@@ -66,6 +66,9 @@ function toleranceFor (c, name, dataType) {
 function callOperator (b, node, args) {
   const o = node.options || {}
   switch (node.op) {
+    // Optional operands travel in the options dictionary, after the positional ones.
+    case 'conv2d': case 'convTranspose2d': return b[node.op](args[0], args[1], args[2] ? { ...o, bias: args[2] } : o)
+    case 'gemm': return b.gemm(args[0], args[1], args[2] ? { ...o, c: args[2] } : o)
     case 'cast': return b.cast(args[0], o.type)
     case 'clamp': return b.clamp(args[0], o)
     case 'concat': return b.concat(args, o.axis)

@@ -642,7 +642,25 @@ function evaluateNode (op, args, options = {}) {
     case 'transpose': return transpose(args[0], options.permutation)
     case 'where': return where(args[0], args[1], args[2])
   }
+  const family = familyModules().map((m) => m.ops && m.ops[op]).find(Boolean)
+  if (family) return family(args, options)
   throw new Error(`reference: unknown operator ${op}`)
+}
+
+/**
+ * Operator families keep their references in reference-<family>.js beside this
+ * file, exporting `ops` ({ name: (args, options) => tensor }) and `tolerances`
+ * (entries of tolerance.js's FLOAT). Loaded on first use: they require this module.
+ */
+let families = null
+function familyModules () {
+  if (!families) {
+    const fs = require('node:fs')
+    const path = require('node:path')
+    families = fs.readdirSync(__dirname).filter((f) => /^reference-.+\.js$/.test(f)).sort()
+      .map((f) => require(path.join(__dirname, f)))
+  }
+  return families
 }
 
 /** Tensors for every input and constant of a case, by name. */
@@ -699,6 +717,7 @@ module.exports = {
   powIeee,
   intPow,
   evaluateNode,
+  familyModules,
   caseOperands,
   evaluateGraph
 }

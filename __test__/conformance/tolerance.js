@@ -45,6 +45,9 @@ for (const op of ['abs', 'neg', 'ceil', 'floor', 'relu', 'identity', 'cast', 'cl
   FLOAT[op] = { ulp: 0 }
 }
 
+// Operator families' entries, kept beside their references (reference-<family>.js).
+for (const m of require('./reference.js').familyModules()) Object.assign(FLOAT, m.tolerances || {})
+
 /** The tolerance of one operator whose output has the given data type. */
 function forOp (op, dataType) {
   if (!(op in FLOAT)) throw new Error(`tolerance: no entry for operator ${op}`)

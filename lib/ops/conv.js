@@ -11,9 +11,9 @@ module.exports = function install (internals) {
   const { webidl } = internals
   const { toUint32, toSequence, toDictionary, toEnum, call } = webidl
 
-  /** An optional sequence<[EnforceRange] unsigned long> member: null when absent. */
+  /** An optional sequence<[EnforceRange] unsigned long> member: undefined when absent. */
   function uintList (v, what) {
-    return v === undefined ? null : toSequence(v, what, toUint32)
+    return v === undefined ? undefined : toSequence(v, what, toUint32)
   }
 
   /** The members both option dictionaries share, in WebIDL's (lexicographic) order. */

@@ -48,7 +48,7 @@ fn list(v: &Option<Vec<u32>>) -> Option<Vec<usize>> {
 
 #[napi]
 impl NativeBuilder {
-    #[napi]
+    #[napi(js_name = "conv2d")]
     pub fn conv2d(&mut self, input: u32, filter: u32, options: NativeConv2dOptions) -> Result<u32> {
         let filter_layout = match options.filter_layout.as_str() {
             "oihw" => Conv2dFilterLayout::Oihw,
@@ -69,7 +69,7 @@ impl NativeBuilder {
         self.inner.conv2d(input as usize, filter as usize, bias, &o).map(id).map_err(to_js)
     }
 
-    #[napi]
+    #[napi(js_name = "convTranspose2d")]
     pub fn conv_transpose2d(&mut self, input: u32, filter: u32, options: NativeConvTranspose2dOptions) -> Result<u32> {
         let filter_layout = match options.filter_layout.as_str() {
             "iohw" => ConvTranspose2dFilterLayout::Iohw,

@@ -189,39 +189,61 @@ pub fn conv2d(
                 InputLayout::Nhwc => depthwise_nhwc(&xs, &w, &g, dst),
             };
         }
-        // The filter as [o][i][kh][kw] for nchw, [o][kh][kw][i] for nhwc.
-        let order = if layout == InputLayout::Nchw { [0, 1, 2, 3] } else { [0, 2, 3, 1] };
-        let canonical = match layout {
-            InputLayout::Nchw => attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Oihw,
-            InputLayout::Nhwc => attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Ohwi,
+        // The filter as a [outputChannels, K] matrix per group, K running over
+        // (i, kh, kw) for nchw and (kh, kw, i) for nhwc: read in place when the
+        // layout nests those axes at one stride (oihw and ihwo for nchw, ohwi and
+        // hwio for nhwc), otherwise packed in that order.
+        let [so, si, sh, sw] = f_strides;
+        let in_place = match layout {
+            InputLayout::Nchw => (sh == sw * k_w && si == sh * k_h).then_some(sw),
+            InputLayout::Nhwc => (sw == si * cig && sh == sw * k_w).then_some(si),
         };
+        let k = cig * k_h * k_w;
         let packed;
-        let w: &[f32] = if canonical {
-            &fs
-        } else {
-            packed = pack(&fs, f_strides, f_dims, order)?;
-            &packed
+        let (w, fm): (&[f32], FilterMat) = match in_place {
+            Some(step) => (&fs, FilterMat { rs: so, cs: step, group: g.cog * so }),
+            None => {
+                let order = if layout == InputLayout::Nchw { [0, 1, 2, 3] } else { [0, 2, 3, 1] };
+                packed = pack(&fs, f_strides, f_dims, order)?;
+                (&packed, FilterMat { rs: k, cs: 1, group: g.cog * k })
+            }
         };
         let pointwise = k_h == 1 && k_w == 1 && g.stride == [1, 1] && attrs.padding == [0; 4];
         match (layout, pointwise) {
-            (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, &g, dst),
-            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, &g, dst),
-            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, &g, dst),
-            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, &g, dst),
+            (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, fm, &g, dst),
+            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, fm, &g, dst),
+            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, fm, &g, dst),
+            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, fm, &g, dst),
         }
     })
 }
 
+/// Where a conv2d filter's [outputChannels / groups, K] matrix of each group lies.
+#[derive(Debug, Clone, Copy)]
+struct FilterMat {
+    rs: usize,
+    cs: usize,
+    /// Offset from one group's matrix to the next.
+    group: usize,
+}
+
+impl FilterMat {
+    /// The (output channel, k) view of group `grp`.
+    fn of(self, grp: usize) -> Mat {
+        Mat { offset: grp * self.group, rs: self.rs, cs: self.cs }
+    }
+}
+
 /// 1x1, unit strides, no padding, nchw: per (batch, group), out[cog, HW] +=
 /// W[cog, cig] * X[cig, HW].
-fn pointwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+fn pointwise_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let p = g.out_plane();
     let per_batch = g.out_c * p;
     let threads = rayon::current_num_threads();
     let run = |n: usize, out: &mut [f32], threads: Threads| {
         for grp in 0..g.groups {
             let d = Mat::rows(grp * g.cog * p, p);
-            let l = Mat::rows(grp * g.cog * g.cig, g.cig);
+            let l = fm.of(grp);
             let r = Mat::rows((n * g.in_c + grp * g.cig) * p, p);
             sgemm(g.cog, p, g.cig, out, d, true, w, l, x, r, 1.0, threads)?;
         }
@@ -237,13 +259,12 @@ fn pointwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result
 
 /// 1x1, unit strides, no padding, nhwc: out[N*HW, cog] += X[N*HW, cig] * W^T, the
 /// input's channels of each group read in place.
-fn pointwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+fn pointwise_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let rows = g.batches * g.out_plane();
     for grp in 0..g.groups {
         let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
         let l = Mat { offset: grp * g.cig, rs: g.in_c, cs: 1 };
-        // W is [o][i]: W^T (i, o) has row stride 1 and column stride cig.
-        let r = Mat { offset: grp * g.cog * g.cig, rs: 1, cs: g.cig };
+        let r = fm.of(grp).t();
         sgemm(rows, g.cog, g.cig, dst, d, true, x, l, w, r, 1.0, Threads::Pool)?;
     }
     Ok(())
@@ -261,7 +282,7 @@ fn block_size(total: usize, k: usize, others: usize) -> usize {
 
 /// General nchw: tasks of (batch, group, block of output pixels), each one im2col
 /// block [K, block] with K = (ci, ky, kx), then out[cog, block] += W[cog, K] * col.
-fn im2col_gemm_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let p = g.out_plane();
     let k = g.cig * g.k_h * g.k_w;
     let pc = block_size(p, k, g.batches * g.groups);
@@ -287,7 +308,7 @@ fn im2col_gemm_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Resu
             let base = (n * g.in_c + grp * g.cig) * g.in_plane();
             im2col_nchw(x, base, g, &x_ranges, p0, p1, &mut col[..k * width]);
             let d = Mat { offset: (n * g.out_c + grp * g.cog) * p + p0, rs: p, cs: 1 };
-            let l = Mat::rows(grp * g.cog * k, k);
+            let l = fm.of(grp);
             // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
             // batch n at pixels [p0, p1).
             unsafe { sgemm_shared(g.cog, width, k, out, d, true, w, l, col, Mat::rows(0, width), 1.0, threads) }
@@ -348,7 +369,7 @@ fn fill_row_nchw(plane: &[f32], g: &Geometry, ky: usize, kx: usize, lo: usize, h
 /// General nhwc: tasks of blocks of output pixels over all batches (contiguous
 /// output rows), each one im2col block [block, K] with K = (ky, kx, ci) per group,
 /// then out[block, cog] += col * W^T.
-fn im2col_gemm_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let rows = g.batches * g.out_plane();
     let k = g.k_h * g.k_w * g.cig;
     let rc = block_size(rows, k, 1);
@@ -368,8 +389,7 @@ fn im2col_gemm_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Resu
             for grp in 0..g.groups {
                 im2col_nhwc(x, g, grp, &x_ranges, r0, height, &mut col[..height * k]);
                 let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
-                // W is [o][ky][kx][i]: W^T (k, o) has row stride 1, column stride K.
-                let r = Mat { offset: grp * g.cog * k, rs: 1, cs: k };
+                let r = fm.of(grp).t();
                 sgemm(height, g.cog, k, out, d, true, col, Mat::rows(0, k), w, r, 1.0, threads)?;
             }
             Ok(())
@@ -447,32 +467,54 @@ fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result
     })
 }
 
-/// Depthwise nhwc: each output row, pixel by pixel, a vector over the channels
-/// per filter tap.
+/// Channels a depthwise kernel accumulates in registers at once.
+const LANES: usize = 16;
+
+/// Depthwise nhwc: pixel by pixel, each block of `LANES` channels summed over the
+/// filter taps in registers, then stored once.
 fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let c = g.in_c;
     let row_len = g.out_w * c;
     let x_ranges: Vec<(usize, usize)> =
         (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
     split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| {
+        // (weight offset, input offset) of each tap that lands inside the input.
+        let mut taps: Vec<(usize, usize)> = Vec::with_capacity(g.k_h * g.k_w);
         for (r, out_row) in chunk.chunks_mut(row_len).enumerate() {
             let row = first + r;
             let (n, oy) = (row / g.out_h, row % g.out_h);
-            for ky in 0..g.k_h {
-                let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
-                if iy < 0 || iy as usize >= g.in_h {
-                    continue;
-                }
-                let in_row = &x[(n * g.in_h + iy as usize) * g.in_w * c..][..g.in_w * c];
-                for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
-                    let wt = &w[(ky * g.k_w + kx) * c..][..c];
-                    for ox in lo..hi {
-                        let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
-                        let src = &in_row[ix * c..][..c];
-                        let out = &mut out_row[ox * c..][..c];
-                        for ((o, &v), &wv) in out.iter_mut().zip(src).zip(wt) {
-                            *o += wv * v;
+            for (ox, out) in out_row.chunks_mut(c).enumerate() {
+                taps.clear();
+                for ky in 0..g.k_h {
+                    let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+                    if iy < 0 || iy as usize >= g.in_h {
+                        continue;
+                    }
+                    for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
+                        if ox >= lo && ox < hi {
+                            let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                            taps.push(((ky * g.k_w + kx) * c, ((n * g.in_h + iy as usize) * g.in_w + ix) * c));
                         }
+                    }
+                }
+                let mut blocks = out.chunks_exact_mut(LANES);
+                let mut base = 0;
+                for block in &mut blocks {
+                    let mut acc = [0f32; LANES];
+                    acc.copy_from_slice(block);
+                    for &(wo, xo) in &taps {
+                        let (wv, xv) = (&w[wo + base..][..LANES], &x[xo + base..][..LANES]);
+                        for j in 0..LANES {
+                            acc[j] += wv[j] * xv[j];
+                        }
+                    }
+                    block.copy_from_slice(&acc);
+                    base += LANES;
+                }
+                let tail = blocks.into_remainder();
+                for &(wo, xo) in &taps {
+                    for (j, o) in tail.iter_mut().enumerate() {
+                        *o += w[wo + base + j] * x[xo + base + j];
                     }
                 }
             }
@@ -593,7 +635,7 @@ fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usi
     }
     let source_row = |oy: usize| -> Option<usize> {
         let num = oy as isize + g.pad[0] as isize - (ky * g.dilation[0]) as isize;
-        if num < 0 || num as usize % g.stride[0] != 0 {
+        if num < 0 || !(num as usize).is_multiple_of(g.stride[0]) {
             return None;
         }
         let iy = num as usize / g.stride[0];

@@ -111,6 +111,89 @@ const CASES = [
   }
 ]
 
+// Matrix products and convolutions (compute-bound: `flops` gives a GFLOP/s figure).
+// Weights are constants (ONNX initializers), as in a model; nchw only, the layout
+// ONNX's Conv takes.
+const W = (name, shape, seed) => ({ name, dataType: 'float32', shape, data: randomData('float32', shape, seed) })
+CASES.push(
+  {
+    name: 'matmul-512',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [512, 512] }],
+    constants: [W('w', [512, 512], 101)],
+    output: { name: 'y', dataType: 'float32', shape: [512, 512] },
+    webnn: (b, x) => b.matmul(x.a, x.w),
+    onnx: [{ op: 'MatMul', inputs: ['a', 'w'], outputs: ['y'] }],
+    flops: 2 * 512 ** 3,
+    errorFloor: 1
+  },
+  {
+    name: 'gemm-linear',
+    note: '[64,1024] x [1000,1024]^T + bias: a fully connected layer',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [64, 1024] }],
+    constants: [W('w', [1000, 1024], 102), W('c', [1000], 103)],
+    output: { name: 'y', dataType: 'float32', shape: [64, 1000] },
+    webnn: (b, x) => b.gemm(x.a, x.w, { c: x.c, bTranspose: true }),
+    onnx: [{ op: 'Gemm', inputs: ['a', 'w', 'c'], outputs: ['y'], attrs: { transB: 1 } }],
+    flops: 2 * 64 * 1024 * 1000,
+    errorFloor: 16 // sums of 1024 products of values in [-2, 2]
+  },
+  {
+    name: 'conv-3x3',
+    note: '[1,64,56,56] * [64,64,3,3], padding 1, bias (a ResNet block conv)',
+    inputs: [{ name: 'x', dataType: 'float32', shape: [1, 64, 56, 56] }],
+    constants: [W('w', [64, 64, 3, 3], 104), W('b', [64], 105)],
+    output: { name: 'y', dataType: 'float32', shape: [1, 64, 56, 56] },
+    webnn: (b, x) => b.conv2d(x.x, x.w, { padding: [1, 1, 1, 1], bias: x.b }),
+    onnx: [{ op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['y'], attrs: { pads: [1, 1, 1, 1] } }],
+    flops: 2 * 64 * 64 * 9 * 56 * 56,
+    errorFloor: 1
+  },
+  {
+    name: 'conv-3x3-s2',
+    note: '[1,128,56,56] * [256,128,3,3], stride 2, padding 1',
+    inputs: [{ name: 'x', dataType: 'float32', shape: [1, 128, 56, 56] }],
+    constants: [W('w', [256, 128, 3, 3], 106)],
+    output: { name: 'y', dataType: 'float32', shape: [1, 256, 28, 28] },
+    webnn: (b, x) => b.conv2d(x.x, x.w, { padding: [1, 1, 1, 1], strides: [2, 2] }),
+    onnx: [{ op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { pads: [1, 1, 1, 1], strides: [2, 2] } }],
+    flops: 2 * 256 * 128 * 9 * 28 * 28,
+    errorFloor: 16 // sums of 1152 products of values in [-2, 2]
+  },
+  {
+    name: 'conv-1x1',
+    note: '[1,256,56,56] * [64,256,1,1] (pointwise)',
+    inputs: [{ name: 'x', dataType: 'float32', shape: [1, 256, 56, 56] }],
+    constants: [W('w', [64, 256, 1, 1], 107)],
+    output: { name: 'y', dataType: 'float32', shape: [1, 64, 56, 56] },
+    webnn: (b, x) => b.conv2d(x.x, x.w),
+    onnx: [{ op: 'Conv', inputs: ['x', 'w'], outputs: ['y'] }],
+    flops: 2 * 64 * 256 * 56 * 56,
+    errorFloor: 1
+  },
+  {
+    name: 'conv-depthwise',
+    note: '[1,256,56,56], groups 256, 3x3, padding 1, bias (MobileNet)',
+    inputs: [{ name: 'x', dataType: 'float32', shape: [1, 256, 56, 56] }],
+    constants: [W('w', [256, 1, 3, 3], 108), W('b', [256], 109)],
+    output: { name: 'y', dataType: 'float32', shape: [1, 256, 56, 56] },
+    webnn: (b, x) => b.conv2d(x.x, x.w, { padding: [1, 1, 1, 1], groups: 256, bias: x.b }),
+    onnx: [{ op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['y'], attrs: { pads: [1, 1, 1, 1], group: 256 } }],
+    flops: 2 * 256 * 9 * 56 * 56,
+    errorFloor: 1
+  },
+  {
+    name: 'conv-transpose-s2',
+    note: '[1,64,28,28] * [64,64,4,4], stride 2, padding 1 (2x upsampling)',
+    inputs: [{ name: 'x', dataType: 'float32', shape: [1, 64, 28, 28] }],
+    constants: [W('w', [64, 64, 4, 4], 110)],
+    output: { name: 'y', dataType: 'float32', shape: [1, 64, 56, 56] },
+    webnn: (b, x) => b.convTranspose2d(x.x, x.w, { padding: [1, 1, 1, 1], strides: [2, 2] }),
+    onnx: [{ op: 'ConvTranspose', inputs: ['x', 'w'], outputs: ['y'], attrs: { pads: [1, 1, 1, 1], strides: [2, 2] } }],
+    flops: 2 * 64 * 64 * 16 * 28 * 28,
+    errorFloor: 1
+  }
+)
+
 function stats (times) {
   const s = [...times].sort((a, b) => a - b)
   return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
@@ -148,10 +231,12 @@ async function setupOrt (c, threads) {
   return { async run () { return (await session.run(feeds))[c.output.name].data } }
 }
 
-function maxRelError (a, b) {
+/** Max of |a - b| / max(floor, |b|): `floor` 1 makes it absolute for small values
+ * (sums of products that cancel to near 0 differ by their rounding, not relatively). */
+function maxRelError (a, b, floor = 1e-6) {
   let worst = 0
   for (let i = 0; i < a.length; i++) {
-    const e = Math.abs(a[i] - b[i]) / Math.max(1e-6, Math.abs(b[i]))
+    const e = Math.abs(a[i] - b[i]) / Math.max(floor, Math.abs(b[i]))
     if (!(e <= worst)) worst = e
   }
   return worst
@@ -172,7 +257,7 @@ async function main () {
       const o = ort ? await setupOrt(c, threads) : null
       const got = await w.run()
       if (o) {
-        const err = maxRelError(got, await o.run())
+        const err = maxRelError(got, await o.run(), c.errorFloor)
         if (err > 1e-4) throw new Error(`${c.name}: outputs disagree (max relative error ${err})`)
       }
       const bytes = [...c.inputs, c.output].reduce((s, i) => s + count(i.shape) * ARRAYS[i.dataType].BYTES_PER_ELEMENT, 0)
@@ -197,6 +282,7 @@ async function main () {
         'webnn median': fmt(sw.median),
         'webnn p90': fmt(sw.p90),
         'webnn GB/s': (bytes / sw.median / 1e6).toFixed(2),
+        'webnn GFLOP/s': c.flops ? (c.flops / sw.median / 1e6).toFixed(1) : '-',
         'ort median': so ? fmt(so.median) : '-',
         'ort p90': so ? fmt(so.p90) : '-',
         'ratio webnn/ort': so ? (sw.median / so.median).toFixed(2) : '-'

@@ -425,102 +425,204 @@ fn im2col_nhwc(x: &[f32], g: &Geometry, grp: usize, x_ranges: &[(usize, usize)],
     }
 }
 
-/// Depthwise nchw: each (batch, channel) plane on its own, accumulated row by row
-/// (a contiguous axpy per filter tap when the stride is 1).
+/// What the depthwise kernels share: the input, the packed filter, the geometry
+/// and the valid output columns of each filter column.
+struct Depthwise<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    g: &'a Geometry,
+    x_ranges: Vec<(usize, usize)>,
+    /// Output columns where every filter column is inside the input.
+    inner: (usize, usize),
+}
+
+impl<'a> Depthwise<'a> {
+    fn new(x: &'a [f32], w: &'a [f32], g: &'a Geometry) -> Self {
+        let x_ranges: Vec<(usize, usize)> =
+            (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+        let lo = x_ranges.iter().map(|r| r.0).max().unwrap_or(0);
+        let hi = x_ranges.iter().map(|r| r.1).min().unwrap_or(0).max(lo);
+        Depthwise { x, w, g, x_ranges, inner: (lo, hi) }
+    }
+}
+
+/// Runs a depthwise row kernel compiled for AVX2 when the CPU has it. The crate is
+/// built for baseline x86-64 (SSE2), and these loops vectorize twice as wide with
+/// AVX2 (the GEMM crate dispatches on its own).
+macro_rules! avx2_dispatch {
+    ($body:ident, $d:expr, $first:expr, $chunk:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            unsafe fn avx2(d: &Depthwise, first: usize, chunk: &mut [f32]) {
+                $body(d, first, chunk)
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                unsafe { avx2($d, $first, $chunk) };
+                return Ok(());
+            }
+        }
+        $body($d, $first, $chunk);
+        Ok(())
+    }};
+}
+
+/// Depthwise nchw: each output row of each (batch, channel) plane on its own. The
+/// interior, where every filter column lands inside the input, is summed over the
+/// taps `LANES` outputs at a time in registers; the edges element by element.
 fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
-    let plane_in = g.in_plane();
-    let taps = g.k_h * g.k_w;
-    let x_ranges: Vec<(usize, usize)> =
-        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
-    split_rows(dst, g.out_w, g.out_w * taps, |first, chunk| {
-        for (r, out_row) in chunk.chunks_mut(g.out_w).enumerate() {
-            let row = first + r;
-            let (nc, oy) = (row / g.out_h, row % g.out_h);
-            let c = nc % g.in_c;
-            let plane = &x[nc * plane_in..][..plane_in];
+    let d = Depthwise::new(x, w, g);
+    split_rows(dst, g.out_w, g.out_w * g.k_h * g.k_w, |first, chunk| avx2_dispatch!(depthwise_nchw_rows, &d, first, chunk))
+}
+
+/// One output of an nchw depthwise row, with bounds checks.
+#[inline(always)]
+fn depthwise_nchw_single(d: &Depthwise, rows: &[(&[f32], usize)], ox: usize) -> f32 {
+    let g = d.g;
+    let mut s = 0.0;
+    for &(in_row, wrow) in rows {
+        for (kx, &(lo, hi)) in d.x_ranges.iter().enumerate() {
+            if ox >= lo && ox < hi {
+                s += d.w[wrow + kx] * in_row[ox * g.stride[1] + kx * g.dilation[1] - g.pad[1]];
+            }
+        }
+    }
+    s
+}
+
+/// Output rows `first..` (rows of `out_w` over batches, channels and heights).
+#[inline(always)]
+fn depthwise_nchw_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
+    let g = d.g;
+    let (plane_in, taps) = (g.in_plane(), g.k_h * g.k_w);
+    let (inner_lo, inner_hi) = d.inner;
+    // (input row, first weight of the filter row) of each filter row inside the input.
+    let mut rows: Vec<(&[f32], usize)> = Vec::with_capacity(g.k_h);
+    for (r, out_row) in chunk.chunks_mut(g.out_w).enumerate() {
+        let row = first + r;
+        let (nc, oy) = (row / g.out_h, row % g.out_h);
+        let c = nc % g.in_c;
+        let plane = &d.x[nc * plane_in..][..plane_in];
+        rows.clear();
+        for ky in 0..g.k_h {
+            let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+            if iy >= 0 && (iy as usize) < g.in_h {
+                rows.push((&plane[iy as usize * g.in_w..][..g.in_w], c * taps + ky * g.k_w));
+            }
+        }
+        let mut tail = inner_lo;
+        if inner_hi - inner_lo >= LANES {
+            // Blocks of LANES outputs; the last one ends at inner_hi and adds only
+            // the outputs the previous blocks did not cover.
+            let mut ox = inner_lo;
+            while ox < inner_hi {
+                let start = ox.min(inner_hi - LANES);
+                let acc = depthwise_block(&rows, d.w, g, start);
+                let out: &mut [f32; LANES] = (&mut out_row[start..start + LANES]).try_into().unwrap_or_else(|_| unreachable!());
+                if start == ox {
+                    for j in 0..LANES {
+                        out[j] += acc[j];
+                    }
+                } else {
+                    for j in ox - start..LANES {
+                        out[j] += acc[j];
+                    }
+                }
+                ox = start + LANES;
+            }
+            tail = inner_hi;
+        }
+        for ox in (0..inner_lo).chain(tail..g.out_w) {
+            out_row[ox] += depthwise_nchw_single(d, &rows, ox);
+        }
+    }
+}
+
+/// Channels (nhwc) or columns (nchw) a depthwise kernel accumulates in registers.
+const LANES: usize = 16;
+
+/// The sums over the filter taps of the `LANES` consecutive outputs from `ox0` of
+/// one nchw row, all inside the input; `rows` as in `depthwise_nchw_rows`.
+#[inline(always)]
+fn depthwise_block(rows: &[(&[f32], usize)], w: &[f32], g: &Geometry, ox0: usize) -> [f32; LANES] {
+    let (sx, dx, px) = (g.stride[1], g.dilation[1], g.pad[1]);
+    let mut acc = [0f32; LANES];
+    for &(in_row, wrow) in rows {
+        for (kx, &wv) in w[wrow..wrow + g.k_w].iter().enumerate() {
+            let base = ox0 * sx + kx * dx - px;
+            if sx == 1 {
+                let src: &[f32; LANES] = in_row[base..base + LANES].try_into().unwrap_or_else(|_| unreachable!());
+                for j in 0..LANES {
+                    acc[j] += wv * src[j];
+                }
+            } else {
+                let src = &in_row[base..base + (LANES - 1) * sx + 1];
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a += wv * src[j * sx];
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// Depthwise nhwc: pixel by pixel, each block of `LANES` channels summed over the
+/// filter taps in registers, then stored once.
+fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
+    let d = Depthwise::new(x, w, g);
+    let row_len = g.out_w * g.in_c;
+    split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| avx2_dispatch!(depthwise_nhwc_rows, &d, first, chunk))
+}
+
+/// Output rows `first..` (rows of `out_w * channels` over batches and heights).
+#[inline(always)]
+fn depthwise_nhwc_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
+    let (g, x, w) = (d.g, d.x, d.w);
+    let c = g.in_c;
+    // (weight offset, input offset) of each tap that lands inside the input.
+    let mut taps: Vec<(usize, usize)> = Vec::with_capacity(g.k_h * g.k_w);
+    for (r, out_row) in chunk.chunks_mut(g.out_w * c).enumerate() {
+        let row = first + r;
+        let (n, oy) = (row / g.out_h, row % g.out_h);
+        for (ox, out) in out_row.chunks_mut(c).enumerate() {
+            taps.clear();
             for ky in 0..g.k_h {
                 let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
                 if iy < 0 || iy as usize >= g.in_h {
                     continue;
                 }
-                let in_row = &plane[iy as usize * g.in_w..][..g.in_w];
-                for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
-                    if lo >= hi {
-                        continue;
-                    }
-                    let wv = w[c * taps + ky * g.k_w + kx];
-                    let ix0 = lo * g.stride[1] + kx * g.dilation[1] - g.pad[1];
-                    let out = &mut out_row[lo..hi];
-                    if g.stride[1] == 1 {
-                        for (o, &v) in out.iter_mut().zip(&in_row[ix0..ix0 + (hi - lo)]) {
-                            *o += wv * v;
-                        }
-                    } else {
-                        for (i, o) in out.iter_mut().enumerate() {
-                            *o += wv * in_row[ix0 + i * g.stride[1]];
-                        }
+                for (kx, &(lo, hi)) in d.x_ranges.iter().enumerate() {
+                    if ox >= lo && ox < hi {
+                        let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                        taps.push(((ky * g.k_w + kx) * c, ((n * g.in_h + iy as usize) * g.in_w + ix) * c));
                     }
                 }
             }
-        }
-        Ok(())
-    })
-}
-
-/// Channels a depthwise kernel accumulates in registers at once.
-const LANES: usize = 16;
-
-/// Depthwise nhwc: pixel by pixel, each block of `LANES` channels summed over the
-/// filter taps in registers, then stored once.
-fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
-    let c = g.in_c;
-    let row_len = g.out_w * c;
-    let x_ranges: Vec<(usize, usize)> =
-        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
-    split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| {
-        // (weight offset, input offset) of each tap that lands inside the input.
-        let mut taps: Vec<(usize, usize)> = Vec::with_capacity(g.k_h * g.k_w);
-        for (r, out_row) in chunk.chunks_mut(row_len).enumerate() {
-            let row = first + r;
-            let (n, oy) = (row / g.out_h, row % g.out_h);
-            for (ox, out) in out_row.chunks_mut(c).enumerate() {
-                taps.clear();
-                for ky in 0..g.k_h {
-                    let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
-                    if iy < 0 || iy as usize >= g.in_h {
-                        continue;
-                    }
-                    for (kx, &(lo, hi)) in x_ranges.iter().enumerate() {
-                        if ox >= lo && ox < hi {
-                            let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
-                            taps.push(((ky * g.k_w + kx) * c, ((n * g.in_h + iy as usize) * g.in_w + ix) * c));
-                        }
-                    }
-                }
-                let mut blocks = out.chunks_exact_mut(LANES);
-                let mut base = 0;
-                for block in &mut blocks {
-                    let mut acc = [0f32; LANES];
-                    acc.copy_from_slice(block);
-                    for &(wo, xo) in &taps {
-                        let (wv, xv) = (&w[wo + base..][..LANES], &x[xo + base..][..LANES]);
-                        for j in 0..LANES {
-                            acc[j] += wv[j] * xv[j];
-                        }
-                    }
-                    block.copy_from_slice(&acc);
-                    base += LANES;
-                }
-                let tail = blocks.into_remainder();
+            let mut blocks = out.chunks_exact_mut(LANES);
+            let mut base = 0;
+            for block in &mut blocks {
+                let mut acc = [0f32; LANES];
                 for &(wo, xo) in &taps {
-                    for (j, o) in tail.iter_mut().enumerate() {
-                        *o += w[wo + base + j] * x[xo + base + j];
+                    let wv: &[f32; LANES] = w[wo + base..wo + base + LANES].try_into().unwrap_or_else(|_| unreachable!());
+                    let xv: &[f32; LANES] = x[xo + base..xo + base + LANES].try_into().unwrap_or_else(|_| unreachable!());
+                    for j in 0..LANES {
+                        acc[j] += wv[j] * xv[j];
                     }
+                }
+                for (o, a) in block.iter_mut().zip(&acc) {
+                    *o += a;
+                }
+                base += LANES;
+            }
+            let tail = blocks.into_remainder();
+            for &(wo, xo) in &taps {
+                for (j, o) in tail.iter_mut().enumerate() {
+                    *o += w[wo + base + j] * x[xo + base + j];
                 }
             }
         }
-        Ok(())
-    })
+    }
 }
 
 pub fn conv_transpose2d(

@@ -310,3 +310,31 @@ mod tests {
         assert_eq!(d, vec![3.0; 4]);
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// `cargo test --release --lib gemm_layouts -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn gemm_layouts() {
+        let (m, k, n) = (64, 1024, 1000);
+        let a = vec![0.5f32; m * k];
+        let b = vec![0.25f32; k * n];
+        let mut d = vec![0f32; m * n];
+        for (name, l, r) in [
+            ("A B", Mat::rows(0, k), Mat::rows(0, n)),
+            ("A B^T", Mat::rows(0, k), Mat::cols(0, k)),
+            ("A^T B", Mat::cols(0, m), Mat::rows(0, n)),
+        ] {
+            let mut best = f64::MAX;
+            for _ in 0..20 {
+                let t = std::time::Instant::now();
+                sgemm(m, n, k, &mut d, Mat::rows(0, n), false, &a, l, &b, r, 1.0, Threads::One).unwrap();
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            println!("{name}: {:.3} ms, {:.1} GFLOP/s", best * 1e3, 2.0 * (m * n * k) as f64 / best / 1e9);
+        }
+    }
+}

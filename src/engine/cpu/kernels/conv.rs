@@ -151,6 +151,19 @@ pub fn conv2d(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
+    conv2d_with(x, f, bias, attrs, out, out_shape, COL_BUDGET)
+}
+
+/// conv2d with im2col blocks of at most `col_budget` floats (or one pixel).
+fn conv2d_with(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &Conv2dAttrs,
+    out: &mut [u8],
+    out_shape: &[usize],
+    col_budget: usize,
+) -> Result<()> {
     let layout = attrs.input_layout;
     let (batches, in_c, in_h, in_w) = layout.nchw(x.shape);
     let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
@@ -212,8 +225,8 @@ pub fn conv2d(
         match (layout, pointwise) {
             (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, fm, &g, dst),
             (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, fm, &g, dst),
-            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, fm, &g, dst),
-            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, fm, &g, dst),
+            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, fm, &g, col_budget, dst),
+            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, fm, &g, col_budget, dst),
         }
     })
 }
@@ -272,9 +285,10 @@ fn pointwise_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [
 
 /// Block size (output pixels or rows) for im2col: within the budget and small
 /// enough that `others` independent blocks times the count cover the pool.
-fn block_size(total: usize, k: usize, others: usize) -> usize {
+fn block_size(total: usize, k: usize, others: usize, budget: usize) -> usize {
     let threads = rayon::current_num_threads();
-    let by_budget = (COL_BUDGET / k.max(1)).max(16);
+    // At least one pixel: the block is then as large as the filter.
+    let by_budget = (budget / k.max(1)).max(1);
     let want_blocks = threads.div_ceil(others.max(1)).max(1);
     let by_threads = total.div_ceil(want_blocks).max(32.min(total));
     by_budget.min(by_threads).clamp(1, total.max(1))
@@ -282,10 +296,10 @@ fn block_size(total: usize, k: usize, others: usize) -> usize {
 
 /// General nchw: tasks of (batch, group, block of output pixels), each one im2col
 /// block [K, block] with K = (ci, ky, kx), then out[cog, block] += W[cog, K] * col.
-fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
+fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: usize, dst: &mut [f32]) -> Result<()> {
     let p = g.out_plane();
     let k = g.cig * g.k_h * g.k_w;
-    let pc = block_size(p, k, g.batches * g.groups);
+    let pc = block_size(p, k, g.batches * g.groups, budget);
     let blocks = p.div_ceil(pc);
     let tasks = g.batches * g.groups * blocks;
     let threads = if tasks >= rayon::current_num_threads() { Threads::One } else { Threads::Pool };
@@ -369,10 +383,10 @@ fn fill_row_nchw(plane: &[f32], g: &Geometry, ky: usize, kx: usize, lo: usize, h
 /// General nhwc: tasks of blocks of output pixels over all batches (contiguous
 /// output rows), each one im2col block [block, K] with K = (ky, kx, ci) per group,
 /// then out[block, cog] += col * W^T.
-fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
+fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: usize, dst: &mut [f32]) -> Result<()> {
     let rows = g.batches * g.out_plane();
     let k = g.k_h * g.k_w * g.cig;
-    let rc = block_size(rows, k, 1);
+    let rc = block_size(rows, k, 1, budget);
     let tasks = rows.div_ceil(rc);
     let threads = if tasks >= rayon::current_num_threads() { Threads::One } else { Threads::Pool };
     let x_ranges: Vec<(usize, usize)> =
@@ -633,6 +647,34 @@ pub fn conv_transpose2d(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
+    conv_transpose2d_with(x, f, bias, attrs, out, out_shape, TransposeMode::Auto)
+}
+
+/// How convTranspose2d computes: chosen by shape, or forced (for tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TransposeMode {
+    Auto,
+    #[cfg_attr(not(test), allow(dead_code))]
+    Direct,
+    /// The GEMM form with a product buffer of at most this many floats (or one row).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Gemm(usize),
+}
+
+/// Floats of the per-tap product buffer above which convTranspose2d computes
+/// directly: only shapes where most of a huge input falls outside the output (by
+/// padding) get there, and the direct loop visits only what lands inside.
+const TRANSPOSE_TMP_LIMIT: usize = 4 * COL_BUDGET;
+
+fn conv_transpose2d_with(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &ConvTranspose2dAttrs,
+    out: &mut [u8],
+    out_shape: &[usize],
+    mode: TransposeMode,
+) -> Result<()> {
     let layout = attrs.input_layout;
     let (batches, in_c, in_h, in_w) = layout.nchw(x.shape);
     let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
@@ -663,33 +705,64 @@ pub fn conv_transpose2d(
     let (xs, fs) = (&*xs, &*fs);
     with_f32_output(out, x.data_type, |dst| {
         init_bias(dst, bs.as_deref(), layout, out_c, g.out_plane());
-        let per_batch = g.out_c * g.out_plane();
-        let p_in = g.in_plane();
-        let threads = rayon::current_num_threads();
-        let work = (g.out_c * g.cig * g.k_h * g.k_w).saturating_mul(p_in);
-        // One batch: for each group and tap, T = the tap's products, added in.
-        let batch = |n: usize, out: &mut [f32], tmp: &mut [f32], threads: Threads| -> Result<()> {
-            for grp in 0..g.groups {
-                for ky in 0..g.k_h {
-                    for kx in 0..g.k_w {
-                        let tap = grp * g.cig * fst[0] + ky * fst[2] + kx * fst[3];
+        match mode {
+            TransposeMode::Direct => transpose_direct(xs, fs, fst, &g, layout, dst),
+            TransposeMode::Gemm(budget) => transpose_gemm(xs, fs, fst, &g, layout, budget, dst),
+            TransposeMode::Auto if g.cog.saturating_mul(g.in_w) > TRANSPOSE_TMP_LIMIT => {
+                transpose_direct(xs, fs, fst, &g, layout, dst)
+            }
+            TransposeMode::Auto => transpose_gemm(xs, fs, fst, &g, layout, COL_BUDGET, dst),
+        }
+    })
+}
+
+/// convTranspose2d as, per (batch, group) and filter tap, a GEMM over the input rows
+/// that tap maps inside the output (in blocks of rows), added into the output.
+fn transpose_gemm(
+    xs: &[f32],
+    fs: &[f32],
+    fst: [usize; 4],
+    g: &Geometry,
+    layout: InputLayout,
+    budget: usize,
+    dst: &mut [f32],
+) -> Result<()> {
+    let per_batch = g.out_c * g.out_plane();
+    let p_in = g.in_plane();
+    let threads = rayon::current_num_threads();
+    let work = (g.out_c * g.cig * g.k_h * g.k_w).saturating_mul(p_in);
+    // Input rows per GEMM: the product buffer stays within the budget (at least one row).
+    let block_rows = (budget / (g.cog * g.in_w).max(1)).clamp(1, g.in_h);
+    let tmp_len = g.cog * g.in_w * block_rows;
+    // One batch: for each group, tap and block of rows, T = the products, added in.
+    let batch = |n: usize, out: &mut [f32], tmp: &mut [f32], threads: Threads| -> Result<()> {
+        for grp in 0..g.groups {
+            for ky in 0..g.k_h {
+                // Input rows whose output row iy * sy + ky * dy - padTop is inside.
+                let (iy_lo, iy_hi) = valid_range(g.in_h, g.out_h, g.stride[0], ky * g.dilation[0], g.pad[0]);
+                for kx in 0..g.k_w {
+                    let tap = grp * g.cig * fst[0] + ky * fst[2] + kx * fst[3];
+                    for r0 in (iy_lo..iy_hi).step_by(block_rows) {
+                        let r1 = (r0 + block_rows).min(iy_hi);
+                        let width = (r1 - r0) * g.in_w;
+                        let t = &mut tmp[..width * g.cog];
                         match layout {
                             InputLayout::Nchw => {
-                                // T[cog, p_in] = W_tap^T[cog, cig] * X[cig, p_in].
+                                // T[cog, width] = W_tap^T[cog, cig] * X[cig, rows r0..r1].
                                 let l = Mat { offset: tap, rs: fst[1], cs: fst[0] };
-                                let r = Mat::rows((n * g.in_c + grp * g.cig) * p_in, p_in);
-                                sgemm(g.cog, p_in, g.cig, tmp, Mat::rows(0, p_in), false, fs, l, xs, r, 1.0, threads)?;
+                                let r = Mat::rows((n * g.in_c + grp * g.cig) * p_in + r0 * g.in_w, p_in);
+                                sgemm(g.cog, width, g.cig, t, Mat::rows(0, width), false, fs, l, xs, r, 1.0, threads)?;
                             }
                             InputLayout::Nhwc => {
-                                // T[p_in, cog] = X[p_in, cig] * W_tap[cig, cog].
-                                let l = Mat { offset: n * p_in * g.in_c + grp * g.cig, rs: g.in_c, cs: 1 };
+                                // T[width, cog] = X[rows r0..r1, cig] * W_tap[cig, cog].
+                                let l = Mat { offset: (n * p_in + r0 * g.in_w) * g.in_c + grp * g.cig, rs: g.in_c, cs: 1 };
                                 let r = Mat { offset: tap, rs: fst[0], cs: fst[1] };
-                                sgemm(p_in, g.cog, g.cig, tmp, Mat::rows(0, g.cog), false, xs, l, fs, r, 1.0, threads)?;
+                                sgemm(width, g.cog, g.cig, t, Mat::rows(0, g.cog), false, xs, l, fs, r, 1.0, threads)?;
                             }
                         }
-                        let tmp = &*tmp;
+                        let t = &*t;
                         let add = |first: usize, rows: &mut [f32]| {
-                            scatter_tap(&g, layout, grp, ky, kx, tmp, first, rows);
+                            scatter_tap(g, layout, grp, ky, kx, t, (r0, r1), first, rows);
                             Ok(())
                         };
                         match (layout, threads) {
@@ -706,31 +779,31 @@ pub fn conv_transpose2d(
                     }
                 }
             }
-            Ok(())
-        };
-        let tmp_len = g.cog * p_in;
-        if g.batches >= threads && work.saturating_mul(g.batches) >= PARALLEL_MIN_WORK {
-            dst.par_chunks_mut(per_batch).enumerate().try_for_each_init(
-                || alloc_f32(tmp_len),
-                |tmp, (n, out)| match tmp {
-                    Ok(tmp) => batch(n, out, tmp, Threads::One),
-                    Err(e) => Err(e.clone()),
-                },
-            )
-        } else {
-            let mut tmp = alloc_f32(tmp_len)?;
-            dst.chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| batch(n, out, &mut tmp, Threads::Pool))
         }
-    })
+        Ok(())
+    };
+    if g.batches >= threads && work.saturating_mul(g.batches) >= PARALLEL_MIN_WORK {
+        dst.par_chunks_mut(per_batch).enumerate().try_for_each_init(
+            || alloc_f32(tmp_len),
+            |tmp, (n, out)| match tmp {
+                Ok(tmp) => batch(n, out, tmp, Threads::One),
+                Err(e) => Err(e.clone()),
+            },
+        )
+    } else {
+        let mut tmp = alloc_f32(tmp_len)?;
+        dst.chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| batch(n, out, &mut tmp, Threads::Pool))
+    }
 }
 
-/// Adds one tap's products into output rows `first..` of one batch: for nchw the
-/// rows (co, oy) of group `grp`'s channels, for nhwc the rows oy of every channel.
-/// Output (oy, ox) receives input (iy, ix) where oy = iy * sy + ky * dy - padTop.
+/// Adds one tap's products for input rows `r0..r1` into output rows `first..` of
+/// one batch: for nchw the rows (co, oy) of group `grp`'s channels, for nhwc the
+/// rows oy of every channel. Output (oy, ox) receives input (iy, ix) where
+/// oy = iy * sy + ky * dy - padTop and ox = ix * sx + kx * dx - padLeft.
 #[allow(clippy::too_many_arguments)]
-fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usize, t: &[f32], first: usize, rows: &mut [f32]) {
-    let p_in = g.in_plane();
-    // Input columns ix whose ox = ix * sx + kx * dx - padLeft is in [0, out_w).
+fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usize, t: &[f32], (r0, r1): (usize, usize), first: usize, rows: &mut [f32]) {
+    let width = (r1 - r0) * g.in_w;
+    // Input columns ix whose ox is in [0, out_w).
     let (lo, hi) = valid_range(g.in_w, g.out_w, g.stride[1], kx * g.dilation[1], g.pad[1]);
     if lo >= hi {
         return;
@@ -741,7 +814,7 @@ fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usi
             return None;
         }
         let iy = num as usize / g.stride[0];
-        (iy < g.in_h).then_some(iy)
+        (iy >= r0 && iy < r1).then(|| iy - r0)
     };
     let ox0 = lo * g.stride[1] + kx * g.dilation[1] - g.pad[1];
     match layout {
@@ -749,7 +822,7 @@ fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usi
             for (r, row) in rows.chunks_mut(g.out_w).enumerate() {
                 let (co, oy) = ((first + r) / g.out_h, (first + r) % g.out_h);
                 let Some(iy) = source_row(oy) else { continue };
-                let src = &t[co * p_in + iy * g.in_w..][..g.in_w];
+                let src = &t[co * width + iy * g.in_w..][..g.in_w];
                 if g.stride[1] == 1 {
                     for (o, &v) in row[ox0..ox0 + (hi - lo)].iter_mut().zip(&src[lo..hi]) {
                         *o += v;
@@ -776,6 +849,53 @@ fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usi
             }
         }
     }
+}
+
+/// convTranspose2d output by output: each sums the input pixels and taps that
+/// land on it. No working memory; for shapes whose GEMM form would need a product
+/// buffer far larger than the tensors.
+fn transpose_direct(xs: &[f32], fs: &[f32], fst: [usize; 4], g: &Geometry, layout: InputLayout, dst: &mut [f32]) -> Result<()> {
+    // Element strides of (batch, channel, y, x) in the input and output.
+    let strides = |c: usize, h: usize, w: usize| match layout {
+        InputLayout::Nchw => [c * h * w, h * w, w, 1],
+        InputLayout::Nhwc => [h * w * c, 1, w * c, c],
+    };
+    let (si, so) = (strides(g.in_c, g.in_h, g.in_w), strides(g.out_c, g.out_h, g.out_w));
+    // The input position along one axis that tap k maps to output position o.
+    let source = |o: usize, k: usize, axis: usize, size: usize| -> Option<usize> {
+        let num = o as isize + g.pad[axis] as isize - (k * g.dilation[axis]) as isize;
+        if num < 0 || !(num as usize).is_multiple_of(g.stride[axis]) {
+            return None;
+        }
+        let i = num as usize / g.stride[axis];
+        (i < size).then_some(i)
+    };
+    let work = g.cig * g.k_h * g.k_w;
+    split_rows(dst, g.out_w, g.out_w * work, |first, chunk| {
+        for (i, o) in chunk.iter_mut().enumerate() {
+            let flat = first * g.out_w + i;
+            let (n, co, oy, ox) = (
+                flat / so[0],
+                flat / so[1] % g.out_c,
+                flat / so[2] % g.out_h,
+                flat / so[3] % g.out_w,
+            );
+            let (grp, oc) = (co / g.cog, co % g.cog);
+            let mut s = 0.0;
+            for ky in 0..g.k_h {
+                let Some(iy) = source(oy, ky, 0, g.in_h) else { continue };
+                for kx in 0..g.k_w {
+                    let Some(ix) = source(ox, kx, 1, g.in_w) else { continue };
+                    for ci in grp * g.cig..(grp + 1) * g.cig {
+                        s += xs[n * si[0] + ci * si[1] + iy * si[2] + ix * si[3]]
+                            * fs[ci * fst[0] + oc * fst[1] + ky * fst[2] + kx * fst[3]];
+                    }
+                }
+            }
+            *o += s;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -914,14 +1034,20 @@ mod tests {
                 let tx = Tensor { data: &xb, shape: &xshape, data_type: dt };
                 let tw = Tensor { data: &wb, shape: &wshape, data_type: dt };
                 let tb = bb.as_ref().map(|bb| Tensor { data: bb, shape: std::slice::from_ref(&wd[0]), data_type: dt });
-                let mut ob = vec![0xa5u8; out.byte_length()];
-                conv2d(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape).unwrap();
-                let got = floats(&ob, dt);
-                let k = (wd[1] * wd[2] * wd[3]) as f64;
-                let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    let w = *w as f64;
-                    assert!((g - w).abs() <= (2.0 * k + 2.0) * eps * (1.0 + w.abs()), "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt}: [{i}] {g} vs {w}");
+                // Default im2col blocks, and blocks of one and of three pixels.
+                let k = wd[1] * wd[2] * wd[3];
+                for budget in [COL_BUDGET, 1, 3 * k] {
+                    let mut ob = vec![0xa5u8; out.byte_length()];
+                    conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape, budget).unwrap();
+                    let got = floats(&ob, dt);
+                    let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        let w = *w as f64;
+                        assert!(
+                            (g - w).abs() <= (2.0 * k as f64 + 2.0) * eps * (1.0 + w.abs()),
+                            "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt} budget {budget}: [{i}] {g} vs {w}"
+                        );
+                    }
                 }
             }
         }
@@ -1031,14 +1157,22 @@ mod tests {
                 let tx = Tensor { data: &xb, shape: &xshape, data_type: dt };
                 let tw = Tensor { data: &wb, shape: &wshape, data_type: dt };
                 let tb = bb.as_ref().map(|bb| Tensor { data: bb, shape: std::slice::from_ref(&oc), data_type: dt });
-                let mut ob = vec![0xa5u8; out.byte_length()];
-                conv_transpose2d(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape).unwrap();
-                let got = floats(&ob, dt);
-                let k = (xd[1] / groups * wd[2] * wd[3]) as f64;
-                let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    let w = *w as f64;
-                    assert!((g - w).abs() <= (2.0 * k + 2.0) * eps * (1.0 + w.abs()), "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt}: [{i}] {g} vs {w}");
+                // The GEMM form (in one block of input rows, and in blocks of one
+                // or two rows) and the direct form (used for extreme shapes).
+                let small = 2 * oc / groups * xd[3];
+                for mode in [TransposeMode::Auto, TransposeMode::Gemm(1), TransposeMode::Gemm(small), TransposeMode::Direct] {
+                    let mut ob = vec![0xa5u8; out.byte_length()];
+                    conv_transpose2d_with(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape, mode).unwrap();
+                    let got = floats(&ob, dt);
+                    let k = (xd[1] / groups * wd[2] * wd[3]) as f64;
+                    let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        let w = *w as f64;
+                        assert!(
+                            (g - w).abs() <= (2.0 * k + 2.0) * eps * (1.0 + w.abs()),
+                            "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt} {mode:?}: [{i}] {g} vs {w}"
+                        );
+                    }
                 }
             }
         }

@@ -1160,10 +1160,11 @@ export declare class MLGraphBuilder {
    * @param options - Padding, strides, dilations, groups, layouts and bias.
    * @returns The 4-D output tensor, laid out per `options.inputLayout`.
    * @throws TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has
-   * another data type, padding is not of length 4, strides or dilations not of length 2, a stride
-   * or `groups` is 0, the input channels are not divisible by `groups` or do not match the
-   * filter's input channels, the bias is not of shape [outputChannels] and the input's data type,
-   * or an output dimension is not valid.
+   * another data type, padding is not of length 4, strides or dilations not of length 2, a stride,
+   * a dilation or `groups` is 0, the input channels are not divisible by `groups` or do not match
+   * the filter's input channels, the output channels are not divisible by `groups`, the bias is
+   * not of shape [outputChannels] and the input's data type, or an output dimension is not valid
+   * (the dilated filter is larger than the padded input).
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-conv2d
    */
   conv2d(input: MLOperand, filter: MLOperand, options?: MLConv2dOptions): MLOperand;
@@ -1180,9 +1181,11 @@ export declare class MLGraphBuilder {
    * @returns The 4-D output tensor, laid out per `options.inputLayout`.
    * @throws TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has
    * another data type, padding is not of length 4, strides, dilations, outputPadding or
-   * outputSizes not of length 2, a stride is 0, an output padding is not smaller than its stride
-   * (when outputSizes is absent), the input channels do not match the filter's, the bias is not of
-   * shape [outputChannels] and the input's data type, or an output dimension is not valid.
+   * outputSizes not of length 2, a stride, a dilation or `groups` is 0, an output padding is not
+   * smaller than its stride (when outputSizes is absent), an output size is outside
+   * [computed size, computed size + stride) (when outputSizes is given), the input channels do not
+   * match the filter's or are not divisible by `groups`, the bias is not of shape [outputChannels]
+   * and the input's data type, or an output dimension is not valid.
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-convtranspose2d
    */
   convTranspose2d(input: MLOperand, filter: MLOperand, options?: MLConvTranspose2dOptions): MLOperand;

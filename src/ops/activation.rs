@@ -66,8 +66,9 @@ impl Activation {
             }
             // 7.8.15: alpha * (exp(x) - 1) for x < 0.
             Activation::Elu { alpha } => if x < 0.0 { alpha * x.exp_m1() } else { x },
-            // 7.8.18: 0.5 * x * (1 + erf(x / sqrt(2))).
-            Activation::Gelu => 0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)),
+            // 7.8.18: 0.5 * x * (1 + erf(x / sqrt(2))), written with erfc(-z) = 1 + erf(z)
+            // so the tail for negative x keeps its relative precision.
+            Activation::Gelu => 0.5 * x * libm::erfcf(-x * std::f32::consts::FRAC_1_SQRT_2),
             // 7.8.22: max(0, min(1, alpha * x + beta)).
             Activation::HardSigmoid { alpha, beta } => (alpha * x + beta).clamp(0.0, 1.0),
             // 7.8.23: x * max(0, min(6, x + 3)) / 6.

@@ -8,7 +8,9 @@
 //! declaration in `index.d.ts`, and a kernel in each engine.
 
 pub mod activation;
+pub mod activation_ops;
 pub mod elementwise;
+pub mod reduction;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -71,6 +73,15 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    /// elu, gelu, hardSigmoid, hardSwish, leakyRelu, linear, softplus, softsign
+    /// applied to an operand (`activation_ops`).
+    Activation(Activation),
+    Prelu,
+    Softmax { axis: usize },
+    /// The reductions of 7.8.34; `axes` resolved and sorted (empty: no reduction).
+    Reduce { kind: reduction::ReduceKind, axes: Vec<usize>, keep_dimensions: bool },
+    /// argMin/argMax (7.8.5); `axes` resolved and sorted.
+    ArgMinMax { kind: reduction::ArgKind, axes: Vec<usize>, keep_dimensions: bool, select_last_index: bool },
 }
 
 impl Op {
@@ -89,6 +100,11 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Activation(a) => a.name(),
+            Op::Prelu => "prelu",
+            Op::Softmax { .. } => "softmax",
+            Op::Reduce { kind, .. } => kind.name(),
+            Op::ArgMinMax { kind, .. } => kind.name(),
         }
     }
 }

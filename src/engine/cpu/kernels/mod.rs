@@ -1,9 +1,11 @@
 //! CPU kernels, one family per file, and the dispatch from a typed `Op` to them.
 
+pub mod activation;
 pub mod broadcast;
 pub mod element;
 pub mod elementwise;
 pub mod movement;
+pub mod reduction;
 
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -46,6 +48,13 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         (Op::Slice { starts, sizes }, [a]) => mv::slice(a, starts, sizes, out),
         (Op::Expand, [a]) => mv::expand(a, out_shape, out),
         (Op::Where, [c, a, b]) => ew::where_(c, a, b, out, out_shape),
+        (Op::Activation(act), [a]) => activation::activation(act, a, out),
+        (Op::Prelu, [a, slope]) => activation::prelu(a, slope, out, out_shape),
+        (Op::Softmax { axis }, [a]) => activation::softmax(a, *axis, out),
+        (Op::Reduce { kind, axes, .. }, [a]) => reduction::reduce(*kind, axes, a, out),
+        (Op::ArgMinMax { kind, axes, select_last_index, .. }, [a]) => {
+            reduction::arg_min_max(*kind, axes, *select_last_index, a, out)
+        }
         _ => Err(internal()),
     }
 }

@@ -15,10 +15,9 @@ module.exports = function install (internals) {
    * `axes` is null when absent. */
   function axesAndKeep (o, op) {
     const axes = o.axes
-    return {
-      axes: axes === undefined ? null : webidl.toSequence(axes, `${op}: options.axes`, webidl.toUint32),
-      keepDimensions: o.keepDimensions === undefined ? false : Boolean(o.keepDimensions)
-    }
+    const converted = axes === undefined ? null : webidl.toSequence(axes, `${op}: options.axes`, webidl.toUint32)
+    const keep = o.keepDimensions
+    return { axes: converted, keepDimensions: keep === undefined ? false : Boolean(keep) }
   }
 
   for (const op of REDUCTIONS) {
@@ -37,7 +36,8 @@ module.exports = function install (internals) {
         const x = internals.operand(this, input, `${op}: input`)
         const o = webidl.toDictionary(options, `${op}: options`)
         const { axes, keepDimensions } = axesAndKeep(o, op)
-        const selectLastIndex = o.selectLastIndex === undefined ? false : Boolean(o.selectLastIndex)
+        const last = o.selectLastIndex
+        const selectLastIndex = last === undefined ? false : Boolean(last)
         return internals.wrap(this, webidl.call(() =>
           internals.native(this).argMinMax(op, x, axes, keepDimensions, selectLastIndex)))
       }

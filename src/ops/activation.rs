@@ -57,7 +57,10 @@ impl Activation {
     /// The activation of one float32 value, from the formulas of each operator's
     /// section. Softmax, which is not element-wise, returns the input unchanged;
     /// `require_elementwise` keeps it out of graphs.
-    #[inline]
+    // Always inlined: kernels call it with the variant known at compile time
+    // (`specialized!` in the CPU activation kernels), and only once inlined does the
+    // match fold away and the loop vectorize.
+    #[inline(always)]
     pub fn apply(&self, x: f32) -> f32 {
         match *self {
             Activation::Clamp { min, max } => {

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use super::broadcast::{par_chunks, par_rows, Broadcast, PARALLEL_MIN_ELEMENTS};
 use super::element::{as_elems, as_elems_mut, Element};
+use super::elementwise::exp_f32;
 use super::Tensor;
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -115,11 +116,56 @@ fn prelu_with<T: Element>(
     Ok(())
 }
 
+/// float32 and float16 as softmax reads and writes them.
+trait Float32: Element {
+    fn to32(self) -> f32;
+    fn from32(v: f32) -> Self;
+}
+
+impl Float32 for f32 {
+    #[inline(always)]
+    fn to32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from32(v: f32) -> Self {
+        v
+    }
+}
+
+impl Float32 for f16 {
+    #[inline(always)]
+    fn to32(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn from32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+/// e^(x - m) in float32 with the rounding error of x - m folded back in: the
+/// difference is split exactly into d + err (TwoSum) and e^(d + err) taken as
+/// e^d (1 + err). Without the correction, rounding x - m costs up to 2^-19
+/// absolute where |x - m| nears 40, 16 ULP of the result once exp amplifies it,
+/// beyond the (3 * size + 3) ULP tolerance of a short axis. Branch-free, so loops
+/// over it vectorize; an infinite difference (masking with -inf) skips the
+/// correction.
+#[inline(always)]
+fn exp_diff(x: f32, m: f32) -> f32 {
+    let d = x - m;
+    let bp = d - x;
+    let ap = d - bp;
+    let err = (x - ap) + (-m - bp);
+    let err = if err.is_finite() { err } else { 0.0 };
+    exp_f32(d) * (1.0 + err)
+}
+
 /// softmax along `axis`: exp(x - max) / sum(exp(x - max)), the maximum subtracted
-/// for stability. Computed in float64 and rounded once: in float32 the rounding of
-/// x - max alone costs up to 2^-19 absolute, 16 ULP of the result once exp
-/// amplifies it, which the (3 * size + 3) ULP tolerance does not cover for short
-/// axes with a wide range of values.
+/// for stability. exp in float32 (`exp_diff`, <= 2 ULP plus the correction), the
+/// sum in float64, each output the exponential times the float32 reciprocal of the
+/// sum: about 4 ULP in all, well inside (3 * size(axis) + 3). float16 goes through
+/// the same float32 computation and rounds once.
 pub fn softmax(x: &Tensor, axis: usize, out: &mut [u8]) -> Result<()> {
     let n = *x.shape.get(axis).ok_or_else(|| WebnnError::Operation("internal: softmax axis out of range".into()))?;
     let inner: usize = x.shape[axis + 1..].iter().product();
@@ -130,76 +176,100 @@ pub fn softmax(x: &Tensor, axis: usize, out: &mut [u8]) -> Result<()> {
     }
 }
 
-fn softmax_t<T: Element>(x: &[T], out: &mut [T], n: usize, inner: usize) -> Result<()> {
+/// A fold over `xs` with eight independent accumulators, merged at the end, so the
+/// loop is not one long dependency chain (and vectorizes).
+#[inline(always)]
+fn lanes<T: Copy, A: Copy>(xs: &[T], init: A, step: impl Fn(A, T) -> A, merge: impl Fn(A, A) -> A) -> A {
+    let mut acc = [init; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            acc[k] = step(acc[k], c[k]);
+        }
+    }
+    let mut r = tail.iter().fold(init, |a, &x| step(a, x));
+    for a in acc {
+        r = merge(r, a);
+    }
+    r
+}
+
+fn softmax_t<T: Float32>(x: &[T], out: &mut [T], n: usize, inner: usize) -> Result<()> {
     let block = n * inner;
     if x.len() != out.len() || block == 0 || !x.len().is_multiple_of(block) {
         return Err(WebnnError::Operation("internal: softmax buffer sizes do not match".into()));
     }
-    let to64 = |v: T| v.to_f64();
     if inner == 1 {
         // Contiguous rows: keep the exponentials of a row in a scratch buffer.
         par_rows(out, n, |rows, chunk| {
-            let mut e = vec![0f64; n];
+            let mut e = vec![0f32; n];
             for (r, dst) in rows.zip(chunk.chunks_exact_mut(n)) {
                 let src = &x[r * n..(r + 1) * n];
-                let m = src.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(to64(v)));
-                let mut sum = 0f64;
+                let m = lanes(src, f32::NEG_INFINITY, |m, v| m.max(v.to32()), f32::max);
                 for (e, &v) in e.iter_mut().zip(src) {
-                    *e = (to64(v) - m).exp();
-                    sum += *e;
+                    *e = exp_diff(v.to32(), m);
                 }
+                let sum = lanes(&e, 0f64, |s, v| s + v as f64, |a, b| a + b);
+                let inv = (1.0 / sum) as f32;
                 for (d, &e) in dst.iter_mut().zip(&e) {
-                    *d = T::from_f64(e / sum);
+                    *d = T::from32(e * inv);
                 }
             }
         });
         return Ok(());
     }
-    // Strided: per block [n, inner], the column statistics (max, sum) first, then
-    // every element; exp is recomputed rather than stored.
-    let stats = |src: &[T], c0: usize, stat: &mut [(f64, f64)]| {
-        let w = stat.len();
-        stat.fill((f64::NEG_INFINITY, 0.0));
-        // Row by row, so each pass reads the block in memory order.
+    // Strided: per block [n, inner], the column maxima and sums first (row by row,
+    // so each pass reads the block in memory order), then every element; exp is
+    // recomputed rather than stored.
+    let stats = |src: &[T], c0: usize, m: &mut [f32], s: &mut [f64]| {
+        let w = m.len();
+        m.fill(f32::NEG_INFINITY);
+        s.fill(0.0);
         for row in src.chunks_exact(inner) {
-            for (st, &v) in stat.iter_mut().zip(&row[c0..c0 + w]) {
-                st.0 = st.0.max(to64(v));
+            for (m, &v) in m.iter_mut().zip(&row[c0..c0 + w]) {
+                *m = m.max(v.to32());
             }
         }
         for row in src.chunks_exact(inner) {
-            for (st, &v) in stat.iter_mut().zip(&row[c0..c0 + w]) {
-                st.1 += (to64(v) - st.0).exp();
+            for ((s, &m), &v) in s.iter_mut().zip(m.iter()).zip(&row[c0..c0 + w]) {
+                *s += exp_diff(v.to32(), m) as f64;
             }
         }
     };
-    let write = |src: &[T], stat: &[(f64, f64)], dst: &mut [T]| {
+    let write = |src: &[T], m: &[f32], inv: &[f32], dst: &mut [T]| {
         for (srow, drow) in src.chunks_exact(inner).zip(dst.chunks_exact_mut(inner)) {
-            for ((d, &v), &(m, s)) in drow.iter_mut().zip(srow).zip(stat) {
-                *d = T::from_f64((to64(v) - m).exp() / s);
+            for (((d, &v), &m), &inv) in drow.iter_mut().zip(srow).zip(m).zip(inv) {
+                *d = T::from32(exp_diff(v.to32(), m) * inv);
             }
         }
     };
+    let reciprocals = |s: &[f64]| -> Vec<f32> { s.iter().map(|&s| (1.0 / s) as f32).collect() };
     let blocks = x.len() / block;
     let threads = rayon::current_num_threads().max(1);
     if x.len() < PARALLEL_MIN_ELEMENTS || blocks >= threads * 4 {
         let min_blocks = PARALLEL_MIN_ELEMENTS.div_ceil(block).max(1);
         out.par_chunks_mut(block).enumerate().with_min_len(min_blocks).for_each(|(b, dst)| {
             let src = &x[b * block..(b + 1) * block];
-            let mut stat = vec![(0f64, 0f64); inner];
-            stats(src, 0, &mut stat);
-            write(src, &stat, dst);
+            let (mut m, mut s) = (vec![0f32; inner], vec![0f64; inner]);
+            stats(src, 0, &mut m, &mut s);
+            write(src, &m, &reciprocals(&s), dst);
         });
     } else {
         // Few large blocks: statistics over column chunks, then rows, in parallel.
         for (b, dst) in out.chunks_mut(block).enumerate() {
             let src = &x[b * block..(b + 1) * block];
-            let mut stat = vec![(0f64, 0f64); inner];
+            let (mut m, mut s) = (vec![0f32; inner], vec![0f64; inner]);
             let cols = inner.div_ceil(threads * 4).max(PARALLEL_MIN_ELEMENTS.div_ceil(n)).max(1);
-            stat.par_chunks_mut(cols).enumerate().for_each(|(c, st)| stats(src, c * cols, st));
+            m.par_chunks_mut(cols)
+                .zip(s.par_chunks_mut(cols))
+                .enumerate()
+                .for_each(|(c, (m, s))| stats(src, c * cols, m, s));
+            let inv = reciprocals(&s);
             let rows = PARALLEL_MIN_ELEMENTS.div_ceil(inner).max(1);
             dst.par_chunks_mut(rows * inner)
                 .zip(src.par_chunks(rows * inner))
-                .for_each(|(d, s)| write(s, &stat, d));
+                .for_each(|(d, s)| write(s, &m, &inv, d));
         }
     }
     Ok(())
@@ -369,5 +439,15 @@ mod tests {
         let t = Tensor { data: bytes(&x), shape: &[3], data_type: DataType::Float16 };
         softmax(&t, 0, bytes_mut(&mut out)).unwrap();
         assert_eq!(out, [f16::from_f32(0.5), f16::from_f32(0.5), f16::ZERO]);
+        // -inf masks an element (attention masks); a row that is all -inf is NaN.
+        let x = [f32::NEG_INFINITY, 0.0, 0.0, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
+        let mut out = [0f32; 6];
+        let t = Tensor { data: bytes(&x), shape: &[2, 3], data_type: DataType::Float32 };
+        softmax(&t, 1, bytes_mut(&mut out)).unwrap();
+        assert_eq!(out[..3], [0.0, 0.5, 0.5]);
+        assert!(out[3..].iter().all(|v| v.is_nan()));
+        let t = Tensor { data: bytes(&x), shape: &[2, 3], data_type: DataType::Float32 };
+        softmax(&t, 0, bytes_mut(&mut out)).unwrap();
+        assert_eq!(out[1..3], [1.0, 1.0]);
     }
 }

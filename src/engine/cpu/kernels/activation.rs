@@ -42,13 +42,17 @@ macro_rules! specialized {
     }};
 }
 
-fn map<I: Element, O: Element>(src: &[I], dst: &mut [O], f: impl Fn(I) -> O + Sync + Send) {
+fn map<I: Element, O: Element>(src: &[I], dst: &mut [O], f: impl Fn(I) -> O + Sync + Send) -> Result<()> {
+    if src.len() != dst.len() {
+        return Err(WebnnError::Operation("internal: activation buffer sizes differ".into()));
+    }
     par_chunks(dst, |start, chunk| {
         let n = chunk.len();
         for (d, &x) in chunk.iter_mut().zip(&src[start..start + n]) {
             *d = f(x);
         }
     });
+    Ok(())
 }
 
 /// elu, gelu, hardSigmoid, hardSwish, leakyRelu, linear, softplus, softsign (and
@@ -57,11 +61,11 @@ pub fn activation(act: &Activation, x: &Tensor, out: &mut [u8]) -> Result<()> {
     match x.data_type {
         DataType::Float32 => {
             let (src, dst) = (as_elems::<f32>(x.data)?, as_elems_mut::<f32>(out)?);
-            specialized!(*act, f => { map(src, dst, f); Ok(()) })
+            specialized!(*act, f => map(src, dst, f))
         }
         DataType::Float16 => {
             let (src, dst) = (as_elems::<f16>(x.data)?, as_elems_mut::<f16>(out)?);
-            specialized!(*act, f => { map(src, dst, |v: f16| f16::from_f32(f(v.to_f32()))); Ok(()) })
+            specialized!(*act, f => map(src, dst, |v: f16| f16::from_f32(f(v.to_f32()))))
         }
         other => Err(unsupported(act.name(), other)),
     }

@@ -9,6 +9,8 @@
 
 pub mod activation;
 pub mod elementwise;
+pub mod normalization;
+pub mod pooling;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -71,6 +73,10 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    Pool2d(pooling::Pool2d),
+    BatchNormalization(normalization::BatchNormalization),
+    InstanceNormalization(normalization::InstanceNormalization),
+    LayerNormalization(normalization::LayerNormalization),
 }
 
 impl Op {
@@ -89,6 +95,10 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Pool2d(p) => p.kind.name(),
+            Op::BatchNormalization(_) => "batchNormalization",
+            Op::InstanceNormalization(_) => "instanceNormalization",
+            Op::LayerNormalization(_) => "layerNormalization",
         }
     }
 }

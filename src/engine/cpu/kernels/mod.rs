@@ -4,6 +4,8 @@ pub mod broadcast;
 pub mod element;
 pub mod elementwise;
 pub mod movement;
+pub mod normalization;
+pub mod pooling;
 
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -46,6 +48,10 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         (Op::Slice { starts, sizes }, [a]) => mv::slice(a, starts, sizes, out),
         (Op::Expand, [a]) => mv::expand(a, out_shape, out),
         (Op::Where, [c, a, b]) => ew::where_(c, a, b, out, out_shape),
+        (Op::Pool2d(p), [a]) => pooling::pool2d(p, a, out, out_shape),
+        (Op::BatchNormalization(a), ins) => normalization::batch_normalization(a, ins, out),
+        (Op::InstanceNormalization(a), ins) => normalization::instance_normalization(a, ins, out),
+        (Op::LayerNormalization(a), ins) => normalization::layer_normalization(a, ins, out),
         _ => Err(internal()),
     }
 }

@@ -13,16 +13,19 @@ module.exports = function install (internals) {
   const { call, toDictionary, toEnum, toFloat, toSequence, toUint32 } = webidl
 
   const uints = (v, what) => (v === undefined ? undefined : toSequence(v, what, toUint32))
+  // Each helper takes the member's value, read once by the caller.
+  const enumOr = (v, values, dflt, what) => (v === undefined ? dflt : toEnum(v, values, what))
+  const floatOr = (v, dflt, what) => (v === undefined ? dflt : toFloat(v, what))
 
   /** MLPool2dOptions, with the IDL defaults. */
   function pool2dOptions (op, options) {
     const o = toDictionary(options, `${op}: options`)
     const what = (m) => `${op}: options.${m}`
     const dilations = uints(o.dilations, what('dilations'))
-    const layout = o.layout === undefined ? 'nchw' : toEnum(o.layout, LAYOUTS, what('layout'))
+    const layout = enumOr(o.layout, LAYOUTS, 'nchw', what('layout'))
     const outputSizes = uints(o.outputSizes, what('outputSizes'))
     const padding = uints(o.padding, what('padding'))
-    const roundingType = o.roundingType === undefined ? 'floor' : toEnum(o.roundingType, ROUNDING_TYPES, what('roundingType'))
+    const roundingType = enumOr(o.roundingType, ROUNDING_TYPES, 'floor', what('roundingType'))
     const strides = uints(o.strides, what('strides'))
     const windowDimensions = uints(o.windowDimensions, what('windowDimensions'))
     return { windowDimensions, padding, strides, dilations, layout, roundingType, outputSizes }
@@ -45,9 +48,10 @@ module.exports = function install (internals) {
     const m = internals.operand(this, mean, `${op}: mean`)
     const v = internals.operand(this, variance, `${op}: variance`)
     const o = toDictionary(options, `${op}: options`)
-    const axis = o.axis === undefined ? 1 : toUint32(o.axis, `${op}: options.axis`)
+    const axisValue = o.axis
+    const axis = axisValue === undefined ? 1 : toUint32(axisValue, `${op}: options.axis`)
     const bias = internals.optionalOperand(this, o.bias, `${op}: options.bias`)
-    const epsilon = o.epsilon === undefined ? 1e-5 : toFloat(o.epsilon, `${op}: options.epsilon`)
+    const epsilon = floatOr(o.epsilon, 1e-5, `${op}: options.epsilon`)
     const scale = internals.optionalOperand(this, o.scale, `${op}: options.scale`)
     return internals.wrap(this, call(() => internals.native(this).batchNormalization(x, m, v, scale, bias, axis, epsilon)))
   }
@@ -58,8 +62,8 @@ module.exports = function install (internals) {
     const x = internals.operand(this, input, `${op}: input`)
     const o = toDictionary(options, `${op}: options`)
     const bias = internals.optionalOperand(this, o.bias, `${op}: options.bias`)
-    const epsilon = o.epsilon === undefined ? 1e-5 : toFloat(o.epsilon, `${op}: options.epsilon`)
-    const layout = o.layout === undefined ? 'nchw' : toEnum(o.layout, LAYOUTS, `${op}: options.layout`)
+    const epsilon = floatOr(o.epsilon, 1e-5, `${op}: options.epsilon`)
+    const layout = enumOr(o.layout, LAYOUTS, 'nchw', `${op}: options.layout`)
     const scale = internals.optionalOperand(this, o.scale, `${op}: options.scale`)
     return internals.wrap(this, call(() => internals.native(this).instanceNormalization(x, scale, bias, epsilon, layout)))
   }
@@ -71,7 +75,7 @@ module.exports = function install (internals) {
     const o = toDictionary(options, `${op}: options`)
     const axes = uints(o.axes, `${op}: options.axes`)
     const bias = internals.optionalOperand(this, o.bias, `${op}: options.bias`)
-    const epsilon = o.epsilon === undefined ? 1e-5 : toFloat(o.epsilon, `${op}: options.epsilon`)
+    const epsilon = floatOr(o.epsilon, 1e-5, `${op}: options.epsilon`)
     const scale = internals.optionalOperand(this, o.scale, `${op}: options.scale`)
     return internals.wrap(this, call(() => internals.native(this).layerNormalization(x, scale, bias, axes, epsilon)))
   }

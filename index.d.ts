@@ -1750,8 +1750,10 @@ export declare class MLGraphBuilder {
   // 7.8.32 Pooling operations ---------------------------------------------------------------
 
   /**
-   * Averages each window of a 4-D input. With `"floor"` rounding the output spatial size is
-   * `floor(1 + (inputSize - windowSize + beginningPadding + endingPadding) / stride)`.
+   * Averages each window of a 4-D input; padding cells are not counted. With `"floor"` rounding
+   * the output spatial size is `floor(1 + (inputSize - ((windowSize - 1) * dilation + 1) +
+   * beginningPadding + endingPadding) / stride)`; `outputSizes` may instead pick the floor or the
+   * ceiling of that value.
    * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
    * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
    * @returns The 4-D pooled tensor.

@@ -9,6 +9,7 @@
 
 pub mod activation;
 pub mod elementwise;
+pub mod gather;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -71,6 +72,10 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    Gather { axis: usize },
+    Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
+    Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
+    Triangular { upper: bool, diagonal: i32 },
 }
 
 impl Op {
@@ -89,6 +94,10 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Gather { .. } => "gather",
+            Op::Pad { .. } => "pad",
+            Op::Resample2d { .. } => "resample2d",
+            Op::Triangular { .. } => "triangular",
         }
     }
 }

@@ -263,6 +263,9 @@ impl CpuPlan {
             Ok((ptr, len))
         };
         for step in &self.steps {
+            if bindings.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(WebnnError::Operation("compute cancelled: the JS environment is shutting down".into()));
+            }
             let mut ins = Vec::with_capacity(step.inputs.len());
             for &i in &step.inputs {
                 let (ptr, len) = locate(i)?;

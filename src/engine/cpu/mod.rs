@@ -50,9 +50,12 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
-    /// `threads` 0 means every available core (Chromium's numThreads default).
+    /// `threads` 0 means every available core (Chromium's numThreads default);
+    /// larger requests are clamped to the core count: more threads than cores only
+    /// oversubscribe, and it bounds the shared pools to one per count up to the cores.
     pub fn new(threads: usize) -> Result<Self> {
-        let threads = if threads == 0 { available_threads() } else { threads };
+        let cores = available_threads();
+        let threads = if threads == 0 { cores } else { threads.min(cores) };
         Ok(CpuEngine { pool: shared_pool(threads)? })
     }
 }

@@ -642,7 +642,28 @@ function evaluateNode (op, args, options = {}) {
     case 'transpose': return transpose(args[0], options.permutation)
     case 'where': return where(args[0], args[1], args[2])
   }
+  const family = familyOperators()[op]
+  if (family) return family.reference(args, options)
   throw new Error(`reference: unknown operator ${op}`)
+}
+
+let familyOps = null
+/**
+ * Operators whose reference lives in a family file `reference-<family>.js` of this
+ * folder, which exports `ops: { name: { reference(args, options), build(builder,
+ * operands, options), tolerance } }`. Loaded on first use, since those files
+ * require this one.
+ */
+function familyOperators () {
+  if (!familyOps) {
+    familyOps = {}
+    const fs = require('node:fs')
+    const path = require('node:path')
+    for (const f of fs.readdirSync(__dirname).filter((n) => /^reference-.+\.js$/.test(n)).sort()) {
+      Object.assign(familyOps, require(path.join(__dirname, f)).ops)
+    }
+  }
+  return familyOps
 }
 
 /** Tensors for every input and constant of a case, by name. */
@@ -699,6 +720,7 @@ module.exports = {
   powIeee,
   intPow,
   evaluateNode,
+  familyOperators,
   caseOperands,
   evaluateGraph
 }

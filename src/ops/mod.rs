@@ -9,6 +9,7 @@
 
 pub mod activation;
 pub mod elementwise;
+pub mod gather;
 pub mod normalization;
 pub mod pooling;
 pub mod shape_ops;
@@ -73,6 +74,10 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    Gather { axis: usize },
+    Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
+    Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
+    Triangular { upper: bool, diagonal: i32 },
     Pool2d(pooling::Pool2d),
     BatchNormalization(normalization::BatchNormalization),
     InstanceNormalization(normalization::InstanceNormalization),
@@ -95,6 +100,10 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Gather { .. } => "gather",
+            Op::Pad { .. } => "pad",
+            Op::Resample2d { .. } => "resample2d",
+            Op::Triangular { .. } => "triangular",
             Op::Pool2d(p) => p.kind.name(),
             Op::BatchNormalization(_) => "batchNormalization",
             Op::InstanceNormalization(_) => "instanceNormalization",

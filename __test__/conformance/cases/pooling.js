@@ -71,6 +71,11 @@ for (const op of OPS) {
       { windowDimensions: [1, 1], strides: [3, 3], roundingType: 'ceil' }),
     poolCase(op, 'float32 nhwc padding wider than the window', R('float32', [1, 3, 3, 2], -4, -0.5),
       { windowDimensions: [2, 2], padding: [2, 2, 2, 2], layout: 'nhwc' }),
+    // Rows of 16 outputs and more take the tap-by-tap loop of the "nchw" kernel.
+    poolCase(op, 'float32 wide rows strides [1,2] dilations [1,2] ceil', RD('float32', [1, 2, 6, 70]),
+      { windowDimensions: [2, 3], strides: [1, 2], dilations: [1, 2], padding: [0, 1, 2, 1], roundingType: 'ceil' }),
+    poolCase(op, 'float16 wide rows strides 3 past the input', RD('float16', [2, 1, 3, 64]),
+      { windowDimensions: [1, 2], strides: [1, 3], roundingType: 'ceil' }),
     poolCase(op, 'large float32 nchw [2,32,56,56] 3x3 padding 1', RD('float32', [2, 32, 56, 56]),
       { windowDimensions: [3, 3], padding: [1, 1, 1, 1] }),
     poolCase(op, 'large float16 nhwc [1,56,56,64] 2x2 strides 2', RD('float16', [1, 56, 56, 64]),

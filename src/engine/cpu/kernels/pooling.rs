@@ -24,6 +24,8 @@ trait Reduce<T: Element>: Sync {
     type Acc: Copy + Send + Sync;
     fn init(&self) -> Self::Acc;
     fn add(&self, acc: Self::Acc, x: T) -> Self::Acc;
+    /// Combines two partial accumulations (of disjoint cells).
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
     /// `count` is the number of input cells the window covered.
     fn finish(&self, acc: Self::Acc, count: usize) -> T;
 }
@@ -41,6 +43,10 @@ impl<T: Element> Reduce<T> for Average {
     #[inline]
     fn add(&self, acc: f64, x: T) -> f64 {
         acc + x.to_f64()
+    }
+    #[inline]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
     }
     #[inline]
     fn finish(&self, acc: f64, count: usize) -> T {
@@ -61,6 +67,10 @@ impl<T: Element> Reduce<T> for L2 {
         acc + v * v
     }
     #[inline]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline]
     fn finish(&self, acc: f64, _count: usize) -> T {
         T::from_f64(acc.sqrt())
     }
@@ -74,20 +84,53 @@ impl<T: Element> Reduce<T> for Max {
         T::from_f64(f64::NEG_INFINITY)
     }
     #[inline]
-    #[allow(clippy::eq_op)]
     fn add(&self, acc: T, x: T) -> T {
-        // NaN propagates, as in the element-wise max.
-        if acc != acc || !(x > acc || x != x) {
-            acc
-        } else {
-            x
-        }
+        max_nan(acc, x)
+    }
+    #[inline]
+    fn merge(&self, a: T, b: T) -> T {
+        max_nan(a, b)
     }
     #[inline]
     fn finish(&self, acc: T, _count: usize) -> T {
         acc
     }
 }
+
+/// The larger of two values; a NaN in either propagates (as in the element-wise
+/// max). Written with non-short-circuit operators so it compiles to selects, not
+/// branches (x != x is false for integers and folds away).
+#[inline]
+#[allow(clippy::eq_op)]
+fn max_nan<T: Element>(acc: T, x: T) -> T {
+    let take = ((x > acc) | (x != x)) & (acc == acc);
+    if take {
+        x
+    } else {
+        acc
+    }
+}
+
+/// Reduces a contiguous run of cells with four independent accumulators (the
+/// dependency chain of one accumulator would bound the loop by add latency).
+#[inline]
+fn reduce_run<T: Element, R: Reduce<T>>(r: &R, acc: R::Acc, run: &[T]) -> R::Acc {
+    let mut lanes = [r.init(); 4];
+    let mut chunks = run.chunks_exact(4);
+    for c in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l = r.add(*l, v);
+        }
+    }
+    let mut acc = chunks.remainder().iter().fold(acc, |a, &v| r.add(a, v));
+    for l in lanes {
+        acc = r.merge(acc, l);
+    }
+    acc
+}
+
+/// Output widths from which the "nchw" path loops tap by tap over whole rows.
+const TAP_MAJOR_MIN_WIDTH: usize = 16;
 
 /// For one spatial dimension, the range of window taps `[k0, k1)` that land on
 /// input cells for each output position, and the input index of tap `k0`.
@@ -115,6 +158,32 @@ fn taps(out: usize, input: usize, window: usize, pad_begin: usize, stride: usize
         .collect()
 }
 
+/// The outputs `[lo, hi)` of a row that one horizontal window tap lands on an
+/// input cell for, and the input column of the tap at output `lo`.
+#[derive(Clone, Copy)]
+struct Span {
+    lo: usize,
+    hi: usize,
+    first: usize,
+}
+
+fn spans(out: usize, input: usize, window: usize, pad_begin: usize, stride: usize, dilation: usize) -> Vec<Span> {
+    (0..window)
+        .map(|k| {
+            // Output o reads column o * stride + k * dilation - pad_begin, an input
+            // cell when it lies in [0, input).
+            let offset = k * dilation;
+            let lo = if offset >= pad_begin { 0 } else { (pad_begin - offset).div_ceil(stride) };
+            let end = input + pad_begin;
+            let hi = if offset >= end { 0 } else { (end - offset).div_ceil(stride) };
+            let (lo, hi) = (lo.min(out), hi.min(out));
+            let first = if lo < hi { lo * stride + offset - pad_begin } else { 0 };
+            Span { lo, hi: hi.max(lo), first }
+        })
+        .filter(|s| s.lo < s.hi)
+        .collect()
+}
+
 struct Geometry {
     n: usize,
     c: usize,
@@ -124,8 +193,10 @@ struct Geometry {
     ow: usize,
     dh: usize,
     dw: usize,
+    sw: usize,
     rows: Vec<Taps>,
     cols: Vec<Taps>,
+    spans: Vec<Span>,
 }
 
 fn geometry(p: &Pool2d, in_shape: &[usize], out_shape: &[usize]) -> Result<Geometry> {
@@ -138,26 +209,71 @@ fn geometry(p: &Pool2d, in_shape: &[usize], out_shape: &[usize]) -> Result<Geome
     let [dh, dw] = p.dilations;
     let rows = taps(oh, h, p.window[0], p.padding[0], p.strides[0], dh);
     let cols = taps(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
-    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, rows, cols })
+    let spans = spans(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
+    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, sw: p.strides[1], rows, cols, spans })
 }
 
 fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout, x: &[T], out: &mut [T]) {
     match layout {
-        // One output row (ow values of one plane) at a time; planes are n * c.
+        // One output row (ow values of one plane) at a time; planes are n * c. Wide
+        // rows use that the reductions are separable: first the window's input rows
+        // are reduced column by column into `cols` (contiguous, vectorizes), then
+        // each output reduces its window's columns of that (`spans[kx]` are the
+        // outputs tap kx covers).
+        InputLayout::Nchw if g.ow >= TAP_MAJOR_MIN_WIDTH => par_rows(out, g.ow, |range, chunk| {
+            let mut cols = vec![r.init(); g.w];
+            let mut acc = vec![r.init(); g.ow];
+            for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow)) {
+                let (plane, oy) = (row / g.oh, row % g.oh);
+                let src = &x[plane * g.h * g.w..][..g.h * g.w];
+                let ty = g.rows[oy];
+                cols.fill(r.init());
+                for ky in 0..ty.k1 - ty.k0 {
+                    let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
+                    for (a, &v) in cols.iter_mut().zip(line) {
+                        *a = r.add(*a, v);
+                    }
+                }
+                acc.fill(r.init());
+                for span in &g.spans {
+                    let acc = &mut acc[span.lo..span.hi];
+                    if g.sw == 1 {
+                        for (a, &v) in acc.iter_mut().zip(&cols[span.first..]) {
+                            *a = r.merge(*a, v);
+                        }
+                    } else {
+                        for (a, &v) in acc.iter_mut().zip(cols[span.first..].iter().step_by(g.sw)) {
+                            *a = r.merge(*a, v);
+                        }
+                    }
+                }
+                let rows = ty.k1 - ty.k0;
+                for ((d, &a), tx) in dst.iter_mut().zip(&acc).zip(&g.cols) {
+                    *d = r.finish(a, rows * (tx.k1 - tx.k0));
+                }
+            }
+        }),
+        // Narrow rows (global pooling and the like): one output at a time, each
+        // window row a contiguous run when the width dilation is 1.
         InputLayout::Nchw => par_rows(out, g.ow, |range, chunk| {
             for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow.max(1))) {
                 let (plane, oy) = (row / g.oh, row % g.oh);
                 let src = &x[plane * g.h * g.w..][..g.h * g.w];
                 let ty = g.rows[oy];
                 for (d, tx) in dst.iter_mut().zip(&g.cols) {
+                    let n = tx.k1 - tx.k0;
                     let mut acc = r.init();
                     for ky in 0..ty.k1 - ty.k0 {
                         let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
-                        for kx in 0..tx.k1 - tx.k0 {
-                            acc = r.add(acc, line[tx.first + kx * g.dw]);
+                        if g.dw == 1 {
+                            acc = reduce_run(r, acc, &line[tx.first..tx.first + n]);
+                        } else {
+                            for v in line[tx.first..].iter().step_by(g.dw).take(n) {
+                                acc = r.add(acc, *v);
+                            }
                         }
                     }
-                    *d = r.finish(acc, (ty.k1 - ty.k0) * (tx.k1 - tx.k0));
+                    *d = r.finish(acc, (ty.k1 - ty.k0) * n);
                 }
             }
         }),
@@ -318,6 +434,12 @@ mod tests {
             check(kind, &[1, 2, 7, 7], sized);
             check(kind, &[1, 1, 1, 1], Pool2dOptions::default());
             check(kind, &[3, 1, 1, 5], opts([1, 2], [0, 0, 1, 1], [1, 1], [1, 1]));
+            // Rows wide enough for the tap-major "nchw" loop, with strides, dilations,
+            // padding and ceil rounding (windows past the input included).
+            check(kind, &[1, 2, 5, 41], opts([2, 3], [1, 0, 2, 3], [2, 3], [1, 2]));
+            let wide = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 2], [0, 0, 0, 0], [1, 5], [1, 1]) };
+            check(kind, &[2, 1, 2, 83], wide);
+            check(kind, &[1, 1, 3, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
         }
     }
 

@@ -195,6 +195,7 @@ pub fn layer_normalization(
 impl GraphBuilder {
     /// 7.8.6 batchNormalization; inputs are input, mean, variance, then scale and
     /// bias where given.
+    #[allow(clippy::too_many_arguments)]
     pub fn batch_normalization(
         &mut self,
         input: OperandId,

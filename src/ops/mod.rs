@@ -9,6 +9,7 @@
 
 pub mod activation;
 pub mod elementwise;
+pub mod recurrent;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -71,6 +72,10 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    Gru(recurrent::Gru),
+    GruCell(recurrent::GruCell),
+    Lstm(recurrent::Lstm),
+    LstmCell(recurrent::LstmCell),
 }
 
 impl Op {
@@ -89,6 +94,10 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Gru(_) => "gru",
+            Op::GruCell(_) => "gruCell",
+            Op::Lstm(_) => "lstm",
+            Op::LstmCell(_) => "lstmCell",
         }
     }
 }

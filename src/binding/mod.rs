@@ -16,6 +16,8 @@ use crate::graph::{DataType, GraphBuilder, OperandDesc};
 use crate::ops::shape_ops::Splits;
 use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 
+mod recurrent;
+
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade
 /// turns them into a `TypeError` or a `DOMException` of that name.
 pub(crate) fn to_js(e: WebnnError) -> napi::Error {

@@ -11,7 +11,7 @@ const native = require('./native.js')
 
 const {
   DATA_TYPES, DEVICE_TYPES, POWER_PREFERENCES, convertError, call, promiseStep, describe, toUint32, toFloat,
-  toDouble, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, typeMismatch, bufferMismatch, toDescriptor
+  toDouble, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, toDOMString, viewBytes, typeMismatch, bufferMismatch, toDescriptor
 } = require('./lib/webidl.js')
 
 const kToken = Symbol('webnn-node internal constructor token')
@@ -113,6 +113,11 @@ class MLContext {
     return context.#native
   }
 
+  /** Brand check: a real MLContext, not an object inheriting its prototype. */
+  static _is (v) {
+    return v !== null && typeof v === 'object' && #native in v
+  }
+
   /** 7.3.2 compute(graph, inputs, outputs). */
   compute (graph, inputs, outputs) {
     return promiseStep(() => {
@@ -145,9 +150,6 @@ class MLContext {
       const owners = new Map()
       for (const [kind, views] of [['input', inViews], ['output', outViews]]) {
         for (const [name, view] of views) {
-          if (typeof SharedArrayBuffer !== 'undefined' && view.buffer instanceof SharedArrayBuffer) {
-            throw new TypeError(`compute: ${kind} '${name}' is backed by a SharedArrayBuffer, which cannot be transferred`)
-          }
           const other = owners.get(view.buffer)
           if (other) throw new TypeError(`compute: ${kind} '${name}' shares its ArrayBuffer with ${other}; each view needs its own buffer`)
           owners.set(view.buffer, `${kind} '${name}'`)
@@ -184,13 +186,19 @@ class MLContext {
 }
 
 class ML {
+  #brand = true
   constructor (token) {
     if (token !== kToken) illegal()
+  }
+
+  static _is (v) {
+    return v !== null && typeof v === 'object' && #brand in v
   }
 
   /** 7.2.2 createContext(options). `numThreads` is Chromium's non-standard option. */
   createContext (options) {
     return promiseStep(() => {
+      if (!ML._is(this)) throw new TypeError('createContext: `this` is not an ML object')
       const o = toDictionary(options, 'createContext: options')
       const deviceType = o.deviceType === undefined ? 'cpu' : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
       const powerPreference = o.powerPreference === undefined
@@ -215,7 +223,7 @@ class MLGraphBuilder {
   #context
   /** 7.8.1 constructor(context). */
   constructor (context) {
-    if (!(context instanceof MLContext)) throw new TypeError(`MLGraphBuilder: ${describe(context)} is not an MLContext`)
+    if (!MLContext._is(context)) throw new TypeError(`MLGraphBuilder: ${describe(context)} is not an MLContext`)
     this.#context = context
     this.#native = new native.NativeBuilder()
   }
@@ -235,7 +243,7 @@ class MLGraphBuilder {
   /** 7.8.2 input(name, descriptor). */
   input (name, descriptor) {
     if (arguments.length < 2) throw new TypeError(`input: 2 arguments required, ${arguments.length} given`)
-    const n = String(name)
+    const n = toDOMString(name, 'input: name')
     const desc = toDescriptor(descriptor, 'input: descriptor')
     return this.#wrap(call(() => this.#native.input(n, desc.dataType, desc.dimensions)))
   }
@@ -252,7 +260,7 @@ class MLGraphBuilder {
       // Step 2's element type check; the core checks dimensions, then the byte length.
       const why = typeMismatch(view, desc.dataType)
       if (why) throw new TypeError(`constant: bufferView: ${why}`)
-      const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+      const bytes = viewBytes(view, 'constant: bufferView')
       return this.#wrap(call(() => this.#native.constant(desc.dataType, desc.dimensions, bytes)))
     }
     const value = toDouble(first, 'constant: value')
@@ -377,45 +385,36 @@ function clampOptions (options) {
   }
 }
 
-// 7.8.12 element-wise binary and 7.8.13 logical operations.
-for (const op of BINARY) {
-  MLGraphBuilder.prototype[op] = {
-    [op] (a, b) {
-      const x = MLOperand._id(a, this, `${op}: a`)
-      const y = MLOperand._id(b, this, `${op}: b`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).binary(op, x, y)))
-    }
-  }[op]
+/** Defines builder method `op` taking operands named `argNames` (their names are
+ * used in messages), returning one operand made by `make(native, op, ids)`. */
+function defineOperandMethod (op, argNames, make) {
+  const body = function (...args) {
+    const ids = argNames.map((name, i) => MLOperand._id(args[i], this, `${op}: ${name}`))
+    return new MLOperand(kToken, this, call(() => make(MLGraphBuilder._native(this), op, ids)))
+  }
+  MLGraphBuilder.prototype[op] = body
+  Object.defineProperty(body, 'name', { value: op })
+  Object.defineProperty(body, 'length', { value: argNames.length })
 }
-for (const op of LOGICAL) {
-  MLGraphBuilder.prototype[op] = {
-    [op] (a, b) {
-      const x = MLOperand._id(a, this, `${op}: a`)
-      const y = MLOperand._id(b, this, `${op}: b`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).logical(op, x, y)))
-    }
-  }[op]
-}
-// 7.8.14 element-wise unary operations.
-for (const op of UNARY) {
-  MLGraphBuilder.prototype[op] = {
-    [op] (input) {
-      const x = MLOperand._id(input, this, `${op}: input`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).unary(op, x)))
-    }
-  }[op]
-}
+
+// 7.8.12 element-wise binary, 7.8.13 logical and 7.8.14 unary operations.
+for (const op of BINARY) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.binary(o, a, b))
+for (const op of LOGICAL) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.logical(o, a, b))
+for (const op of UNARY) defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
+
 // relu (7.8.35), sigmoid (7.8.38), tanh (7.8.44): an operand with an input, an
 // MLActivation without one.
 for (const op of ACTIVATIONS) {
+  defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
+  const withInput = MLGraphBuilder.prototype[op]
   MLGraphBuilder.prototype[op] = {
     [op] (input) {
       if (arguments.length === 0) return new MLActivation(kToken, this, op, {})
-      const x = MLOperand._id(input, this, `${op}: input`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).unary(op, x)))
+      return withInput.call(this, input)
     }
   }[op]
 }
+
 // Operator families in lib/ops/*.js each export `install(internals)`, which adds
 // their methods to MLGraphBuilder.prototype. Adding a family needs no edit here.
 const internals = {

@@ -163,6 +163,29 @@ function assertExact (t, actual, expected, what = 'value') {
 }
 
 /**
+ * Awaits `promise` and asserts it rejects with a DOMException named `name` whose
+ * message matches `message` (ava's throwsAsync only accepts native errors, and
+ * Node's DOMException is not one). Returns the rejection reason.
+ */
+async function rejectsDOMException (t, promise, name, message) {
+  t.true(promise instanceof Promise, 'returns a promise')
+  let reason
+  try {
+    await promise
+  } catch (e) {
+    reason = e
+  }
+  if (reason === undefined) {
+    t.fail(`expected a rejection with a ${name} DOMException, but it resolved`)
+    return undefined
+  }
+  t.true(reason instanceof DOMException, `rejected with a DOMException (got ${reason && reason.constructor && reason.constructor.name}: ${reason && reason.message})`)
+  t.is(reason.name, name)
+  if (message) t.regex(String(reason.message), message)
+  return reason
+}
+
+/**
  * Builds and computes a small graph (y = 2 * x + 1 on seeded data) on `context`
  * and asserts the result: the "context is still usable" check of the hostile suite.
  */
@@ -197,5 +220,6 @@ module.exports = {
   float16Array,
   assertClose,
   assertExact,
+  rejectsDOMException,
   assertContextUsable
 }

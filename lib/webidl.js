@@ -130,9 +130,31 @@ function viewType (v) {
   return v instanceof DataView ? 'DataView' : v[Symbol.toStringTag]
 }
 
+/** ArrayBufferView without [AllowShared] or [AllowResizable]. */
 function toArrayBufferView (v, what) {
   if (!ArrayBuffer.isView(v)) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBufferView`)
+  const buffer = v.buffer
+  if (typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer) {
+    throw new TypeError(`${what}: views over a SharedArrayBuffer are not accepted`)
+  }
+  if (buffer.resizable === true) throw new TypeError(`${what}: views over a resizable ArrayBuffer are not accepted`)
   return v
+}
+
+/** DOMString: ToString, which throws a TypeError for Symbols. */
+function toDOMString (v, what) {
+  if (typeof v === 'symbol') throw new TypeError(`${what}: a Symbol is not a string`)
+  return String(v)
+}
+
+/** The bytes of a view, as a Uint8Array over the same memory; a detached view is a
+ * TypeError naming `what`. */
+function viewBytes (view, what) {
+  try {
+    return new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+  } catch {
+    throw new TypeError(`${what}: its ArrayBuffer is detached`)
+  }
 }
 
 /** Step 1 of "validate buffer with descriptor": the element type, as a message or null. */
@@ -183,6 +205,8 @@ module.exports = {
   toRecord,
   viewType,
   toArrayBufferView,
+  toDOMString,
+  viewBytes,
   typeMismatch,
   bufferMismatch,
   toDescriptor

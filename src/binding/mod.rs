@@ -4,7 +4,8 @@
 //! logic, and no panic crosses it: background work runs under `catch_unwind`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -55,18 +56,70 @@ pub(crate) fn dims(v: &[u32]) -> Vec<usize> {
     v.iter().map(|&d| d as usize).collect()
 }
 
+/// Computes in flight in one JS environment (the main thread or a worker). When a
+/// worker is terminated, V8 frees the ArrayBuffers a running compute writes into;
+/// the environment's cleanup hook waits here until every compute has finished, so
+/// no engine thread touches freed memory.
+#[derive(Default)]
+struct InFlight {
+    count: Mutex<usize>,
+    idle: Condvar,
+    cancel: Arc<AtomicBool>,
+}
+
+impl InFlight {
+    /// Registers one compute; the guard ends it when dropped.
+    fn start(self: &Arc<Self>) -> InFlightGuard {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        InFlightGuard(self.clone())
+    }
+
+    fn wait_idle(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        let mut n = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self.idle.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The environment's tracker, created (with its cleanup hook) on first use.
+    fn of(env: &Env) -> Result<Arc<InFlight>> {
+        if let Some(existing) = env.get_instance_data::<Arc<InFlight>>()? {
+            return Ok(existing.clone());
+        }
+        let tracker = Arc::new(InFlight::default());
+        env.set_instance_data(tracker.clone(), (), |_| {})?;
+        env.add_env_cleanup_hook(tracker.clone(), |t| t.wait_idle())?;
+        Ok(tracker)
+    }
+}
+
+struct InFlightGuard(Arc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let mut n = self.0.count.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.0.idle.notify_all();
+        }
+    }
+}
+
 #[napi]
 pub struct NativeContext {
     engine: Arc<dyn Engine>,
+    in_flight: Arc<InFlight>,
 }
 
 #[napi]
 impl NativeContext {
     /// `device` is "cpu" or "gpu"; `threads` 0 means all cores.
     #[napi(factory)]
-    pub fn create(device: String, threads: u32) -> Result<Self> {
+    pub fn create(env: Env, device: String, threads: u32) -> Result<Self> {
+        let in_flight = InFlight::of(&env)?;
         match device.as_str() {
-            "cpu" => Ok(NativeContext { engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?) }),
+            "cpu" => Ok(NativeContext { engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?), in_flight }),
             "gpu" => Err(to_js(WebnnError::NotSupported(
                 "createContext: deviceType 'gpu' is not supported yet by webnn-node; use 'cpu'".into(),
             ))),
@@ -266,12 +319,13 @@ impl NativeBuilder {
         };
         let (inputs, outputs) = (describe(&graph.inputs), describe(&graph.outputs));
         let engine = context.engine.clone();
+        let in_flight = context.in_flight.clone();
         let (deferred, promise) = env.create_deferred()?;
         runtime()?.spawn_blocking(move || {
             let compiled = catch_unwind(AssertUnwindSafe(|| engine.compile(graph)))
                 .unwrap_or_else(|p| Err(WebnnError::Operation(format!("internal error while building: {}", panic_message(p)))));
             match compiled {
-                Ok(exec) => deferred.resolve(move |_| Ok(NativeGraph { exec, inputs, outputs })),
+                Ok(exec) => deferred.resolve(move |_| Ok(NativeGraph { exec, inputs, outputs, in_flight })),
                 Err(e) => deferred.reject(to_js(e)),
             }
         });
@@ -300,6 +354,7 @@ pub struct NativeGraph {
     exec: Arc<dyn Executable>,
     inputs: Vec<NativeDescriptor>,
     outputs: Vec<NativeDescriptor>,
+    in_flight: Arc<InFlight>,
 }
 
 fn host(bytes: &mut [u8]) -> HostBuffer {
@@ -338,11 +393,15 @@ impl NativeGraph {
         let inputs = inputs.into_iter().map(|mut v| host(unsafe { v.as_mut() })).collect();
         let outputs = outputs.into_iter().map(|o| o.map(|mut v| host(unsafe { v.as_mut() }))).collect();
         let (deferred, promise) = env.create_deferred()?;
+        let guard = self.in_flight.start();
         self.exec.clone().execute(
-            Bindings { inputs, outputs },
-            Box::new(move |result| match result {
-                Ok(()) => deferred.resolve(|_| Ok(())),
-                Err(e) => deferred.reject(to_js(e)),
+            Bindings { inputs, outputs, cancel: self.in_flight.cancel.clone() },
+            Box::new(move |result| {
+                match result {
+                    Ok(()) => deferred.resolve(|_| Ok(())),
+                    Err(e) => deferred.reject(to_js(e)),
+                }
+                drop(guard);
             }),
         );
         Ok(promise)

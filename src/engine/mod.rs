@@ -5,6 +5,7 @@
 
 pub mod cpu;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -29,6 +30,9 @@ unsafe impl Sync for HostBuffer {}
 pub struct Bindings {
     pub inputs: Vec<HostBuffer>,
     pub outputs: Vec<Option<HostBuffer>>,
+    /// Set when the JS environment is tearing down: engines stop at the next step
+    /// boundary (the results would have nowhere to go).
+    pub cancel: Arc<AtomicBool>,
 }
 
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;

@@ -50,9 +50,12 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
-    /// `threads` 0 means every available core (Chromium's numThreads default).
+    /// `threads` 0 means every available core (Chromium's numThreads default);
+    /// larger requests are clamped to the core count: more threads than cores only
+    /// oversubscribe, and it bounds the shared pools to one per count up to the cores.
     pub fn new(threads: usize) -> Result<Self> {
-        let threads = if threads == 0 { available_threads() } else { threads };
+        let cores = available_threads();
+        let threads = if threads == 0 { cores } else { threads.min(cores) };
         Ok(CpuEngine { pool: shared_pool(threads)? })
     }
 }
@@ -263,6 +266,9 @@ impl CpuPlan {
             Ok((ptr, len))
         };
         for step in &self.steps {
+            if bindings.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(WebnnError::Operation("compute cancelled: the JS environment is shutting down".into()));
+            }
             let mut ins = Vec::with_capacity(step.inputs.len());
             for &i in &step.inputs {
                 let (ptr, len) = locate(i)?;

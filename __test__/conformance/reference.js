@@ -642,7 +642,22 @@ function evaluateNode (op, args, options = {}) {
     case 'transpose': return transpose(args[0], options.permutation)
     case 'where': return where(args[0], args[1], args[2])
   }
+  if (families()[op]) return families()[op].evaluate(args, options)
   throw new Error(`reference: unknown operator ${op}`)
+}
+
+// Operator families may keep their reference in reference-<family>.js beside this
+// file, exporting { ops: { <op>: { evaluate(args, options), build(builder, args,
+// options), tolerance } } }. Loaded on first use: they require this module.
+let familyOps = null
+function families () {
+  if (!familyOps) {
+    familyOps = {}
+    for (const f of require('node:fs').readdirSync(__dirname).filter((n) => /^reference-.+\.js$/.test(n)).sort()) {
+      Object.assign(familyOps, require(require('node:path').join(__dirname, f)).ops)
+    }
+  }
+  return familyOps
 }
 
 /** Tensors for every input and constant of a case, by name. */
@@ -699,6 +714,7 @@ module.exports = {
   powIeee,
   intPow,
   evaluateNode,
+  families,
   caseOperands,
   evaluateGraph
 }

@@ -282,6 +282,17 @@ test('lstmCell: output shapes and every validation step', async (t) => {
   for (const [options, message] of cases) throwsType(t, () => b.lstmCell(x, w, r, h, c, 5, options), message)
 })
 
+test('a sequence output beyond the byte-length bound is a TypeError', async (t) => {
+  // A 256 MiB input whose float32 sequence of hiddenSize 64 would be 2^34 bytes
+  // (Chromium validates each output descriptor as it creates the operand).
+  const { builder: b } = await makeBuilder()
+  const steps = 2 ** 26
+  const x = f32(b, 'x', [steps, 1, 1])
+  throwsType(t, () => b.gru(x, f32(b, 'w', [1, 192, 1]), f32(b, 'r', [1, 192, 64]), steps, 64, { returnSequence: true }), /gru: output 1.*too large/)
+  throwsType(t, () => b.lstm(x, f32(b, 'lw', [1, 256, 1]), f32(b, 'lr', [1, 256, 64]), steps, 64, { returnSequence: true }), /lstm: output 2.*too large/)
+  t.deepEqual(b.gru(x, f32(b, 'w2', [1, 192, 1]), f32(b, 'r2', [1, 192, 64]), steps, 64)[0].shape(), [1, 1, 64])
+})
+
 test('dictionary members are read in WebIDL order', async (t) => {
   const { builder: b } = await makeBuilder()
   const { x, w, r } = lstmArgs(b)

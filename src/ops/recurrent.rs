@@ -15,7 +15,7 @@ use super::activation::Activation;
 use super::Op;
 use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
-use crate::graph::shape::OperandDesc;
+use crate::graph::shape::{check_dimensions, OperandDesc};
 use crate::graph::DataType;
 
 /// MLRecurrentNetworkDirection.
@@ -340,6 +340,18 @@ fn check_activations<const N: usize>(
     Ok(out)
 }
 
+/// The output descriptors within the implementation's bounds. The spec's "create
+/// an MLOperand" is silent; Chromium validates each output descriptor when it
+/// creates the operand, so a sequence output whose byte length exceeds the bound
+/// (it can, from inputs that do not: steps * batch * hiddenSize elements) is a
+/// TypeError here too.
+fn check_outputs(op: &str, outputs: &[OperandDesc]) -> Result<()> {
+    for (i, desc) in outputs.iter().enumerate() {
+        check_dimensions(&format!("{op}: output {i}"), desc)?;
+    }
+    Ok(())
+}
+
 fn gate_rows(hidden_size: usize, gates: usize) -> Option<usize> {
     hidden_size.checked_mul(gates)
 }
@@ -416,6 +428,7 @@ pub fn gru(
     if options.return_sequence {
         outputs.push(OperandDesc::new(input.data_type, vec![steps, dirs, batch_size, hidden_size]));
     }
+    check_outputs(OP, &outputs)?;
     let op = Gru {
         steps,
         hidden_size,
@@ -474,6 +487,7 @@ pub fn gru_cell(
     let activations = check_activations(OP, &options.activations, GRU_DEFAULT_ACTIVATIONS)?;
     // Steps 15-17.
     let output = OperandDesc::new(input.data_type, vec![batch_size, hidden_size]);
+    check_outputs(OP, std::slice::from_ref(&output))?;
     let op = GruCell {
         hidden_size,
         has_bias: options.bias.is_some(),
@@ -565,6 +579,7 @@ pub fn lstm(
     if options.return_sequence {
         outputs.push(OperandDesc::new(input.data_type, vec![steps, dirs, batch_size, hidden_size]));
     }
+    check_outputs(OP, &outputs)?;
     let op = Lstm {
         steps,
         hidden_size,
@@ -633,6 +648,7 @@ pub fn lstm_cell(
     let activations = check_activations(OP, &options.activations, LSTM_DEFAULT_ACTIVATIONS)?;
     // Steps 17-19.
     let desc = OperandDesc::new(input.data_type, vec![batch_size, hidden_size]);
+    check_outputs(OP, std::slice::from_ref(&desc))?;
     let op = LstmCell {
         hidden_size,
         has_bias: options.bias.is_some(),
@@ -1086,6 +1102,21 @@ mod tests {
             let e = err(lcell(&o));
             assert!(e.contains(&format!("lstmCell: {what}")), "{e}");
         }
+    }
+
+    #[test]
+    fn outputs_beyond_the_byte_length_bound_are_type_errors() {
+        // steps * batch = 2^26 with inputSize 1 is a 256 MiB input, but the float32
+        // sequence of hiddenSize 64 would be 2^34 bytes.
+        let (steps, h) = (1 << 26, 64);
+        let x = f(&[steps, 1, 1]);
+        let o = GruOptions { return_sequence: true, ..Default::default() };
+        let e = err(gru(&x, &f(&[1, 3 * h, 1]), &f(&[1, 3 * h, h]), steps, h, &o));
+        assert!(e.contains("gru: output 1") && e.contains("too large"), "{e}");
+        assert!(gru(&x, &f(&[1, 3 * h, 1]), &f(&[1, 3 * h, h]), steps, h, &Default::default()).is_ok());
+        let o = LstmOptions { return_sequence: true, ..Default::default() };
+        let e = err(lstm(&x, &f(&[1, 4 * h, 1]), &f(&[1, 4 * h, h]), steps, h, &o));
+        assert!(e.contains("lstm: output 2") && e.contains("too large"), "{e}");
     }
 
     #[test]

@@ -9,8 +9,11 @@
 //! given states: the tensors have the same elements in the same order, so both
 //! share one loop. Everything is computed in float32 (float16 operands are widened
 //! on load and the outputs rounded once on store). Per direction, the input
-//! projections of all steps are one GEMM; each step then does the recurrent
-//! projection as one GEMM over the batch.
+//! projections of a window of steps (every step, for sequences of up to a million
+//! projected values) are one GEMM; each step then does the recurrent projection as
+//! one GEMM over the batch. Scratch memory is bounded by the outputs' size plus
+//! the window, and allocated fallibly: a shortage is an OperationError, not an
+//! abort.
 
 use std::borrow::Cow;
 
@@ -27,11 +30,31 @@ fn internal(what: &str) -> WebnnError {
     WebnnError::Operation(format!("internal: {what}"))
 }
 
+/// An empty vector with room for `n` floats, or an OperationError where memory is
+/// short (never an abort).
+fn alloc(n: usize) -> Result<Vec<f32>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| WebnnError::Operation(format!("recurrent network: cannot allocate {n} float32 values of scratch memory")))?;
+    Ok(v)
+}
+
+fn zeros(n: usize) -> Result<Vec<f32>> {
+    let mut v = alloc(n)?;
+    v.resize(n, 0.0);
+    Ok(v)
+}
+
 /// The operand as float32: borrowed for float32, widened for float16.
 fn load<'a>(t: &Tensor<'a>) -> Result<Cow<'a, [f32]>> {
     match t.data_type {
         DataType::Float32 => Ok(Cow::Borrowed(as_elems::<f32>(t.data)?)),
-        DataType::Float16 => Ok(Cow::Owned(as_elems::<f16>(t.data)?.iter().map(|v| v.to_f32()).collect())),
+        DataType::Float16 => {
+            let src = as_elems::<f16>(t.data)?;
+            let mut v = alloc(src.len())?;
+            v.extend(src.iter().map(|x| x.to_f32()));
+            Ok(Cow::Owned(v))
+        }
         other => Err(internal(&format!("recurrent kernel given {other} data"))),
     }
 }
@@ -114,6 +137,58 @@ fn block(v: &[f32], index: usize, len: usize) -> Result<&[f32]> {
         .ok_or_else(|| internal("recurrent operand smaller than its shape"))
 }
 
+/// Scratch floats for the input projections of a window of steps: large enough
+/// for GEMMs of many rows, small enough that a long sequence costs no more memory.
+/// The unit tests use a tiny window so that their sequences span several.
+const PROJECTION_BUDGET: usize = if cfg!(test) { 100 } else { 1 << 20 };
+
+/// The input projections x·Wᵀ ([batch, gates * hidden] per step) of one direction,
+/// computed one window of consecutive steps at a time, as one GEMM per window, in
+/// the order the direction walks the steps.
+struct Projections<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    steps: usize,
+    batch: usize,
+    input_size: usize,
+    cols: usize,
+    per_step: usize,
+    window: usize,
+    reversed: bool,
+    /// The steps [start, end) held in `buf`.
+    start: usize,
+    end: usize,
+    buf: Vec<f32>,
+}
+
+impl<'a> Projections<'a> {
+    fn new(x: &'a [f32], w: &'a [f32], steps: usize, batch: usize, input_size: usize, cols: usize, reversed: bool) -> Result<Self> {
+        let per_step = batch.checked_mul(cols).ok_or_else(|| internal("recurrent projection size overflow"))?;
+        let window = (PROJECTION_BUDGET / per_step.max(1)).clamp(1, steps.max(1));
+        let buf = zeros(window.checked_mul(per_step).ok_or_else(|| internal("recurrent projection size overflow"))?)?;
+        Ok(Projections { x, w, steps, batch, input_size, cols, per_step, window, reversed, start: 0, end: 0, buf })
+    }
+
+    /// The projections of step `t`.
+    fn step(&mut self, t: usize) -> Result<&[f32]> {
+        if !(self.start..self.end).contains(&t) {
+            let (start, end) = if self.reversed {
+                ((t + 1).saturating_sub(self.window), t + 1)
+            } else {
+                (t, (t + self.window).min(self.steps))
+            };
+            let rows = (end - start) * self.batch;
+            let x = self
+                .x
+                .get(start * self.batch * self.input_size..)
+                .ok_or_else(|| internal("recurrent input smaller than its shape"))?;
+            matmul_bt(rows, self.cols, self.input_size, x, self.w, &mut self.buf, false)?;
+            (self.start, self.end) = (start, end);
+        }
+        block(&self.buf, t - self.start, self.per_step)
+    }
+}
+
 /// Shapes and operands of one GRU evaluation, all in float32.
 struct GruRun<'a> {
     steps: usize,
@@ -152,24 +227,23 @@ fn run_gru(p: &GruRun, last: &mut [f32], mut sequence: Option<&mut [f32]>) -> Re
         let bias = p.bias.map(|b| block(b, d, g3)).transpose()?;
         let rbias = p.recurrent_bias.map(|b| block(b, d, g3)).transpose()?;
         let at = |v: Option<&[f32]>, gate: usize, j: usize| v.map_or(0.0, |v| v[gate * h + j]);
-        // Input projections of every step at once: [steps * batch, 3 * hidden].
-        let rows = p.steps * b_n;
-        let mut xw = vec![0f32; rows * g3];
-        matmul_bt(rows, g3, p.input_size, p.x, w, &mut xw, false)?;
-        let mut hs: Vec<f32> = match p.h0 {
-            Some(h0) => block(h0, d, state)?.to_vec(),
-            None => vec![0.0; state],
+        let reversed = p.direction.reversed(d);
+        let mut xw = Projections::new(p.x, w, p.steps, b_n, p.input_size, g3, reversed)?;
+        let mut hs = match p.h0 {
+            Some(h0) => {
+                let mut v = alloc(state)?;
+                v.extend_from_slice(block(h0, d, state)?);
+                v
+            }
+            None => zeros(state)?,
         };
         // z and r are the first two gate blocks in both layouts, n the third.
         let (r_zr, r_n) = r.split_at(2 * h * h);
-        let mut hzr = vec![0f32; b_n * 2 * h];
-        let mut hn = vec![0f32; state];
-        let mut z = vec![0f32; state];
-        let mut reset = vec![0f32; state];
-        let mut rh = vec![0f32; state];
+        let mut hzr = zeros(2 * state)?;
+        let (mut hn, mut z, mut reset, mut rh) = (zeros(state)?, zeros(state)?, zeros(state)?, zeros(state)?);
         for step in 0..p.steps {
-            let t = if p.direction.reversed(d) { p.steps - 1 - step } else { step };
-            let xw_t = block(&xw, t, b_n * g3)?;
+            let t = if reversed { p.steps - 1 - step } else { step };
+            let xw_t = xw.step(t)?;
             matmul_bt(b_n, 2 * h, h, &hs, r_zr, &mut hzr, false)?;
             for bi in 0..b_n {
                 for j in 0..h {
@@ -256,20 +330,23 @@ fn run_lstm(p: &LstmRun, last_h: &mut [f32], last_c: &mut [f32], mut sequence: O
         let rbias = p.recurrent_bias.map(|b| block(b, d, g4)).transpose()?;
         let peephole = p.peephole.map(|b| block(b, d, 3 * h)).transpose()?;
         let at = |v: Option<&[f32]>, gate: usize, j: usize| v.map_or(0.0, |v| v[gate * h + j]);
-        let rows = p.steps * b_n;
-        let mut xw = vec![0f32; rows * g4];
-        matmul_bt(rows, g4, p.input_size, p.x, w, &mut xw, false)?;
+        let reversed = p.direction.reversed(d);
+        let mut xw = Projections::new(p.x, w, p.steps, b_n, p.input_size, g4, reversed)?;
         let init = |v: Option<&[f32]>| -> Result<Vec<f32>> {
             Ok(match v {
-                Some(v) => block(v, d, state)?.to_vec(),
-                None => vec![0.0; state],
+                Some(v) => {
+                    let mut out = alloc(state)?;
+                    out.extend_from_slice(block(v, d, state)?);
+                    out
+                }
+                None => zeros(state)?,
             })
         };
         let (mut hs, mut cs) = (init(p.h0)?, init(p.c0)?);
-        let mut hr = vec![0f32; b_n * g4];
+        let mut hr = zeros(4 * state)?;
         for step in 0..p.steps {
-            let t = if p.direction.reversed(d) { p.steps - 1 - step } else { step };
-            let xw_t = block(&xw, t, b_n * g4)?;
+            let t = if reversed { p.steps - 1 - step } else { step };
+            let xw_t = xw.step(t)?;
             matmul_bt(b_n, g4, h, &hs, r, &mut hr, false)?;
             for bi in 0..b_n {
                 for j in 0..h {
@@ -336,10 +413,6 @@ fn dim(shape: &[usize], i: usize) -> Result<usize> {
     shape.get(i).copied().ok_or_else(|| internal("recurrent input of unexpected rank"))
 }
 
-fn zeros(n: usize) -> Vec<f32> {
-    vec![0.0; n]
-}
-
 /// gru: outputs [output] or [output, outputSequence].
 pub fn gru(a: &Gru, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
     let mut ins = Inputs { it: inputs.iter() };
@@ -368,14 +441,14 @@ pub fn gru(a: &Gru, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         h0: h0.as_deref(),
     };
     let state = run.dirs * run.batch * run.hidden;
-    let mut last = zeros(state);
+    let mut last = zeros(state)?;
     match outputs {
         [(o0, _)] => {
             run_gru(&run, &mut last, None)?;
             store(dt, &last, o0)
         }
         [(o0, _), (o1, _)] => {
-            let mut seq = zeros(a.steps * state);
+            let mut seq = zeros(a.steps * state)?;
             run_gru(&run, &mut last, Some(&mut seq))?;
             store(dt, &last, o0)?;
             store(dt, &seq, o1)
@@ -409,7 +482,7 @@ pub fn gru_cell(a: &GruCell, inputs: &[Tensor], out: &mut [u8]) -> Result<()> {
         recurrent_bias: recurrent_bias.as_deref(),
         h0: Some(&h0),
     };
-    let mut last = zeros(run.batch * run.hidden);
+    let mut last = zeros(run.batch * run.hidden)?;
     run_gru(&run, &mut last, None)?;
     store(x.data_type, &last, out)
 }
@@ -445,7 +518,7 @@ pub fn lstm(a: &Lstm, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) 
         c0: c0.as_deref(),
     };
     let state = run.dirs * run.batch * run.hidden;
-    let (mut last_h, mut last_c) = (zeros(state), zeros(state));
+    let (mut last_h, mut last_c) = (zeros(state)?, zeros(state)?);
     match outputs {
         [(o0, _), (o1, _)] => {
             run_lstm(&run, &mut last_h, &mut last_c, None)?;
@@ -453,7 +526,7 @@ pub fn lstm(a: &Lstm, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) 
             store(dt, &last_c, o1)
         }
         [(o0, _), (o1, _), (o2, _)] => {
-            let mut seq = zeros(a.steps * state);
+            let mut seq = zeros(a.steps * state)?;
             run_lstm(&run, &mut last_h, &mut last_c, Some(&mut seq))?;
             store(dt, &last_h, o0)?;
             store(dt, &last_c, o1)?;
@@ -492,7 +565,7 @@ pub fn lstm_cell(a: &LstmCell, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[u
         c0: Some(&c0),
     };
     let state = run.batch * run.hidden;
-    let (mut last_h, mut last_c) = (zeros(state), zeros(state));
+    let (mut last_h, mut last_c) = (zeros(state)?, zeros(state)?);
     run_lstm(&run, &mut last_h, &mut last_c, None)?;
     match outputs {
         [(o0, _), (o1, _)] => {

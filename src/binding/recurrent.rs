@@ -144,7 +144,14 @@ impl NativeBuilder {
             activations: activations(&options.activations)?,
         };
         self.inner
-            .gru_cell(input as usize, weight as usize, recurrent_weight as usize, hidden_state as usize, hidden_size as usize, &o)
+            .gru_cell(
+                input as usize,
+                weight as usize,
+                recurrent_weight as usize,
+                hidden_state as usize,
+                hidden_size as usize,
+                &o,
+            )
             .map(id)
             .map_err(to_js)
     }

@@ -145,7 +145,13 @@ pub struct GruCellOptions<T> {
 
 impl<T> Default for GruCellOptions<T> {
     fn default() -> Self {
-        GruCellOptions { bias: None, recurrent_bias: None, reset_after: true, layout: GruWeightLayout::Zrn, activations: None }
+        GruCellOptions {
+            bias: None,
+            recurrent_bias: None,
+            reset_after: true,
+            layout: GruWeightLayout::Zrn,
+            activations: None,
+        }
     }
 }
 
@@ -191,7 +197,13 @@ pub struct LstmCellOptions<T> {
 
 impl<T> Default for LstmCellOptions<T> {
     fn default() -> Self {
-        LstmCellOptions { bias: None, recurrent_bias: None, peephole_weight: None, layout: LstmWeightLayout::Iofg, activations: None }
+        LstmCellOptions {
+            bias: None,
+            recurrent_bias: None,
+            peephole_weight: None,
+            layout: LstmWeightLayout::Iofg,
+            activations: None,
+        }
     }
 }
 
@@ -296,11 +308,7 @@ fn check_shape(op: &str, what: &str, d: &OperandDesc, expected: &[Option<usize>]
     let matches = d.shape.len() == expected.len() && d.shape.iter().zip(expected).all(|(&a, &e)| Some(a) == e);
     if !matches {
         let shown: Vec<String> = expected.iter().map(|e| e.map_or("overflow".to_string(), |v| v.to_string())).collect();
-        return Err(type_err!(
-            "{op}: {what}'s shape {:?} is not {formula} = [{}]",
-            d.shape,
-            shown.join(", ")
-        ));
+        return Err(type_err!("{op}: {what}'s shape {:?} is not {formula} = [{}]", d.shape, shown.join(", ")));
     }
     Ok(())
 }
@@ -327,11 +335,7 @@ fn check_activations<const N: usize>(
     defaults: [Activation; N],
 ) -> Result<[Activation; N]> {
     let Some(list) = activations else { return Ok(defaults) };
-    ensure!(
-        list.len() == N,
-        "{op}: options.activations holds {} activations but must hold {N}",
-        list.len()
-    );
+    ensure!(list.len() == N, "{op}: options.activations holds {} activations but must hold {N}", list.len());
     let mut out = defaults;
     for (i, a) in list.iter().enumerate() {
         a.require_elementwise(&format!("{op}: options.activations[{i}]"))?;
@@ -379,17 +383,19 @@ pub fn gru(
     check_type(OP, "weight", weight, input)?;
     check_type(OP, "recurrentWeight", recurrent_weight, input)?;
     // Step 6.
-    ensure!(
-        input.shape[0] == steps,
-        "{OP}: input's shape[0] ({}) is not steps ({steps})",
-        input.shape[0]
-    );
+    ensure!(input.shape[0] == steps, "{OP}: input's shape[0] ({}) is not steps ({steps})", input.shape[0]);
     // Steps 7-9.
     let (batch_size, input_size) = (input.shape[1], input.shape[2]);
     let dirs = options.direction.num_directions();
     let rows = gate_rows(hidden_size, 3);
     // Step 10.
-    check_shape(OP, "weight", weight, &[Some(dirs), rows, Some(input_size)], "[numDirections, 3 * hiddenSize, inputSize]")?;
+    check_shape(
+        OP,
+        "weight",
+        weight,
+        &[Some(dirs), rows, Some(input_size)],
+        "[numDirections, 3 * hiddenSize, inputSize]",
+    )?;
     // Step 11.
     check_shape(
         OP,
@@ -516,11 +522,7 @@ pub fn lstm(
     // Step 5.
     check_rank(OP, input, 3)?;
     // Step 6.
-    ensure!(
-        input.shape[0] == steps,
-        "{OP}: input's shape[0] ({}) is not steps ({steps})",
-        input.shape[0]
-    );
+    ensure!(input.shape[0] == steps, "{OP}: input's shape[0] ({}) is not steps ({steps})", input.shape[0]);
     // Step 7 (repeated as step 10).
     check_type(OP, "weight", weight, input)?;
     check_type(OP, "recurrentWeight", recurrent_weight, input)?;
@@ -528,7 +530,13 @@ pub fn lstm(
     let (batch_size, input_size) = (input.shape[1], input.shape[2]);
     let rows = gate_rows(hidden_size, 4);
     // Step 11.
-    check_shape(OP, "weight", weight, &[Some(dirs), rows, Some(input_size)], "[numDirections, 4 * hiddenSize, inputSize]")?;
+    check_shape(
+        OP,
+        "weight",
+        weight,
+        &[Some(dirs), rows, Some(input_size)],
+        "[numDirections, 4 * hiddenSize, inputSize]",
+    )?;
     // Step 12.
     check_shape(
         OP,
@@ -687,7 +695,11 @@ impl GraphBuilder {
         let descs = GruOptions {
             bias: self.optional_operand(OP, "options.bias", options.bias)?,
             recurrent_bias: self.optional_operand(OP, "options.recurrentBias", options.recurrent_bias)?,
-            initial_hidden_state: self.optional_operand(OP, "options.initialHiddenState", options.initial_hidden_state)?,
+            initial_hidden_state: self.optional_operand(
+                OP,
+                "options.initialHiddenState",
+                options.initial_hidden_state,
+            )?,
             reset_after: options.reset_after,
             return_sequence: options.return_sequence,
             direction: options.direction,
@@ -756,7 +768,11 @@ impl GraphBuilder {
             bias: self.optional_operand(OP, "options.bias", options.bias)?,
             recurrent_bias: self.optional_operand(OP, "options.recurrentBias", options.recurrent_bias)?,
             peephole_weight: self.optional_operand(OP, "options.peepholeWeight", options.peephole_weight)?,
-            initial_hidden_state: self.optional_operand(OP, "options.initialHiddenState", options.initial_hidden_state)?,
+            initial_hidden_state: self.optional_operand(
+                OP,
+                "options.initialHiddenState",
+                options.initial_hidden_state,
+            )?,
             initial_cell_state: self.optional_operand(OP, "options.initialCellState", options.initial_cell_state)?,
             return_sequence: options.return_sequence,
             direction: options.direction,
@@ -865,17 +881,25 @@ mod tests {
         // Step 4.
         assert!(err(gru(&f(&[2, 3]), &f(&[1, 15, 4]), &f(&[1, 15, 5]), 2, 5, &d)).contains("gru: input's rank is 2"));
         // Step 5.
-        assert!(err(gru(&f(&[2, 3, 4]), &h(&[1, 15, 4]), &f(&[1, 15, 5]), 2, 5, &d)).contains("gru: weight's data type"));
-        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &h(&[1, 15, 5]), 2, 5, &d)).contains("gru: recurrentWeight's data type"));
+        assert!(
+            err(gru(&f(&[2, 3, 4]), &h(&[1, 15, 4]), &f(&[1, 15, 5]), 2, 5, &d)).contains("gru: weight's data type")
+        );
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &h(&[1, 15, 5]), 2, 5, &d))
+            .contains("gru: recurrentWeight's data type"));
         // Step 6.
-        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 15, 5]), 3, 5, &d)).contains("shape[0] (2) is not steps (3)"));
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 15, 5]), 3, 5, &d))
+            .contains("shape[0] (2) is not steps (3)"));
         // Step 10.
         let e = err(gru(&f(&[2, 3, 4]), &f(&[1, 12, 4]), &f(&[1, 15, 5]), 2, 5, &d));
-        assert!(e.contains("gru: weight's shape [1, 12, 4] is not [numDirections, 3 * hiddenSize, inputSize] = [1, 15, 4]"), "{e}");
+        assert!(
+            e.contains("gru: weight's shape [1, 12, 4] is not [numDirections, 3 * hiddenSize, inputSize] = [1, 15, 4]"),
+            "{e}"
+        );
         let both = GruOptions { direction: RecurrentDirection::Both, ..Default::default() };
         assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[2, 15, 5]), 2, 5, &both)).contains("gru: weight's shape"));
         // Step 11.
-        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 15, 4]), 2, 5, &d)).contains("gru: recurrentWeight's shape"));
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 15, 4]), 2, 5, &d))
+            .contains("gru: recurrentWeight's shape"));
         // hiddenSize 0 fails at step 10 (no dimension is 0); a huge hiddenSize
         // fails step 10 as well since no shape holds 3 * hiddenSize.
         assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 1, 4]), &f(&[1, 1, 1]), 2, 0, &d)).contains("weight's shape"));
@@ -889,7 +913,9 @@ mod tests {
         let o = GruOptions { bias: Some(&b_bad_type), ..Default::default() };
         assert!(err(gru_ok(&o)).contains("gru: options.bias's data type"));
         let o = GruOptions { bias: Some(&b_bad_shape), ..Default::default() };
-        assert!(err(gru_ok(&o)).contains("gru: options.bias's shape [15] is not [numDirections, 3 * hiddenSize] = [1, 15]"));
+        assert!(
+            err(gru_ok(&o)).contains("gru: options.bias's shape [15] is not [numDirections, 3 * hiddenSize] = [1, 15]")
+        );
         // Step 14.
         let o = GruOptions { recurrent_bias: Some(&b_bad_type), ..Default::default() };
         assert!(err(gru_ok(&o)).contains("gru: options.recurrentBias's data type"));
@@ -905,7 +931,10 @@ mod tests {
         let o = GruOptions { activations: Some(vec![Activation::Relu]), ..Default::default() };
         assert!(err(gru_ok(&o)).contains("gru: options.activations holds 1 activations but must hold 2"));
         // Step 17.
-        let o = GruOptions { activations: Some(vec![Activation::Relu, Activation::Softmax { axis: 1 }]), ..Default::default() };
+        let o = GruOptions {
+            activations: Some(vec![Activation::Relu, Activation::Softmax { axis: 1 }]),
+            ..Default::default()
+        };
         assert!(err(gru_ok(&o)).contains("gru: options.activations[1]: softmax"));
         // Valid optional operands and activations.
         let (b, s) = (f(&[1, 15]), f(&[1, 3, 5]));
@@ -934,19 +963,27 @@ mod tests {
         assert_eq!(out, h(&[1, 1]));
         // Step 3.
         let u8in = OperandDesc::new(Uint8, vec![3, 4]);
-        assert!(err(gru_cell(&u8in, &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d)).contains("gruCell: input's data type 'uint8'"));
+        assert!(err(gru_cell(&u8in, &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: input's data type 'uint8'"));
         // Step 4.
-        assert!(err(gru_cell(&f(&[1, 3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d)).contains("gruCell: input's rank is 3"));
+        assert!(err(gru_cell(&f(&[1, 3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: input's rank is 3"));
         // Step 7.
-        assert!(err(gru_cell(&f(&[3, 4]), &h(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d)).contains("gruCell: weight's data type"));
-        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &h(&[15, 5]), &f(&[3, 5]), 5, &d)).contains("gruCell: recurrentWeight's data type"));
-        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &h(&[3, 5]), 5, &d)).contains("gruCell: hiddenState's data type"));
+        assert!(err(gru_cell(&f(&[3, 4]), &h(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: weight's data type"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &h(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: recurrentWeight's data type"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &h(&[3, 5]), 5, &d))
+            .contains("gruCell: hiddenState's data type"));
         // Step 8.
-        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 3]), &f(&[15, 5]), &f(&[3, 5]), 5, &d)).contains("gruCell: weight's shape [15, 3] is not [3 * hiddenSize, inputSize] = [15, 4]"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 3]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: weight's shape [15, 3] is not [3 * hiddenSize, inputSize] = [15, 4]"));
         // Step 9.
-        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[1, 15, 5]), &f(&[3, 5]), 5, &d)).contains("gruCell: recurrentWeight's shape"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[1, 15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: recurrentWeight's shape"));
         // Step 10.
-        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[5, 3]), 5, &d)).contains("gruCell: hiddenState's shape [5, 3] is not [batchSize, hiddenSize] = [3, 5]"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[5, 3]), 5, &d))
+            .contains("gruCell: hiddenState's shape [5, 3] is not [batchSize, hiddenSize] = [3, 5]"));
         // Step 11.
         let big = 1_000_000_000;
         let e = err(gru_cell(&f(&[1, 1]), &f(&[3 * big, 1]), &f(&[3 * big, big]), &f(&[1, big]), big, &d));
@@ -955,7 +992,10 @@ mod tests {
         let (bt, bs) = (h(&[15]), f(&[1, 15]));
         for (o, what) in [
             (GruCellOptions { bias: Some(&bt), ..Default::default() }, "options.bias's data type"),
-            (GruCellOptions { bias: Some(&bs), ..Default::default() }, "options.bias's shape [1, 15] is not [3 * hiddenSize] = [15]"),
+            (
+                GruCellOptions { bias: Some(&bs), ..Default::default() },
+                "options.bias's shape [1, 15] is not [3 * hiddenSize] = [15]",
+            ),
             (GruCellOptions { recurrent_bias: Some(&bt), ..Default::default() }, "options.recurrentBias's data type"),
             (GruCellOptions { recurrent_bias: Some(&bs), ..Default::default() }, "options.recurrentBias's shape"),
         ] {
@@ -965,10 +1005,19 @@ mod tests {
         // Steps 14 and 18.
         let o = GruCellOptions { activations: Some(vec![]), ..Default::default() };
         assert!(err(cell(&o)).contains("gruCell: options.activations holds 0"));
-        let o = GruCellOptions { activations: Some(vec![Activation::Softmax { axis: 0 }, Activation::Tanh]), ..Default::default() };
+        let o = GruCellOptions {
+            activations: Some(vec![Activation::Softmax { axis: 0 }, Activation::Tanh]),
+            ..Default::default()
+        };
         assert!(err(cell(&o)).contains("gruCell: options.activations[0]: softmax"));
         let b = f(&[15]);
-        let o = GruCellOptions { bias: Some(&b), recurrent_bias: Some(&b), reset_after: false, layout: GruWeightLayout::Rzn, ..Default::default() };
+        let o = GruCellOptions {
+            bias: Some(&b),
+            recurrent_bias: Some(&b),
+            reset_after: false,
+            layout: GruWeightLayout::Rzn,
+            ..Default::default()
+        };
         let (op, _) = cell(&o).unwrap();
         assert!(op.has_bias && op.has_recurrent_bias && !op.reset_after);
         assert_eq!(op.layout.gates(), GruGates { r: 0, z: 1, n: 2 });
@@ -999,17 +1048,28 @@ mod tests {
         let i8in = OperandDesc::new(Int8, vec![2, 3, 4]);
         assert!(err(lstm(&i8in, &f(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d)).contains("lstm: input's data type 'int8'"));
         // Step 5.
-        assert!(err(lstm(&f(&[2, 3, 4, 1]), &f(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d)).contains("lstm: input's rank is 4"));
+        assert!(err(lstm(&f(&[2, 3, 4, 1]), &f(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d))
+            .contains("lstm: input's rank is 4"));
         // Step 6.
-        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &f(&[1, 20, 5]), 1, 5, &d)).contains("lstm: input's shape[0] (2) is not steps (1)"));
+        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &f(&[1, 20, 5]), 1, 5, &d))
+            .contains("lstm: input's shape[0] (2) is not steps (1)"));
         // Steps 7/10.
-        assert!(err(lstm(&f(&[2, 3, 4]), &h(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d)).contains("lstm: weight's data type"));
-        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &h(&[1, 20, 5]), 2, 5, &d)).contains("lstm: recurrentWeight's data type"));
+        assert!(
+            err(lstm(&f(&[2, 3, 4]), &h(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d)).contains("lstm: weight's data type")
+        );
+        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &h(&[1, 20, 5]), 2, 5, &d))
+            .contains("lstm: recurrentWeight's data type"));
         // Step 11.
         let e = err(lstm(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 20, 5]), 2, 5, &d));
-        assert!(e.contains("lstm: weight's shape [1, 15, 4] is not [numDirections, 4 * hiddenSize, inputSize] = [1, 20, 4]"), "{e}");
+        assert!(
+            e.contains(
+                "lstm: weight's shape [1, 15, 4] is not [numDirections, 4 * hiddenSize, inputSize] = [1, 20, 4]"
+            ),
+            "{e}"
+        );
         // Step 12.
-        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &f(&[1, 20, 4]), 2, 5, &d)).contains("lstm: recurrentWeight's shape"));
+        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &f(&[1, 20, 4]), 2, 5, &d))
+            .contains("lstm: recurrentWeight's shape"));
         // Step 13.
         let big = 600_000_000;
         let e = err(lstm(&f(&[1, 1, 1]), &f(&[1, 4 * big, 1]), &f(&[1, 4 * big, big]), 1, big, &d));
@@ -1018,18 +1078,39 @@ mod tests {
         let (bt, bs, pt, ps, st, ss) = (h(&[1, 20]), f(&[20]), h(&[1, 15]), f(&[1, 20]), h(&[1, 3, 5]), f(&[2, 3, 5]));
         for (o, what) in [
             (LstmOptions { bias: Some(&bt), ..Default::default() }, "options.bias's data type"),
-            (LstmOptions { bias: Some(&bs), ..Default::default() }, "options.bias's shape [20] is not [numDirections, 4 * hiddenSize] = [1, 20]"),
+            (
+                LstmOptions { bias: Some(&bs), ..Default::default() },
+                "options.bias's shape [20] is not [numDirections, 4 * hiddenSize] = [1, 20]",
+            ),
             (LstmOptions { recurrent_bias: Some(&bt), ..Default::default() }, "options.recurrentBias's data type"),
             (LstmOptions { recurrent_bias: Some(&bs), ..Default::default() }, "options.recurrentBias's shape"),
             (LstmOptions { peephole_weight: Some(&pt), ..Default::default() }, "options.peepholeWeight's data type"),
-            (LstmOptions { peephole_weight: Some(&ps), ..Default::default() }, "options.peepholeWeight's shape [1, 20] is not [numDirections, 3 * hiddenSize] = [1, 15]"),
-            (LstmOptions { initial_hidden_state: Some(&st), ..Default::default() }, "options.initialHiddenState's data type"),
-            (LstmOptions { initial_hidden_state: Some(&ss), ..Default::default() }, "options.initialHiddenState's shape [2, 3, 5]"),
-            (LstmOptions { initial_cell_state: Some(&st), ..Default::default() }, "options.initialCellState's data type"),
-            (LstmOptions { initial_cell_state: Some(&ss), ..Default::default() }, "options.initialCellState's shape"),
-            (LstmOptions { activations: Some(vec![Activation::Sigmoid; 2]), ..Default::default() }, "options.activations holds 2"),
             (
-                LstmOptions { activations: Some(vec![Activation::Sigmoid, Activation::Tanh, Activation::Softmax { axis: 1 }]), ..Default::default() },
+                LstmOptions { peephole_weight: Some(&ps), ..Default::default() },
+                "options.peepholeWeight's shape [1, 20] is not [numDirections, 3 * hiddenSize] = [1, 15]",
+            ),
+            (
+                LstmOptions { initial_hidden_state: Some(&st), ..Default::default() },
+                "options.initialHiddenState's data type",
+            ),
+            (
+                LstmOptions { initial_hidden_state: Some(&ss), ..Default::default() },
+                "options.initialHiddenState's shape [2, 3, 5]",
+            ),
+            (
+                LstmOptions { initial_cell_state: Some(&st), ..Default::default() },
+                "options.initialCellState's data type",
+            ),
+            (LstmOptions { initial_cell_state: Some(&ss), ..Default::default() }, "options.initialCellState's shape"),
+            (
+                LstmOptions { activations: Some(vec![Activation::Sigmoid; 2]), ..Default::default() },
+                "options.activations holds 2",
+            ),
+            (
+                LstmOptions {
+                    activations: Some(vec![Activation::Sigmoid, Activation::Tanh, Activation::Softmax { axis: 1 }]),
+                    ..Default::default()
+                },
                 "options.activations[2]: softmax",
             ),
         ] {
@@ -1049,7 +1130,13 @@ mod tests {
             ..Default::default()
         };
         let (op, _) = lstm_ok(&o).unwrap();
-        assert!(op.has_bias && op.has_recurrent_bias && op.has_peephole_weight && op.has_initial_hidden_state && op.has_initial_cell_state);
+        assert!(
+            op.has_bias
+                && op.has_recurrent_bias
+                && op.has_peephole_weight
+                && op.has_initial_hidden_state
+                && op.has_initial_cell_state
+        );
         assert_eq!(op.layout.gates(), LstmGates { i: 0, f: 1, g: 2, o: 3 });
     }
 
@@ -1064,21 +1151,31 @@ mod tests {
         let s = f(&[3, 5]);
         // Step 3.
         let i32in = OperandDesc::new(Int32, vec![3, 4]);
-        assert!(err(lstm_cell(&i32in, &f(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d)).contains("lstmCell: input's data type 'int32'"));
+        assert!(err(lstm_cell(&i32in, &f(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: input's data type 'int32'"));
         // Step 4.
-        assert!(err(lstm_cell(&f(&[12]), &f(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d)).contains("lstmCell: input's rank is 1"));
+        assert!(err(lstm_cell(&f(&[12]), &f(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: input's rank is 1"));
         // Step 5.
         let hs = h(&[3, 5]);
-        assert!(err(lstm_cell(&f(&[3, 4]), &h(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d)).contains("lstmCell: weight's data type"));
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &h(&[20, 5]), &s, &s, 5, &d)).contains("lstmCell: recurrentWeight's data type"));
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &hs, &s, 5, &d)).contains("lstmCell: hiddenState's data type"));
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &s, &hs, 5, &d)).contains("lstmCell: cellState's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &h(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: weight's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &h(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: recurrentWeight's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &hs, &s, 5, &d))
+            .contains("lstmCell: hiddenState's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &s, &hs, 5, &d))
+            .contains("lstmCell: cellState's data type"));
         // Steps 8-11.
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 5]), &f(&[20, 5]), &s, &s, 5, &d)).contains("lstmCell: weight's shape [20, 5] is not [4 * hiddenSize, inputSize] = [20, 4]"));
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[15, 5]), &s, &s, 5, &d)).contains("lstmCell: recurrentWeight's shape"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 5]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: weight's shape [20, 5] is not [4 * hiddenSize, inputSize] = [20, 4]"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[15, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: recurrentWeight's shape"));
         let bad = f(&[3, 4]);
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &bad, &s, 5, &d)).contains("lstmCell: hiddenState's shape [3, 4]"));
-        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &s, &bad, 5, &d)).contains("lstmCell: cellState's shape [3, 4]"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &bad, &s, 5, &d))
+            .contains("lstmCell: hiddenState's shape [3, 4]"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &s, &bad, 5, &d))
+            .contains("lstmCell: cellState's shape [3, 4]"));
         // Step 12.
         let big = 600_000_000;
         let bs = f(&[1, big]);
@@ -1088,14 +1185,29 @@ mod tests {
         let (bt, bsh, pt, psh) = (h(&[20]), f(&[1, 20]), h(&[15]), f(&[20]));
         for (o, what) in [
             (LstmCellOptions { bias: Some(&bt), ..Default::default() }, "options.bias's data type"),
-            (LstmCellOptions { bias: Some(&bsh), ..Default::default() }, "options.bias's shape [1, 20] is not [4 * hiddenSize] = [20]"),
+            (
+                LstmCellOptions { bias: Some(&bsh), ..Default::default() },
+                "options.bias's shape [1, 20] is not [4 * hiddenSize] = [20]",
+            ),
             (LstmCellOptions { recurrent_bias: Some(&bt), ..Default::default() }, "options.recurrentBias's data type"),
             (LstmCellOptions { recurrent_bias: Some(&bsh), ..Default::default() }, "options.recurrentBias's shape"),
-            (LstmCellOptions { peephole_weight: Some(&pt), ..Default::default() }, "options.peepholeWeight's data type"),
-            (LstmCellOptions { peephole_weight: Some(&psh), ..Default::default() }, "options.peepholeWeight's shape [20] is not [3 * hiddenSize] = [15]"),
-            (LstmCellOptions { activations: Some(vec![Activation::Tanh; 4]), ..Default::default() }, "options.activations holds 4"),
             (
-                LstmCellOptions { activations: Some(vec![Activation::Softmax { axis: 0 }, Activation::Tanh, Activation::Tanh]), ..Default::default() },
+                LstmCellOptions { peephole_weight: Some(&pt), ..Default::default() },
+                "options.peepholeWeight's data type",
+            ),
+            (
+                LstmCellOptions { peephole_weight: Some(&psh), ..Default::default() },
+                "options.peepholeWeight's shape [20] is not [3 * hiddenSize] = [15]",
+            ),
+            (
+                LstmCellOptions { activations: Some(vec![Activation::Tanh; 4]), ..Default::default() },
+                "options.activations holds 4",
+            ),
+            (
+                LstmCellOptions {
+                    activations: Some(vec![Activation::Softmax { axis: 0 }, Activation::Tanh, Activation::Tanh]),
+                    ..Default::default()
+                },
                 "options.activations[0]: softmax",
             ),
         ] {

@@ -34,8 +34,9 @@ fn internal(what: &str) -> WebnnError {
 /// short (never an abort).
 fn alloc(n: usize) -> Result<Vec<f32>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| WebnnError::Operation(format!("recurrent network: cannot allocate {n} float32 values of scratch memory")))?;
+    v.try_reserve_exact(n).map_err(|_| {
+        WebnnError::Operation(format!("recurrent network: cannot allocate {n} float32 values of scratch memory"))
+    })?;
     Ok(v)
 }
 
@@ -162,7 +163,15 @@ struct Projections<'a> {
 }
 
 impl<'a> Projections<'a> {
-    fn new(x: &'a [f32], w: &'a [f32], steps: usize, batch: usize, input_size: usize, cols: usize, reversed: bool) -> Result<Self> {
+    fn new(
+        x: &'a [f32],
+        w: &'a [f32],
+        steps: usize,
+        batch: usize,
+        input_size: usize,
+        cols: usize,
+        reversed: bool,
+    ) -> Result<Self> {
         let per_step = batch.checked_mul(cols).ok_or_else(|| internal("recurrent projection size overflow"))?;
         let window = (PROJECTION_BUDGET / per_step.max(1)).clamp(1, steps.max(1));
         let buf = zeros(window.checked_mul(per_step).ok_or_else(|| internal("recurrent projection size overflow"))?)?;
@@ -213,79 +222,132 @@ struct GruRun<'a> {
     h0: Option<&'a [f32]>,
 }
 
+/// Splits outputs of shape [dirs, batch, hidden] (`lasts`) and the optional
+/// [steps, dirs, batch, hidden] sequence by direction, and runs `direction(d,
+/// lasts of d, sequence blocks of d in step order)` for each; the two directions of
+/// "both" share nothing but their inputs, so they run at once.
+fn by_direction<'a, F>(
+    dirs: usize,
+    steps: usize,
+    state: usize,
+    lasts: Vec<&'a mut [f32]>,
+    sequence: Option<&'a mut [f32]>,
+    direction: F,
+) -> Result<()>
+where
+    F: Fn(usize, Vec<&'a mut [f32]>, Vec<&'a mut [f32]>) -> Result<()> + Sync,
+{
+    if state == 0 || !(1..=2).contains(&dirs) {
+        return Err(internal("recurrent network of empty state"));
+    }
+    let mut dir_lasts: Vec<Vec<&mut [f32]>> = (0..dirs).map(|_| Vec::new()).collect();
+    for last in lasts {
+        if last.len() != dirs * state {
+            return Err(internal("recurrent output size mismatch"));
+        }
+        for (d, chunk) in last.chunks_mut(state).enumerate() {
+            dir_lasts[d].push(chunk);
+        }
+    }
+    let mut dir_seqs: Vec<Vec<&mut [f32]>> = (0..dirs).map(|_| Vec::new()).collect();
+    if let Some(seq) = sequence {
+        if seq.len() != steps * dirs * state {
+            return Err(internal("recurrent sequence size mismatch"));
+        }
+        for (i, chunk) in seq.chunks_mut(state).enumerate() {
+            dir_seqs[i % dirs].push(chunk);
+        }
+    }
+    let mut parts = dir_lasts.into_iter().zip(dir_seqs);
+    let (l0, s0) = parts.next().ok_or_else(|| internal("recurrent network without directions"))?;
+    match parts.next() {
+        None => direction(0, l0, s0),
+        Some((l1, s1)) => {
+            let (r0, r1) = rayon::join(|| direction(0, l0, s0), || direction(1, l1, s1));
+            r0.and(r1)
+        }
+    }
+}
+
 /// Fills `last` ([dirs, batch, hidden]) and `sequence` ([steps, dirs, batch,
 /// hidden]) where asked.
-fn run_gru(p: &GruRun, last: &mut [f32], mut sequence: Option<&mut [f32]>) -> Result<()> {
+fn run_gru(p: &GruRun, last: &mut [f32], sequence: Option<&mut [f32]>) -> Result<()> {
+    by_direction(p.dirs, p.steps, p.batch * p.hidden, vec![last], sequence, |d, lasts, seq| {
+        gru_direction(p, d, lasts, seq)
+    })
+}
+
+/// One direction `d` of a GRU: its last state into `lasts[0]` and, where asked,
+/// its state after each step into `seq[step]`.
+fn gru_direction(p: &GruRun, d: usize, mut lasts: Vec<&mut [f32]>, mut seq: Vec<&mut [f32]>) -> Result<()> {
     let (b_n, h) = (p.batch, p.hidden);
     let g3 = 3 * h;
     let state = b_n * h;
     let gates = p.layout.gates();
     let [fa, fn_] = p.activations;
-    for d in 0..p.dirs {
-        let w = block(p.w, d, g3 * p.input_size)?;
-        let r = block(p.r, d, g3 * h)?;
-        let bias = p.bias.map(|b| block(b, d, g3)).transpose()?;
-        let rbias = p.recurrent_bias.map(|b| block(b, d, g3)).transpose()?;
-        let at = |v: Option<&[f32]>, gate: usize, j: usize| v.map_or(0.0, |v| v[gate * h + j]);
-        let reversed = p.direction.reversed(d);
-        let mut xw = Projections::new(p.x, w, p.steps, b_n, p.input_size, g3, reversed)?;
-        let mut hs = match p.h0 {
-            Some(h0) => {
-                let mut v = alloc(state)?;
-                v.extend_from_slice(block(h0, d, state)?);
-                v
-            }
-            None => zeros(state)?,
-        };
-        // z and r are the first two gate blocks in both layouts, n the third.
-        let (r_zr, r_n) = r.split_at(2 * h * h);
-        let mut hzr = zeros(2 * state)?;
-        let (mut hn, mut z, mut reset, mut rh) = (zeros(state)?, zeros(state)?, zeros(state)?, zeros(state)?);
-        for step in 0..p.steps {
-            let t = if reversed { p.steps - 1 - step } else { step };
-            let xw_t = xw.step(t)?;
-            matmul_bt(b_n, 2 * h, h, &hs, r_zr, &mut hzr, false)?;
-            for bi in 0..b_n {
-                for j in 0..h {
-                    // add(add(bias, recurrentBias), add(x·Wᵀ, h·Rᵀ)) per gate.
-                    let pre = |gate: usize| {
-                        (at(bias, gate, j) + at(rbias, gate, j)) + (xw_t[bi * g3 + gate * h + j] + hzr[bi * 2 * h + gate * h + j])
-                    };
-                    z[bi * h + j] = fa.apply(pre(gates.z));
-                    reset[bi * h + j] = fa.apply(pre(gates.r));
-                }
-            }
-            if p.reset_after {
-                matmul_bt(b_n, h, h, &hs, r_n, &mut hn, false)?;
-            } else {
-                for ((o, &rv), &hv) in rh.iter_mut().zip(&reset).zip(&hs) {
-                    *o = rv * hv;
-                }
-                matmul_bt(b_n, h, h, &rh, r_n, &mut hn, false)?;
-            }
-            let n_gate = gates.n;
-            for bi in 0..b_n {
-                for j in 0..h {
-                    let k = bi * h + j;
-                    let xn = xw_t[bi * g3 + n_gate * h + j];
-                    let n = if p.reset_after {
-                        // add(bias, add(x·Wᵀ, mul(r, add(recurrentBias, h·Rᵀ)))).
-                        fn_.apply(at(bias, n_gate, j) + (xn + reset[k] * (at(rbias, n_gate, j) + hn[k])))
-                    } else {
-                        // add(add(bias, recurrentBias), add(x·Wᵀ, (r * h)·Rᵀ)).
-                        fn_.apply((at(bias, n_gate, j) + at(rbias, n_gate, j)) + (xn + hn[k]))
-                    };
-                    // add(mul(z, h), mul(n, sub(1, z))).
-                    hs[k] = z[k] * hs[k] + n * (1.0 - z[k]);
-                }
-            }
-            if let Some(seq) = sequence.as_deref_mut() {
-                let at = (step * p.dirs + d) * state;
-                seq.get_mut(at..at + state).ok_or_else(|| internal("gru sequence too small"))?.copy_from_slice(&hs);
+    let w = block(p.w, d, g3 * p.input_size)?;
+    let r = block(p.r, d, g3 * h)?;
+    let bias = p.bias.map(|b| block(b, d, g3)).transpose()?;
+    let rbias = p.recurrent_bias.map(|b| block(b, d, g3)).transpose()?;
+    let at = |v: Option<&[f32]>, gate: usize, j: usize| v.map_or(0.0, |v| v[gate * h + j]);
+    let reversed = p.direction.reversed(d);
+    let mut xw = Projections::new(p.x, w, p.steps, b_n, p.input_size, g3, reversed)?;
+    let mut hs = match p.h0 {
+        Some(h0) => {
+            let mut v = alloc(state)?;
+            v.extend_from_slice(block(h0, d, state)?);
+            v
+        }
+        None => zeros(state)?,
+    };
+    // z and r are the first two gate blocks in both layouts, n the third.
+    let (r_zr, r_n) = r.split_at(2 * h * h);
+    let mut hzr = zeros(2 * state)?;
+    let (mut hn, mut z, mut reset, mut rh) = (zeros(state)?, zeros(state)?, zeros(state)?, zeros(state)?);
+    for step in 0..p.steps {
+        let t = if reversed { p.steps - 1 - step } else { step };
+        let xw_t = xw.step(t)?;
+        matmul_bt(b_n, 2 * h, h, &hs, r_zr, &mut hzr, false)?;
+        for bi in 0..b_n {
+            for j in 0..h {
+                // add(add(bias, recurrentBias), add(x·Wᵀ, h·Rᵀ)) per gate.
+                let pre = |gate: usize| {
+                    (at(bias, gate, j) + at(rbias, gate, j))
+                        + (xw_t[bi * g3 + gate * h + j] + hzr[bi * 2 * h + gate * h + j])
+                };
+                z[bi * h + j] = fa.apply(pre(gates.z));
+                reset[bi * h + j] = fa.apply(pre(gates.r));
             }
         }
-        last.get_mut(d * state..(d + 1) * state).ok_or_else(|| internal("gru output too small"))?.copy_from_slice(&hs);
+        if p.reset_after {
+            matmul_bt(b_n, h, h, &hs, r_n, &mut hn, false)?;
+        } else {
+            for ((o, &rv), &hv) in rh.iter_mut().zip(&reset).zip(&hs) {
+                *o = rv * hv;
+            }
+            matmul_bt(b_n, h, h, &rh, r_n, &mut hn, false)?;
+        }
+        let n_gate = gates.n;
+        for bi in 0..b_n {
+            for j in 0..h {
+                let k = bi * h + j;
+                let xn = xw_t[bi * g3 + n_gate * h + j];
+                let n = if p.reset_after {
+                    // add(bias, add(x·Wᵀ, mul(r, add(recurrentBias, h·Rᵀ)))).
+                    fn_.apply(at(bias, n_gate, j) + (xn + reset[k] * (at(rbias, n_gate, j) + hn[k])))
+                } else {
+                    // add(add(bias, recurrentBias), add(x·Wᵀ, (r * h)·Rᵀ)).
+                    fn_.apply((at(bias, n_gate, j) + at(rbias, n_gate, j)) + (xn + hn[k]))
+                };
+                // add(mul(z, h), mul(n, sub(1, z))).
+                hs[k] = z[k] * hs[k] + n * (1.0 - z[k]);
+            }
+        }
+        if let Some(out) = seq.get_mut(step) {
+            out.copy_from_slice(&hs);
+        }
     }
+    lasts.get_mut(0).ok_or_else(|| internal("gru output missing"))?.copy_from_slice(&hs);
     Ok(())
 }
 
@@ -317,67 +379,79 @@ struct LstmRun<'a> {
 
 /// Fills `last_h` and `last_c` ([dirs, batch, hidden]) and `sequence` ([steps,
 /// dirs, batch, hidden]) where asked.
-fn run_lstm(p: &LstmRun, last_h: &mut [f32], last_c: &mut [f32], mut sequence: Option<&mut [f32]>) -> Result<()> {
+fn run_lstm(p: &LstmRun, last_h: &mut [f32], last_c: &mut [f32], sequence: Option<&mut [f32]>) -> Result<()> {
+    by_direction(p.dirs, p.steps, p.batch * p.hidden, vec![last_h, last_c], sequence, |d, lasts, seq| {
+        lstm_direction(p, d, lasts, seq)
+    })
+}
+
+/// One direction `d` of an LSTM: its last hidden and cell states into `lasts[0]`
+/// and `lasts[1]` and, where asked, its hidden state after each step into
+/// `seq[step]`.
+fn lstm_direction(p: &LstmRun, d: usize, mut lasts: Vec<&mut [f32]>, mut seq: Vec<&mut [f32]>) -> Result<()> {
     let (b_n, h) = (p.batch, p.hidden);
     let g4 = 4 * h;
     let state = b_n * h;
     let gates = p.layout.gates();
     let [fa, fg, fh] = p.activations;
-    for d in 0..p.dirs {
-        let w = block(p.w, d, g4 * p.input_size)?;
-        let r = block(p.r, d, g4 * h)?;
-        let bias = p.bias.map(|b| block(b, d, g4)).transpose()?;
-        let rbias = p.recurrent_bias.map(|b| block(b, d, g4)).transpose()?;
-        let peephole = p.peephole.map(|b| block(b, d, 3 * h)).transpose()?;
-        let at = |v: Option<&[f32]>, gate: usize, j: usize| v.map_or(0.0, |v| v[gate * h + j]);
-        let reversed = p.direction.reversed(d);
-        let mut xw = Projections::new(p.x, w, p.steps, b_n, p.input_size, g4, reversed)?;
-        let init = |v: Option<&[f32]>| -> Result<Vec<f32>> {
-            Ok(match v {
-                Some(v) => {
-                    let mut out = alloc(state)?;
-                    out.extend_from_slice(block(v, d, state)?);
-                    out
-                }
-                None => zeros(state)?,
-            })
-        };
-        let (mut hs, mut cs) = (init(p.h0)?, init(p.c0)?);
-        let mut hr = zeros(4 * state)?;
-        for step in 0..p.steps {
-            let t = if reversed { p.steps - 1 - step } else { step };
-            let xw_t = xw.step(t)?;
-            matmul_bt(b_n, g4, h, &hs, r, &mut hr, false)?;
-            for bi in 0..b_n {
-                for j in 0..h {
-                    let k = bi * h + j;
-                    let c = cs[k];
-                    // add(add(bias, recurrentBias), add(x·Wᵀ, h·Rᵀ)) per gate.
-                    let pre = |gate: usize| {
-                        (at(bias, gate, j) + at(rbias, gate, j)) + (xw_t[bi * g4 + gate * h + j] + hr[bi * g4 + gate * h + j])
-                    };
-                    // add(mul(cellState, peephole), ...), with the previous cell state
-                    // for all three gates, as the decomposition writes it.
-                    let peep = |slot: usize, x: f32| match peephole {
-                        Some(pw) => c * pw[slot * h + j] + x,
-                        None => x,
-                    };
-                    let i = fa.apply(peep(0, pre(gates.i)));
-                    let f = fa.apply(peep(2, pre(gates.f)));
-                    let g = fg.apply(pre(gates.g));
-                    let o = fa.apply(peep(1, pre(gates.o)));
-                    let ct = f * c + i * g;
-                    cs[k] = ct;
-                    hs[k] = o * fh.apply(ct);
-                }
+    let w = block(p.w, d, g4 * p.input_size)?;
+    let r = block(p.r, d, g4 * h)?;
+    let bias = p.bias.map(|b| block(b, d, g4)).transpose()?;
+    let rbias = p.recurrent_bias.map(|b| block(b, d, g4)).transpose()?;
+    let peephole = p.peephole.map(|b| block(b, d, 3 * h)).transpose()?;
+    let at = |v: Option<&[f32]>, gate: usize, j: usize| v.map_or(0.0, |v| v[gate * h + j]);
+    let reversed = p.direction.reversed(d);
+    let mut xw = Projections::new(p.x, w, p.steps, b_n, p.input_size, g4, reversed)?;
+    let init = |v: Option<&[f32]>| -> Result<Vec<f32>> {
+        Ok(match v {
+            Some(v) => {
+                let mut out = alloc(state)?;
+                out.extend_from_slice(block(v, d, state)?);
+                out
             }
-            if let Some(seq) = sequence.as_deref_mut() {
-                let at = (step * p.dirs + d) * state;
-                seq.get_mut(at..at + state).ok_or_else(|| internal("lstm sequence too small"))?.copy_from_slice(&hs);
+            None => zeros(state)?,
+        })
+    };
+    let (mut hs, mut cs) = (init(p.h0)?, init(p.c0)?);
+    let mut hr = zeros(4 * state)?;
+    for step in 0..p.steps {
+        let t = if reversed { p.steps - 1 - step } else { step };
+        let xw_t = xw.step(t)?;
+        matmul_bt(b_n, g4, h, &hs, r, &mut hr, false)?;
+        for bi in 0..b_n {
+            for j in 0..h {
+                let k = bi * h + j;
+                let c = cs[k];
+                // add(add(bias, recurrentBias), add(x·Wᵀ, h·Rᵀ)) per gate.
+                let pre = |gate: usize| {
+                    (at(bias, gate, j) + at(rbias, gate, j))
+                        + (xw_t[bi * g4 + gate * h + j] + hr[bi * g4 + gate * h + j])
+                };
+                // add(mul(cellState, peephole), ...), with the previous cell state
+                // for all three gates, as the decomposition writes it.
+                let peep = |slot: usize, x: f32| match peephole {
+                    Some(pw) => c * pw[slot * h + j] + x,
+                    None => x,
+                };
+                let i = fa.apply(peep(0, pre(gates.i)));
+                let f = fa.apply(peep(2, pre(gates.f)));
+                let g = fg.apply(pre(gates.g));
+                let o = fa.apply(peep(1, pre(gates.o)));
+                let ct = f * c + i * g;
+                cs[k] = ct;
+                hs[k] = o * fh.apply(ct);
             }
         }
-        last_h.get_mut(d * state..(d + 1) * state).ok_or_else(|| internal("lstm output too small"))?.copy_from_slice(&hs);
-        last_c.get_mut(d * state..(d + 1) * state).ok_or_else(|| internal("lstm output too small"))?.copy_from_slice(&cs);
+        if let Some(out) = seq.get_mut(step) {
+            out.copy_from_slice(&hs);
+        }
+    }
+    match lasts.as_mut_slice() {
+        [last_h, last_c] => {
+            last_h.copy_from_slice(&hs);
+            last_c.copy_from_slice(&cs);
+        }
+        _ => return Err(internal("lstm outputs missing")),
     }
     Ok(())
 }
@@ -614,7 +688,9 @@ mod tests {
             Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             Activation::Tanh => x.tanh(),
             Activation::Relu => x.max(0.0),
-            Activation::Clamp { min, max } => x.max(min.map_or(f64::MIN, f64::from)).min(max.map_or(f64::MAX, f64::from)),
+            Activation::Clamp { min, max } => {
+                x.max(min.map_or(f64::MIN, f64::from)).min(max.map_or(f64::MAX, f64::from))
+            }
             other => panic!("no reference for {other:?}"),
         }
     }
@@ -640,8 +716,18 @@ mod tests {
 
     #[allow(clippy::too_many_arguments)]
     fn gru_cell_ref(
-        x: &[f64], w: &[f64], r: &[f64], hs: &[f64], b: Option<&[f64]>, rb: Option<&[f64]>,
-        b_n: usize, i_n: usize, h: usize, reset_after: bool, layout: GruWeightLayout, acts: [Activation; 2],
+        x: &[f64],
+        w: &[f64],
+        r: &[f64],
+        hs: &[f64],
+        b: Option<&[f64]>,
+        rb: Option<&[f64]>,
+        b_n: usize,
+        i_n: usize,
+        h: usize,
+        reset_after: bool,
+        layout: GruWeightLayout,
+        acts: [Activation; 2],
     ) -> Vec<f64> {
         let (zo, ro) = match layout {
             GruWeightLayout::Zrn => (0, h),
@@ -670,8 +756,19 @@ mod tests {
     /// Returns (hidden, cell).
     #[allow(clippy::too_many_arguments)]
     fn lstm_cell_ref(
-        x: &[f64], w: &[f64], r: &[f64], hs: &[f64], cs: &[f64], b: Option<&[f64]>, rb: Option<&[f64]>, p: Option<&[f64]>,
-        b_n: usize, i_n: usize, h: usize, layout: LstmWeightLayout, acts: [Activation; 3],
+        x: &[f64],
+        w: &[f64],
+        r: &[f64],
+        hs: &[f64],
+        cs: &[f64],
+        b: Option<&[f64]>,
+        rb: Option<&[f64]>,
+        p: Option<&[f64]>,
+        b_n: usize,
+        i_n: usize,
+        h: usize,
+        layout: LstmWeightLayout,
+        acts: [Activation; 3],
     ) -> (Vec<f64>, Vec<f64>) {
         let (io, oo, fo, go) = match layout {
             LstmWeightLayout::Iofg => (0, h, 2 * h, 3 * h),
@@ -703,13 +800,17 @@ mod tests {
     /// Runs `op` on the CPU kernels with operands of `dt` (values already
     /// representable in it) and returns each output widened to f64.
     fn run_op(op: &Op, dt: DataType, ins: &[(Vec<f32>, Vec<usize>)], outs: &[Vec<usize>]) -> Vec<Vec<f64>> {
-        let bytes: Vec<Vec<u8>> = ins.iter().map(|(v, _)| if dt == DataType::Float32 { f32_bytes(v) } else { f16_bytes(v) }).collect();
+        let bytes: Vec<Vec<u8>> =
+            ins.iter().map(|(v, _)| if dt == DataType::Float32 { f32_bytes(v) } else { f16_bytes(v) }).collect();
         // Aligned copies: view the bytes through u32 storage.
-        let aligned: Vec<Vec<u32>> = bytes.iter().map(|b| {
-            let mut a = vec![0u32; b.len().div_ceil(4)];
-            bytemuck_copy(b, &mut a);
-            a
-        }).collect();
+        let aligned: Vec<Vec<u32>> = bytes
+            .iter()
+            .map(|b| {
+                let mut a = vec![0u32; b.len().div_ceil(4)];
+                bytemuck_copy(b, &mut a);
+                a
+            })
+            .collect();
         let tensors: Vec<Tensor> = aligned
             .iter()
             .zip(ins)
@@ -717,7 +818,8 @@ mod tests {
             .map(|((a, (_, s)), b)| Tensor { data: &as_u8(a)[..b.len()], shape: s, data_type: dt })
             .collect();
         let esize = dt.byte_size();
-        let mut out_store: Vec<Vec<u32>> = outs.iter().map(|s| vec![0u32; (s.iter().product::<usize>() * esize).div_ceil(4)]).collect();
+        let mut out_store: Vec<Vec<u32>> =
+            outs.iter().map(|s| vec![0u32; (s.iter().product::<usize>() * esize).div_ceil(4)]).collect();
         {
             let mut out_views: Vec<(&mut [u8], &[usize])> = out_store
                 .iter_mut()
@@ -755,7 +857,11 @@ mod tests {
 
     /// Values representable in `dt` (so the reference sees exactly the kernel's inputs).
     fn rep(dt: DataType, v: Vec<f32>) -> Vec<f32> {
-        if dt == DataType::Float16 { v.into_iter().map(|x| f16::from_f32(x).to_f32()).collect() } else { v }
+        if dt == DataType::Float16 {
+            v.into_iter().map(|x| f16::from_f32(x).to_f32()).collect()
+        } else {
+            v
+        }
     }
 
     fn assert_close(what: &str, got: &[f64], want: &[f64], atol: f64) {
@@ -765,7 +871,8 @@ mod tests {
         }
     }
 
-    const DIRS: [RecurrentDirection; 3] = [RecurrentDirection::Forward, RecurrentDirection::Backward, RecurrentDirection::Both];
+    const DIRS: [RecurrentDirection; 3] =
+        [RecurrentDirection::Forward, RecurrentDirection::Backward, RecurrentDirection::Both];
 
     #[test]
     fn gru_matches_reference() {
@@ -791,10 +898,22 @@ mod tests {
                             let rb = rep(dt, rng.vec(d * 3 * h));
                             let h0 = rep(dt, rng.vec(d * b_n * h));
                             let op = Op::Gru(Gru {
-                                steps, hidden_size: h, has_bias: full, has_recurrent_bias: full, has_initial_hidden_state: full,
-                                reset_after, return_sequence: full, direction, layout, activations: acts,
+                                steps,
+                                hidden_size: h,
+                                has_bias: full,
+                                has_recurrent_bias: full,
+                                has_initial_hidden_state: full,
+                                reset_after,
+                                return_sequence: full,
+                                direction,
+                                layout,
+                                activations: acts,
                             });
-                            let mut ins = vec![(x.clone(), vec![steps, b_n, i_n]), (w.clone(), vec![d, 3 * h, i_n]), (r.clone(), vec![d, 3 * h, h])];
+                            let mut ins = vec![
+                                (x.clone(), vec![steps, b_n, i_n]),
+                                (w.clone(), vec![d, 3 * h, i_n]),
+                                (r.clone(), vec![d, 3 * h, h]),
+                            ];
                             if full {
                                 ins.push((b.clone(), vec![d, 3 * h]));
                                 ins.push((rb.clone(), vec![d, 3 * h]));
@@ -808,11 +927,17 @@ mod tests {
                             // Reference: the decomposition's loops.
                             let (x, w, r, b, rb, h0) = (f64s(&x), f64s(&w), f64s(&r), f64s(&b), f64s(&rb), f64s(&h0));
                             let state = b_n * h;
-                            let mut hidden: Vec<Vec<f64>> = (0..d).map(|k| if full { h0[k * state..(k + 1) * state].to_vec() } else { vec![0.0; state] }).collect();
+                            let mut hidden: Vec<Vec<f64>> = (0..d)
+                                .map(|k| if full { h0[k * state..(k + 1) * state].to_vec() } else { vec![0.0; state] })
+                                .collect();
                             let mut seq = Vec::new();
                             for step in 0..steps {
                                 for dir in 0..d {
-                                    let t = if dir == 1 || direction == RecurrentDirection::Backward { steps - step - 1 } else { step };
+                                    let t = if dir == 1 || direction == RecurrentDirection::Backward {
+                                        steps - step - 1
+                                    } else {
+                                        step
+                                    };
                                     let gs = 3 * h;
                                     hidden[dir] = gru_cell_ref(
                                         &x[t * b_n * i_n..(t + 1) * b_n * i_n],
@@ -821,7 +946,12 @@ mod tests {
                                         &hidden[dir],
                                         full.then(|| &b[dir * gs..(dir + 1) * gs]),
                                         full.then(|| &rb[dir * gs..(dir + 1) * gs]),
-                                        b_n, i_n, h, reset_after, layout, acts,
+                                        b_n,
+                                        i_n,
+                                        h,
+                                        reset_after,
+                                        layout,
+                                        acts,
                                     );
                                 }
                                 seq.extend(hidden.concat());
@@ -849,17 +979,47 @@ mod tests {
                 for (reset_after, with_bias) in [(true, false), (false, true), (true, true)] {
                     let (b_n, i_n, h) = (3, 4, 5);
                     let acts = [Activation::Sigmoid, Activation::Tanh];
-                    let (x, w, r, hs) = (rep(dt, rng.vec(b_n * i_n)), rep(dt, rng.vec(3 * h * i_n)), rep(dt, rng.vec(3 * h * h)), rep(dt, rng.vec(b_n * h)));
+                    let (x, w, r, hs) = (
+                        rep(dt, rng.vec(b_n * i_n)),
+                        rep(dt, rng.vec(3 * h * i_n)),
+                        rep(dt, rng.vec(3 * h * h)),
+                        rep(dt, rng.vec(b_n * h)),
+                    );
                     let (b, rb) = (rep(dt, rng.vec(3 * h)), rep(dt, rng.vec(3 * h)));
-                    let op = Op::GruCell(GruCell { hidden_size: h, has_bias: with_bias, has_recurrent_bias: with_bias, reset_after, layout, activations: acts });
-                    let mut ins = vec![(x.clone(), vec![b_n, i_n]), (w.clone(), vec![3 * h, i_n]), (r.clone(), vec![3 * h, h]), (hs.clone(), vec![b_n, h])];
+                    let op = Op::GruCell(GruCell {
+                        hidden_size: h,
+                        has_bias: with_bias,
+                        has_recurrent_bias: with_bias,
+                        reset_after,
+                        layout,
+                        activations: acts,
+                    });
+                    let mut ins = vec![
+                        (x.clone(), vec![b_n, i_n]),
+                        (w.clone(), vec![3 * h, i_n]),
+                        (r.clone(), vec![3 * h, h]),
+                        (hs.clone(), vec![b_n, h]),
+                    ];
                     if with_bias {
                         ins.push((b.clone(), vec![3 * h]));
                         ins.push((rb.clone(), vec![3 * h]));
                     }
                     let got = run_op(&op, dt, &ins, &[vec![b_n, h]]);
                     let (b, rb) = (f64s(&b), f64s(&rb));
-                    let want = gru_cell_ref(&f64s(&x), &f64s(&w), &f64s(&r), &f64s(&hs), with_bias.then_some(&b[..]), with_bias.then_some(&rb[..]), b_n, i_n, h, reset_after, layout, acts);
+                    let want = gru_cell_ref(
+                        &f64s(&x),
+                        &f64s(&w),
+                        &f64s(&r),
+                        &f64s(&hs),
+                        with_bias.then_some(&b[..]),
+                        with_bias.then_some(&rb[..]),
+                        b_n,
+                        i_n,
+                        h,
+                        reset_after,
+                        layout,
+                        acts,
+                    );
                     assert_close(&format!("gruCell {dt} {layout:?} {reset_after}"), &got[0], &want, tol);
                 }
             }
@@ -879,7 +1039,11 @@ mod tests {
                             let d = direction.num_directions();
                             let full = variant >= 1;
                             let acts = if variant == 2 {
-                                [Activation::Sigmoid, Activation::Relu, Activation::Clamp { min: Some(-0.5), max: Some(0.5) }]
+                                [
+                                    Activation::Sigmoid,
+                                    Activation::Relu,
+                                    Activation::Clamp { min: Some(-0.5), max: Some(0.5) },
+                                ]
                             } else {
                                 [Activation::Sigmoid, Activation::Tanh, Activation::Tanh]
                             };
@@ -892,11 +1056,23 @@ mod tests {
                             let h0 = rep(dt, rng.vec(d * b_n * h));
                             let c0 = rep(dt, rng.vec(d * b_n * h));
                             let op = Op::Lstm(Lstm {
-                                steps, hidden_size: h, has_bias: full, has_recurrent_bias: full, has_peephole_weight: full,
-                                has_initial_hidden_state: full, has_initial_cell_state: full, return_sequence: full,
-                                direction, layout, activations: acts,
+                                steps,
+                                hidden_size: h,
+                                has_bias: full,
+                                has_recurrent_bias: full,
+                                has_peephole_weight: full,
+                                has_initial_hidden_state: full,
+                                has_initial_cell_state: full,
+                                return_sequence: full,
+                                direction,
+                                layout,
+                                activations: acts,
                             });
-                            let mut ins = vec![(x.clone(), vec![steps, b_n, i_n]), (w.clone(), vec![d, 4 * h, i_n]), (r.clone(), vec![d, 4 * h, h])];
+                            let mut ins = vec![
+                                (x.clone(), vec![steps, b_n, i_n]),
+                                (w.clone(), vec![d, 4 * h, i_n]),
+                                (r.clone(), vec![d, 4 * h, h]),
+                            ];
                             if full {
                                 ins.push((b.clone(), vec![d, 4 * h]));
                                 ins.push((rb.clone(), vec![d, 4 * h]));
@@ -909,15 +1085,26 @@ mod tests {
                                 outs.push(vec![steps, d, b_n, h]);
                             }
                             let got = run_op(&op, dt, &ins, &outs);
-                            let (x, w, r, b, rb, p, h0, c0) = (f64s(&x), f64s(&w), f64s(&r), f64s(&b), f64s(&rb), f64s(&p), f64s(&h0), f64s(&c0));
+                            let (x, w, r, b, rb, p, h0, c0) =
+                                (f64s(&x), f64s(&w), f64s(&r), f64s(&b), f64s(&rb), f64s(&p), f64s(&h0), f64s(&c0));
                             let state = b_n * h;
-                            let init = |v: &[f64], k: usize| if full { v[k * state..(k + 1) * state].to_vec() } else { vec![0.0; state] };
+                            let init = |v: &[f64], k: usize| {
+                                if full {
+                                    v[k * state..(k + 1) * state].to_vec()
+                                } else {
+                                    vec![0.0; state]
+                                }
+                            };
                             let mut hidden: Vec<Vec<f64>> = (0..d).map(|k| init(&h0, k)).collect();
                             let mut cell: Vec<Vec<f64>> = (0..d).map(|k| init(&c0, k)).collect();
                             let mut seq = Vec::new();
                             for step in 0..steps {
                                 for dir in 0..d {
-                                    let t = if dir == 1 || direction == RecurrentDirection::Backward { steps - step - 1 } else { step };
+                                    let t = if dir == 1 || direction == RecurrentDirection::Backward {
+                                        steps - step - 1
+                                    } else {
+                                        step
+                                    };
                                     let gs = 4 * h;
                                     let (hn, cn) = lstm_cell_ref(
                                         &x[t * b_n * i_n..(t + 1) * b_n * i_n],
@@ -928,7 +1115,11 @@ mod tests {
                                         full.then(|| &b[dir * gs..(dir + 1) * gs]),
                                         full.then(|| &rb[dir * gs..(dir + 1) * gs]),
                                         full.then(|| &p[dir * 3 * h..(dir + 1) * 3 * h]),
-                                        b_n, i_n, h, layout, acts,
+                                        b_n,
+                                        i_n,
+                                        h,
+                                        layout,
+                                        acts,
                                     );
                                     hidden[dir] = hn;
                                     cell[dir] = cn;
@@ -963,10 +1154,20 @@ mod tests {
                     let (w, r) = (rep(dt, rng.vec(4 * h * i_n)), rep(dt, rng.vec(4 * h * h)));
                     let (hs, cs) = (rep(dt, rng.vec(b_n * h)), rep(dt, rng.vec(b_n * h)));
                     let (b, rb, p) = (rep(dt, rng.vec(4 * h)), rep(dt, rng.vec(4 * h)), rep(dt, rng.vec(3 * h)));
-                    let op = Op::LstmCell(LstmCell { hidden_size: h, has_bias: full, has_recurrent_bias: full, has_peephole_weight: full, layout, activations: acts });
+                    let op = Op::LstmCell(LstmCell {
+                        hidden_size: h,
+                        has_bias: full,
+                        has_recurrent_bias: full,
+                        has_peephole_weight: full,
+                        layout,
+                        activations: acts,
+                    });
                     let mut ins = vec![
-                        (x.clone(), vec![b_n, i_n]), (w.clone(), vec![4 * h, i_n]), (r.clone(), vec![4 * h, h]),
-                        (hs.clone(), vec![b_n, h]), (cs.clone(), vec![b_n, h]),
+                        (x.clone(), vec![b_n, i_n]),
+                        (w.clone(), vec![4 * h, i_n]),
+                        (r.clone(), vec![4 * h, h]),
+                        (hs.clone(), vec![b_n, h]),
+                        (cs.clone(), vec![b_n, h]),
                     ];
                     if full {
                         ins.push((b.clone(), vec![4 * h]));
@@ -976,8 +1177,19 @@ mod tests {
                     let got = run_op(&op, dt, &ins, &[vec![b_n, h], vec![b_n, h]]);
                     let (b, rb, p) = (f64s(&b), f64s(&rb), f64s(&p));
                     let (wh, wc) = lstm_cell_ref(
-                        &f64s(&x), &f64s(&w), &f64s(&r), &f64s(&hs), &f64s(&cs),
-                        full.then_some(&b[..]), full.then_some(&rb[..]), full.then_some(&p[..]), b_n, i_n, h, layout, acts,
+                        &f64s(&x),
+                        &f64s(&w),
+                        &f64s(&r),
+                        &f64s(&hs),
+                        &f64s(&cs),
+                        full.then_some(&b[..]),
+                        full.then_some(&rb[..]),
+                        full.then_some(&p[..]),
+                        b_n,
+                        i_n,
+                        h,
+                        layout,
+                        acts,
                     );
                     assert_close(&format!("lstmCell {dt} {layout:?} {full}"), &got[0], &wh, tol);
                     assert_close(&format!("lstmCell {dt} {layout:?} {full} cell"), &got[1], &wc, tol);

@@ -1462,7 +1462,8 @@ export declare class MLGraphBuilder {
    * Gathers slices of the input along an axis at the given indices.
    * @param input - The input tensor.
    * @param indices - An `"int32"`, `"uint32"` or `"int64"` tensor of indices into `input`'s
-   * dimension `axis`; out-of-range indices are clamped at run time.
+   * dimension `axis`, of size n. A negative index counts from the end (i + n); an index still
+   * outside [0, n-1] is clamped into it at run time (as Chromium's CPU backends do).
    * @param options - The axis.
    * @returns A tensor of rank input rank + indices rank - 1: input.shape()[0..axis) ++
    * indices.shape() ++ input.shape()(axis..).
@@ -1741,8 +1742,9 @@ export declare class MLGraphBuilder {
    * @param endingPadding - The padding at the end of each dimension (one per dimension).
    * @param options - Mode and constant value.
    * @returns The padded tensor.
-   * @throws TypeError if either padding list's length is not the input's rank, or an output
-   * dimension is not valid.
+   * @throws TypeError if either padding list's length is not the input's rank, an output
+   * dimension is not valid, or (as in Chromium) a padding exceeds size - 1 in mode
+   * `"reflection"` or size in mode `"symmetric"`.
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pad
    */
   pad(input: MLOperand, beginningPadding: number[], endingPadding: number[], options?: MLPadOptions): MLOperand;

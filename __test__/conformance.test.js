@@ -74,7 +74,10 @@ function callOperator (b, node, args) {
     case 'slice': return b.slice(args[0], o.starts, o.sizes)
     case 'split': return o.axis === undefined ? b.split(args[0], o.splits) : b.split(args[0], o.splits, { axis: o.axis })
     case 'transpose': return o.permutation === undefined ? b.transpose(args[0]) : b.transpose(args[0], { permutation: o.permutation })
-    default: return ref.families()[node.op] ? ref.families()[node.op].build(b, args, o) : b[node.op](...args)
+    default: {
+      const family = ref.familyOperators()[node.op]
+      return family ? family.build(b, args, node.options) : b[node.op](...args)
+    }
   }
 }
 

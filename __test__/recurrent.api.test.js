@@ -78,7 +78,7 @@ test('gru: every validation step throws a TypeError', async (t) => {
   // Step 6.
   throwsType(t, () => b.gru(x, w, r, 3, 5), /gru: input's shape\[0\] \(2\) is not steps \(3\)/)
   // Step 10.
-  throwsType(t, () => b.gru(x, f32(b, 'w2', [1, 12, 4]), r, 2, 5), /gru: weight's shape \[1,12,4\]|gru: weight's shape \[1, 12, 4\]/)
+  throwsType(t, () => b.gru(x, f32(b, 'w2', [1, 12, 4]), r, 2, 5), /gru: weight's shape \[1, 12, 4\]/)
   throwsType(t, () => b.gru(x, w, r, 2, 5, { direction: 'both' }), /gru: weight's shape .* = \[2, 15, 4\]/)
   throwsType(t, () => b.gru(x, f32(b, 'w0', [1, 1, 4]), r, 2, 0), /gru: weight's shape/)
   // Step 11.

@@ -10,7 +10,7 @@
 //   { op, args: [required operands..., optional operands present...],
 //     options: { steps?, hiddenSize, optional: [names of the optional operands in
 //     args order], activations?: [{ name, options? }], ...the other members } }
-// `build` turns it into the API call, `evaluate` into reference tensors, and
+// `build` turns it into the API call, `reference` into reference tensors, and
 // `tolerance` gives the tolerance this family's outputs are compared with.
 
 const { roundFloat } = require('./reference.js')
@@ -283,7 +283,7 @@ function tolerance (dataType, { steps = 1, inputSize, hiddenSize }) {
 // cases/recurrent.js state their own, from their sizes.
 const TABLE_ENTRY = tolerance('float32', { steps: 1, inputSize: 15, hiddenSize: 15 })
 
-const family = (evaluate, op) => ({ evaluate, build: (b, args, options) => build(b, op, args, options), tolerance: TABLE_ENTRY })
+const family = (reference, op) => ({ reference, build: (b, args, options) => build(b, op, args, options), tolerance: TABLE_ENTRY })
 
 module.exports = {
   ops: {

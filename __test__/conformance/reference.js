@@ -642,19 +642,25 @@ function evaluateNode (op, args, options = {}) {
     case 'transpose': return transpose(args[0], options.permutation)
     case 'where': return where(args[0], args[1], args[2])
   }
-  if (families()[op]) return families()[op].evaluate(args, options)
+  const family = familyOperators()[op]
+  if (family) return family.reference(args, options)
   throw new Error(`reference: unknown operator ${op}`)
 }
 
-// Operator families may keep their reference in reference-<family>.js beside this
-// file, exporting { ops: { <op>: { evaluate(args, options), build(builder, args,
-// options), tolerance } } }. Loaded on first use: they require this module.
 let familyOps = null
-function families () {
+/**
+ * Operators whose reference lives in a family file `reference-<family>.js` of this
+ * folder, which exports `ops: { name: { reference(args, options), build(builder,
+ * operands, options), tolerance } }`. Loaded on first use, since those files
+ * require this one.
+ */
+function familyOperators () {
   if (!familyOps) {
     familyOps = {}
-    for (const f of require('node:fs').readdirSync(__dirname).filter((n) => /^reference-.+\.js$/.test(n)).sort()) {
-      Object.assign(familyOps, require(require('node:path').join(__dirname, f)).ops)
+    const fs = require('node:fs')
+    const path = require('node:path')
+    for (const f of fs.readdirSync(__dirname).filter((n) => /^reference-.+\.js$/.test(n)).sort()) {
+      Object.assign(familyOps, require(path.join(__dirname, f)).ops)
     }
   }
   return familyOps
@@ -714,7 +720,7 @@ module.exports = {
   powIeee,
   intPow,
   evaluateNode,
-  families,
+  familyOperators,
   caseOperands,
   evaluateGraph
 }

@@ -9,6 +9,7 @@
 
 pub mod activation;
 pub mod elementwise;
+pub mod gather;
 pub mod recurrent;
 pub mod shape_ops;
 
@@ -76,6 +77,10 @@ pub enum Op {
     GruCell(recurrent::GruCell),
     Lstm(recurrent::Lstm),
     LstmCell(recurrent::LstmCell),
+    Gather { axis: usize },
+    Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
+    Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
+    Triangular { upper: bool, diagonal: i32 },
 }
 
 impl Op {
@@ -98,6 +103,10 @@ impl Op {
             Op::GruCell(_) => "gruCell",
             Op::Lstm(_) => "lstm",
             Op::LstmCell(_) => "lstmCell",
+            Op::Gather { .. } => "gather",
+            Op::Pad { .. } => "pad",
+            Op::Resample2d { .. } => "resample2d",
+            Op::Triangular { .. } => "triangular",
         }
     }
 }

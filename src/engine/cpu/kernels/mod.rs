@@ -3,6 +3,7 @@
 pub mod broadcast;
 pub mod element;
 pub mod elementwise;
+pub mod gather;
 pub mod movement;
 pub mod recurrent;
 
@@ -50,6 +51,10 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         (Op::Slice { starts, sizes }, [a]) => mv::slice(a, starts, sizes, out),
         (Op::Expand, [a]) => mv::expand(a, out_shape, out),
         (Op::Where, [c, a, b]) => ew::where_(c, a, b, out, out_shape),
+        (Op::Gather { axis }, [a, i]) => gather::gather(a, i, *axis, out),
+        (Op::Pad { beginning, mode, value, .. }, [a]) => gather::pad(a, beginning, *mode, *value, out, out_shape),
+        (Op::Resample2d { mode, axes }, [a]) => gather::resample2d(a, *mode, *axes, out, out_shape),
+        (Op::Triangular { upper, diagonal }, [a]) => gather::triangular(a, *upper, *diagonal, out),
         _ => Err(internal()),
     }
 }

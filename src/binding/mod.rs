@@ -19,6 +19,7 @@ use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 
 mod gather;
 mod pooling;
+mod recurrent;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade
 /// turns them into a `TypeError` or a `DOMException` of that name.

@@ -12,6 +12,7 @@ pub mod elementwise;
 pub mod gather;
 pub mod normalization;
 pub mod pooling;
+pub mod recurrent;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -74,6 +75,10 @@ pub enum Op {
     Split { axis: usize },
     Expand,
     Where,
+    Gru(recurrent::Gru),
+    GruCell(recurrent::GruCell),
+    Lstm(recurrent::Lstm),
+    LstmCell(recurrent::LstmCell),
     Gather { axis: usize },
     Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
     Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
@@ -100,6 +105,10 @@ impl Op {
             Op::Split { .. } => "split",
             Op::Expand => "expand",
             Op::Where => "where",
+            Op::Gru(_) => "gru",
+            Op::GruCell(_) => "gruCell",
+            Op::Lstm(_) => "lstm",
+            Op::LstmCell(_) => "lstmCell",
             Op::Gather { .. } => "gather",
             Op::Pad { .. } => "pad",
             Op::Resample2d { .. } => "resample2d",

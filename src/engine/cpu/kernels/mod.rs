@@ -7,6 +7,7 @@ pub mod gather;
 pub mod movement;
 pub mod normalization;
 pub mod pooling;
+pub mod recurrent;
 
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -29,6 +30,9 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
     let x = inputs.first().ok_or_else(internal)?;
     if let Op::Split { axis } = op {
         return mv::split(x, *axis, outputs);
+    }
+    if let Some(result) = recurrent::run(op, inputs, outputs) {
+        return result;
     }
     let (out, out_shape) = match outputs {
         [(out, shape)] => (&mut **out, *shape),

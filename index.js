@@ -175,7 +175,8 @@ class MLContext {
         transferredOutputs[d.name] === undefined ? null : bytes(transferredOutputs[d.name]))
       // Step 10. The closure keeps the transferred buffers alive while the engine
       // writes into them.
-      return parts.native.compute(nativeInputs, nativeOutputs).then(() => ({
+      const pending = parts.native.compute(nativeInputs, nativeOutputs) // undefined: done already
+      return Promise.resolve(pending).then(() => ({
         inputs: transferredInputs,
         outputs: transferredOutputs
       }))

@@ -10,6 +10,10 @@
 pub mod activation;
 pub mod activation_ops;
 pub mod elementwise;
+pub mod gather;
+pub mod normalization;
+pub mod pooling;
+pub mod recurrent;
 pub mod reduction;
 pub mod shape_ops;
 
@@ -82,6 +86,18 @@ pub enum Op {
     Reduce { kind: reduction::ReduceKind, axes: Vec<usize>, keep_dimensions: bool },
     /// argMin/argMax (7.8.5); `axes` resolved and sorted.
     ArgMinMax { kind: reduction::ArgKind, axes: Vec<usize>, keep_dimensions: bool, select_last_index: bool },
+    Gru(recurrent::Gru),
+    GruCell(recurrent::GruCell),
+    Lstm(recurrent::Lstm),
+    LstmCell(recurrent::LstmCell),
+    Gather { axis: usize },
+    Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
+    Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
+    Triangular { upper: bool, diagonal: i32 },
+    Pool2d(pooling::Pool2d),
+    BatchNormalization(normalization::BatchNormalization),
+    InstanceNormalization(normalization::InstanceNormalization),
+    LayerNormalization(normalization::LayerNormalization),
 }
 
 impl Op {
@@ -105,6 +121,18 @@ impl Op {
             Op::Softmax { .. } => "softmax",
             Op::Reduce { kind, .. } => kind.name(),
             Op::ArgMinMax { kind, .. } => kind.name(),
+            Op::Gru(_) => "gru",
+            Op::GruCell(_) => "gruCell",
+            Op::Lstm(_) => "lstm",
+            Op::LstmCell(_) => "lstmCell",
+            Op::Gather { .. } => "gather",
+            Op::Pad { .. } => "pad",
+            Op::Resample2d { .. } => "resample2d",
+            Op::Triangular { .. } => "triangular",
+            Op::Pool2d(p) => p.kind.name(),
+            Op::BatchNormalization(_) => "batchNormalization",
+            Op::InstanceNormalization(_) => "instanceNormalization",
+            Op::LayerNormalization(_) => "layerNormalization",
         }
     }
 }

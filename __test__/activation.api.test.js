@@ -246,3 +246,45 @@ test('one graph of every operand form computes', async (t) => {
   t.true(Math.abs(out[0] + out[1] + out[2] - 1) < 1e-6)
   t.true(Math.abs(out[3] + out[4] + out[5] - 1) < 1e-6)
 })
+
+test('MLActivation forms apply their options inside a recurrent operator (gruCell, zero weights)', async (t) => {
+  // With zero weights, recurrent weights and hidden state, gruCell (layout zrn,
+  // resetAfter) gives h' = (1 - f(bz)) * g(bn) for the bias parts bz and bn, so the
+  // output shows the activations f and g themselves.
+  const erf = (x) => { // Maclaurin series, accurate for the |x| <= 2 used here.
+    let term = x; let sum = x
+    for (let n = 1; n < 100; n++) { term *= -x * x / n; sum += term / (2 * n + 1) }
+    return 2 / Math.sqrt(Math.PI) * sum
+  }
+  const f32 = Math.fround
+  const pairs = [
+    [(b) => b.hardSigmoid({ alpha: 0.3, beta: 0.4 }), (x) => Math.min(1, Math.max(0, f32(0.3) * x + f32(0.4))),
+      (b) => b.elu({ alpha: 0.5 }), (x) => (x < 0 ? 0.5 * Math.expm1(x) : x)],
+    [(b) => b.linear({ alpha: 0.1, beta: 0.5 }), (x) => f32(0.1) * x + 0.5, (b) => b.softplus(), (x) => Math.log1p(Math.exp(x))],
+    [(b) => b.leakyRelu({ alpha: 0.2 }), (x) => (x < 0 ? f32(0.2) * x : x), (b) => b.gelu(), (x) => 0.5 * x * (1 + erf(x / Math.SQRT2))],
+    [(b) => b.softsign(), (x) => x / (1 + Math.abs(x)), (b) => b.hardSwish(), (x) => x * Math.min(6, Math.max(0, x + 3)) / 6],
+    [(b) => b.hardSigmoid(), (x) => Math.min(1, Math.max(0, f32(0.2) * x + 0.5)), (b) => b.linear(), (x) => x],
+    [(b) => b.elu(), (x) => (x < 0 ? Math.expm1(x) : x), (b) => b.leakyRelu(), (x) => (x < 0 ? f32(0.01) * x : x)]
+  ]
+  const hidden = 4
+  const bz = [-2.5, -0.5, 0.75, 2]
+  const bn = [-1.5, -0.25, 0.5, 2.5]
+  const bias = new Float32Array([...bz, 0, 0, 0, 0, ...bn])
+  for (const [makeF, f, makeG, g] of pairs) {
+    const b = new MLGraphBuilder(context)
+    const x = b.input('x', desc('float32', [1, 1]))
+    const zeros = (dims) => b.constant(desc('float32', dims), new Float32Array(dims.reduce((a, d) => a * d, 1)))
+    const y = b.gruCell(x, zeros([3 * hidden, 1]), zeros([3 * hidden, hidden]), zeros([1, hidden]), hidden,
+      { bias: b.constant(desc('float32', [3 * hidden]), bias), activations: [makeF(b), makeG(b)] })
+    const out = await computeOne(context, b, y, { x: new Float32Array([0.3]) })
+    const expected = bz.map((z, j) => (1 - f(f32(z))) * g(f32(bn[j])))
+    for (let j = 0; j < hidden; j++) {
+      t.true(Math.abs(out[j] - expected[j]) <= 1e-5 * (1 + Math.abs(expected[j])), `${makeF.toString()} / ${makeG.toString()} [${j}]: ${out[j]} vs ${expected[j]}`)
+    }
+  }
+  // softmax(axis) is not element-wise: the recurrent operator rejects it.
+  const b = new MLGraphBuilder(context)
+  const f = (name, dims) => b.input(name, desc('float32', dims))
+  t.throws(() => b.gruCell(f('x', [1, 1]), f('w', [12, 1]), f('r', [12, 4]), f('h', [1, 4]), 4, { activations: [b.sigmoid(), b.softmax(1)] }),
+    { instanceOf: TypeError, message: /gruCell: options\.activations\[1\].*softmax/ })
+})

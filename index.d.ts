@@ -1465,7 +1465,8 @@ export declare class MLGraphBuilder {
    * Gathers slices of the input along an axis at the given indices.
    * @param input - The input tensor.
    * @param indices - An `"int32"`, `"uint32"` or `"int64"` tensor of indices into `input`'s
-   * dimension `axis`; out-of-range indices are clamped at run time.
+   * dimension `axis`, of size n. A negative index counts from the end (i + n); an index still
+   * outside [0, n-1] is clamped into it at run time (as Chromium's CPU backends do).
    * @param options - The axis.
    * @returns A tensor of rank input rank + indices rank - 1: input.shape()[0..axis) ++
    * indices.shape() ++ input.shape()(axis..).
@@ -1744,8 +1745,9 @@ export declare class MLGraphBuilder {
    * @param endingPadding - The padding at the end of each dimension (one per dimension).
    * @param options - Mode and constant value.
    * @returns The padded tensor.
-   * @throws TypeError if either padding list's length is not the input's rank, or an output
-   * dimension is not valid.
+   * @throws TypeError if either padding list's length is not the input's rank, an output
+   * dimension is not valid, or (as in Chromium) a padding exceeds size - 1 in mode
+   * `"reflection"` or size in mode `"symmetric"`.
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pad
    */
   pad(input: MLOperand, beginningPadding: number[], endingPadding: number[], options?: MLPadOptions): MLOperand;
@@ -1753,8 +1755,10 @@ export declare class MLGraphBuilder {
   // 7.8.32 Pooling operations ---------------------------------------------------------------
 
   /**
-   * Averages each window of a 4-D input. With `"floor"` rounding the output spatial size is
-   * `floor(1 + (inputSize - windowSize + beginningPadding + endingPadding) / stride)`.
+   * Averages each window of a 4-D input; padding cells are not counted. With `"floor"` rounding
+   * the output spatial size is `floor(1 + (inputSize - ((windowSize - 1) * dilation + 1) +
+   * beginningPadding + endingPadding) / stride)`; `outputSizes` may instead pick the floor or the
+   * ceiling of that value.
    * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
    * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
    * @returns The 4-D pooled tensor.

@@ -175,7 +175,8 @@ class MLContext {
         transferredOutputs[d.name] === undefined ? null : bytes(transferredOutputs[d.name]))
       // Step 10. The closure keeps the transferred buffers alive while the engine
       // writes into them.
-      return parts.native.compute(nativeInputs, nativeOutputs).then(() => ({
+      const pending = parts.native.compute(nativeInputs, nativeOutputs) // undefined: done already
+      return Promise.resolve(pending).then(() => ({
         inputs: transferredInputs,
         outputs: transferredOutputs
       }))
@@ -385,45 +386,36 @@ function clampOptions (options) {
   }
 }
 
-// 7.8.12 element-wise binary and 7.8.13 logical operations.
-for (const op of BINARY) {
-  MLGraphBuilder.prototype[op] = {
-    [op] (a, b) {
-      const x = MLOperand._id(a, this, `${op}: a`)
-      const y = MLOperand._id(b, this, `${op}: b`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).binary(op, x, y)))
-    }
-  }[op]
+/** Defines builder method `op` taking operands named `argNames` (their names are
+ * used in messages), returning one operand made by `make(native, op, ids)`. */
+function defineOperandMethod (op, argNames, make) {
+  const body = function (...args) {
+    const ids = argNames.map((name, i) => MLOperand._id(args[i], this, `${op}: ${name}`))
+    return new MLOperand(kToken, this, call(() => make(MLGraphBuilder._native(this), op, ids)))
+  }
+  MLGraphBuilder.prototype[op] = body
+  Object.defineProperty(body, 'name', { value: op })
+  Object.defineProperty(body, 'length', { value: argNames.length })
 }
-for (const op of LOGICAL) {
-  MLGraphBuilder.prototype[op] = {
-    [op] (a, b) {
-      const x = MLOperand._id(a, this, `${op}: a`)
-      const y = MLOperand._id(b, this, `${op}: b`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).logical(op, x, y)))
-    }
-  }[op]
-}
-// 7.8.14 element-wise unary operations.
-for (const op of UNARY) {
-  MLGraphBuilder.prototype[op] = {
-    [op] (input) {
-      const x = MLOperand._id(input, this, `${op}: input`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).unary(op, x)))
-    }
-  }[op]
-}
+
+// 7.8.12 element-wise binary, 7.8.13 logical and 7.8.14 unary operations.
+for (const op of BINARY) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.binary(o, a, b))
+for (const op of LOGICAL) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.logical(o, a, b))
+for (const op of UNARY) defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
+
 // relu (7.8.35), sigmoid (7.8.38), tanh (7.8.44): an operand with an input, an
 // MLActivation without one.
 for (const op of ACTIVATIONS) {
+  defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
+  const withInput = MLGraphBuilder.prototype[op]
   MLGraphBuilder.prototype[op] = {
     [op] (input) {
       if (arguments.length === 0) return new MLActivation(kToken, this, op, {})
-      const x = MLOperand._id(input, this, `${op}: input`)
-      return new MLOperand(kToken, this, call(() => MLGraphBuilder._native(this).unary(op, x)))
+      return withInput.call(this, input)
     }
   }[op]
 }
+
 // Operator families in lib/ops/*.js each export `install(internals)`, which adds
 // their methods to MLGraphBuilder.prototype. Adding a family needs no edit here.
 const internals = {

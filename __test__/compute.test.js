@@ -45,41 +45,44 @@ test('helpers: float16 conversion matches known binary16 encodings', (t) => {
 // ---------------------------------------------------------------------------
 // The spec's examples
 
+// They run as shipped in examples/ (what `npm run example` prints), silenced.
+
 test('spec 7.3.2.1 example: C = 0.2 * A + B gives 1 four times', async (t) => {
-  const operandType = { dataType: 'float32', dimensions: [2, 2] }
-  const { context, builder } = await makeBuilder()
-  const constant = builder.constant(0.2)
-  const A = builder.input('A', operandType)
-  const B = builder.input('B', operandType)
-  const C = builder.add(builder.mul(A, constant), B)
-  const graph = await builder.build({ C })
-  const bufferA = new Float32Array(4).fill(1.0)
-  const bufferB = new Float32Array(4).fill(0.8)
-  const bufferC = new Float32Array(4)
-  const result = await context.compute(graph, { A: bufferA, B: bufferB }, { C: bufferC })
+  const lines = []
+  const { result, bufferA, bufferC } = await require('../examples/spec-7.3.2.1.js')({ log: (s) => lines.push(s) })
   // fround(fround(0.2) * 1 + fround(0.8)) === 1.
   t.is(Math.fround(Math.fround(0.2) + Math.fround(0.8)), 1)
   t.deepEqual(Array.from(result.outputs.C), [1, 1, 1, 1])
-  t.is('Output value: ' + result.outputs.C, 'Output value: 1,1,1,1')
+  t.is(lines[0], 'Output value: 1,1,1,1')
   t.not(result.outputs.C, bufferC, 'a new view over the same memory')
+  t.is(bufferA.byteLength, 0)
+  t.is(bufferC.byteLength, 0)
 })
 
 test('spec section 9 example: (0.5 + 1) * (0.5 + 1) gives 2.25 eight times', async (t) => {
-  const { context, builder } = await makeBuilder({ powerPreference: 'low-power' })
-  const TENSOR_DIMS = [1, 2, 2, 2]
-  const TENSOR_SIZE = 8
-  const desc = { dataType: 'float32', dimensions: TENSOR_DIMS }
-  const constant1 = builder.constant(desc, new Float32Array(TENSOR_SIZE).fill(0.5))
-  const input1 = builder.input('input1', desc)
-  const constant2 = builder.constant(desc, new Float32Array(TENSOR_SIZE).fill(0.5))
-  const input2 = builder.input('input2', desc)
-  const intermediateOutput1 = builder.add(constant1, input1)
-  const intermediateOutput2 = builder.add(constant2, input2)
-  const output = builder.mul(intermediateOutput1, intermediateOutput2)
-  const graph = await builder.build({ output })
-  const inputs = { input1: new Float32Array(TENSOR_SIZE).fill(1), input2: new Float32Array(TENSOR_SIZE).fill(1) }
-  const result = await context.compute(graph, inputs, { output: new Float32Array(TENSOR_SIZE) })
-  t.is('Output value: ' + result.outputs.output, 'Output value: 2.25,2.25,2.25,2.25,2.25,2.25,2.25,2.25')
+  const lines = []
+  await require('../examples/spec-9.js')({ log: (s) => lines.push(s) })
+  t.deepEqual(lines, ['Output value: 2.25,2.25,2.25,2.25,2.25,2.25,2.25,2.25'])
+})
+
+test('image preprocessing example: normalized CHW tensor and over-exposure mask', async (t) => {
+  const height = 20
+  const width = 24
+  const { tensor, mask } = await require('../examples/image-preprocess.js')({ height, width, log: () => {} })
+  t.is(tensor.length, 3 * height * width)
+  // The example's first pixel is saturated in R and G (255, 255, 128); its bottom-right pixel
+  // is (240, 240, 128). Expected values from the normalization formula in float64.
+  const norm = (v, c) => (v / 255 - [0.485, 0.456, 0.406][c]) / [0.229, 0.224, 0.225][c]
+  const plane = height * width
+  const last = plane - 1
+  for (let c = 0; c < 3; c++) {
+    t.true(Math.abs(tensor[c * plane] - norm(c === 2 ? 128 : 255, c)) < 1e-5)
+    t.true(Math.abs(tensor[c * plane + last] - norm(c === 2 ? 128 : 240, c)) < 1e-5)
+  }
+  // Exactly the saturated 16x16 corner is over-exposed.
+  t.is(mask.reduce((s, v) => s + v, 0), 16 * 16)
+  t.is(mask[15 * width + 15], 1)
+  t.is(mask[15 * width + 16], 0)
 })
 
 // ---------------------------------------------------------------------------

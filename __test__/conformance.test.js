@@ -66,9 +66,6 @@ function toleranceFor (c, name, dataType) {
 function callOperator (b, node, args) {
   const o = node.options || {}
   switch (node.op) {
-    // Optional operands travel in the options dictionary, after the positional ones.
-    case 'conv2d': case 'convTranspose2d': return b[node.op](args[0], args[1], args[2] ? { ...o, bias: args[2] } : o)
-    case 'gemm': return b.gemm(args[0], args[1], args[2] ? { ...o, c: args[2] } : o)
     case 'cast': return b.cast(args[0], o.type)
     case 'clamp': return b.clamp(args[0], o)
     case 'concat': return b.concat(args, o.axis)
@@ -77,7 +74,10 @@ function callOperator (b, node, args) {
     case 'slice': return b.slice(args[0], o.starts, o.sizes)
     case 'split': return o.axis === undefined ? b.split(args[0], o.splits) : b.split(args[0], o.splits, { axis: o.axis })
     case 'transpose': return o.permutation === undefined ? b.transpose(args[0]) : b.transpose(args[0], { permutation: o.permutation })
-    default: return b[node.op](...args)
+    default: {
+      const family = ref.familyOperators()[node.op]
+      return family ? family.build(b, args, node.options) : b[node.op](...args)
+    }
   }
 }
 

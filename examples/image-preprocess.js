@@ -9,7 +9,7 @@ const { ml, MLGraphBuilder } = require('..')
 const MEAN = [0.485, 0.456, 0.406]
 const STD = [0.229, 0.224, 0.225]
 
-async function main ({ height = 224, width = 224 } = {}) {
+async function main ({ height = 224, width = 224, log = console.log } = {}) {
   const context = await ml.createContext()
   const b = new MLGraphBuilder(context)
   const image = b.input('image', { dataType: 'uint8', dimensions: [height, width, 3] })
@@ -48,10 +48,10 @@ async function main ({ height = 224, width = 224 } = {}) {
   const plane = height * width
   const channelMean = [0, 1, 2].map((c) => t.subarray(c * plane, (c + 1) * plane).reduce((s, v) => s + v, 0) / plane)
   const overExposed = result.outputs.mask.reduce((s, v) => s + v, 0)
-  console.log(`image ${height}x${width}x3 uint8 -> tensor [1, 3, ${height}, ${width}] float32 in ${ms.toFixed(2)} ms`)
-  console.log(`normalized channel means: ${channelMean.map((m) => m.toFixed(4)).join(', ')}`)
-  console.log(`first pixel (R, G, B planes): ${[0, plane, 2 * plane].map((i) => t[i].toFixed(4)).join(', ')}`)
-  console.log(`over-exposed pixels: ${overExposed} (expected ${16 * 16})`)
+  log(`image ${height}x${width}x3 uint8 -> tensor [1, 3, ${height}, ${width}] float32 in ${ms.toFixed(2)} ms`)
+  log(`normalized channel means: ${channelMean.map((m) => m.toFixed(4)).join(', ')}`)
+  log(`first pixel (R, G, B planes): ${[0, plane, 2 * plane].map((i) => t[i].toFixed(4)).join(', ')}`)
+  log(`over-exposed pixels: ${overExposed} (expected ${16 * 16})`)
   return { tensor: t, mask: result.outputs.mask }
 }
 

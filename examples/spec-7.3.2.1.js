@@ -3,7 +3,7 @@
 // Prints the result four times 1, and shows that compute() transferred the views.
 const { ml, MLGraphBuilder } = require('..')
 
-async function main () {
+async function main ({ log = console.log } = {}) {
   const operandType = { dataType: 'float32', dimensions: [2, 2] }
   const context = await ml.createContext()
   const builder = new MLGraphBuilder(context)
@@ -23,10 +23,10 @@ async function main () {
   const result = await context.compute(graph, inputs, outputs)
   // The computed result of [[1, 1], [1, 1]] is in the buffer associated with
   // the output operand.
-  console.log('Output value: ' + result.outputs.C)
+  log('Output value: ' + result.outputs.C)
   // The original views were transferred: their buffers are detached.
-  console.log(`bufferA.byteLength after compute: ${bufferA.byteLength}, bufferC.byteLength: ${bufferC.byteLength}`)
-  return result.outputs.C
+  log(`bufferA.byteLength after compute: ${bufferA.byteLength}, bufferC.byteLength: ${bufferC.byteLength}`)
+  return { result, bufferA, bufferC }
 }
 
 module.exports = main

@@ -2,7 +2,7 @@
 // The example of spec section 9: two adds feeding a mul. Prints 2.25 eight times.
 const { ml, MLGraphBuilder } = require('..')
 
-async function main () {
+async function main ({ log = console.log } = {}) {
   const context = await ml.createContext({ powerPreference: 'low-power' })
 
   // Use tensors in 4 dimensions.
@@ -32,7 +32,7 @@ async function main () {
   const outputs = { output: new Float32Array(TENSOR_SIZE) }
   const result = await context.compute(graph, inputs, outputs)
 
-  console.log('Output value: ' + result.outputs.output)
+  log('Output value: ' + result.outputs.output)
   // Output value: 2.25,2.25,2.25,2.25,2.25,2.25,2.25,2.25
   return result.outputs.output
 }

@@ -5,8 +5,8 @@
 // type. Layouts are read through their letters ("nhwc", "hwio", ...), as the spec
 // defines them, never through the addon's index code.
 //
-// Hooked into reference.js (evaluateNode) and tolerance.js (FLOAT) through the
-// `ops` and `tolerances` exports; see `familyModules()` in reference.js.
+// Hooked into the suite through `ops` (see familyOperators() in reference.js):
+// per operator its reference, the API call that builds it, and its tolerance.
 
 const ref = require('./reference.js')
 
@@ -232,23 +232,25 @@ function convTranspose2d (input, filter, bias, options = {}) {
   return { dataType: input.dataType, shape: outShape, values }
 }
 
+// Optional operands come last in a node's args and travel in the options
+// dictionary: gemm's c, the convolutions' bias.
+const withOperand = ({ op, key }) => (b, args, o = {}) => b[op](args[0], args[1], args[2] ? { ...o, [key]: args[2] } : o)
+
+// The tolerance grows with the length K of each sum (K * 2 ULP), which only the
+// case knows: every case of these operators states its own (cases/matmul.js,
+// cases/conv.js). The table's 0 makes a case that forgets fail.
+const PER_CASE = { ulp: 0 }
+
 module.exports = {
-  // evaluateNode(op, args, options): operands in `args` order (optional operands
-  // last: gemm's c, the convolutions' bias).
   ops: {
-    matmul: (args) => matmul(args[0], args[1]),
-    gemm: (args, options) => gemm(args[0], args[1], args[2], options),
-    conv2d: (args, options) => conv2d(args[0], args[1], args[2], options),
-    convTranspose2d: (args, options) => convTranspose2d(args[0], args[1], args[2], options)
-  },
-  // Their tolerance grows with the length K of each sum (K * 2 ULP), which only
-  // the case knows: every case of these operators carries its own `tolerance`
-  // (cases/matmul.js, cases/conv.js). 0 here makes a case that forgets fail.
-  tolerances: {
-    matmul: { ulp: 0 },
-    gemm: { ulp: 0 },
-    conv2d: { ulp: 0 },
-    convTranspose2d: { ulp: 0 }
+    matmul: { reference: (args) => matmul(args[0], args[1]), build: (b, args) => b.matmul(args[0], args[1]), tolerance: PER_CASE },
+    gemm: { reference: (args, o) => gemm(args[0], args[1], args[2], o), build: withOperand({ op: 'gemm', key: 'c' }), tolerance: PER_CASE },
+    conv2d: { reference: (args, o) => conv2d(args[0], args[1], args[2], o), build: withOperand({ op: 'conv2d', key: 'bias' }), tolerance: PER_CASE },
+    convTranspose2d: {
+      reference: (args, o) => convTranspose2d(args[0], args[1], args[2], o),
+      build: withOperand({ op: 'convTranspose2d', key: 'bias' }),
+      tolerance: PER_CASE
+    }
   },
   matmul,
   gemm,

@@ -642,25 +642,28 @@ function evaluateNode (op, args, options = {}) {
     case 'transpose': return transpose(args[0], options.permutation)
     case 'where': return where(args[0], args[1], args[2])
   }
-  const family = familyModules().map((m) => m.ops && m.ops[op]).find(Boolean)
-  if (family) return family(args, options)
+  const family = familyOperators()[op]
+  if (family) return family.reference(args, options)
   throw new Error(`reference: unknown operator ${op}`)
 }
 
+let familyOps = null
 /**
- * Operator families keep their references in reference-<family>.js beside this
- * file, exporting `ops` ({ name: (args, options) => tensor }) and `tolerances`
- * (entries of tolerance.js's FLOAT). Loaded on first use: they require this module.
+ * Operators whose reference lives in a family file `reference-<family>.js` of this
+ * folder, which exports `ops: { name: { reference(args, options), build(builder,
+ * operands, options), tolerance } }`. Loaded on first use, since those files
+ * require this one.
  */
-let families = null
-function familyModules () {
-  if (!families) {
+function familyOperators () {
+  if (!familyOps) {
+    familyOps = {}
     const fs = require('node:fs')
     const path = require('node:path')
-    families = fs.readdirSync(__dirname).filter((f) => /^reference-.+\.js$/.test(f)).sort()
-      .map((f) => require(path.join(__dirname, f)))
+    for (const f of fs.readdirSync(__dirname).filter((n) => /^reference-.+\.js$/.test(n)).sort()) {
+      Object.assign(familyOps, require(path.join(__dirname, f)).ops)
+    }
   }
-  return families
+  return familyOps
 }
 
 /** Tensors for every input and constant of a case, by name. */
@@ -717,7 +720,7 @@ module.exports = {
   powIeee,
   intPow,
   evaluateNode,
-  familyModules,
+  familyOperators,
   caseOperands,
   evaluateGraph
 }

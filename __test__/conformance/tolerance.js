@@ -44,9 +44,8 @@ for (const op of ['abs', 'neg', 'ceil', 'floor', 'relu', 'identity', 'cast', 'cl
   'equal', 'greater', 'greaterOrEqual', 'lesser', 'lesserOrEqual', 'not', 'logicalNot']) {
   FLOAT[op] = { ulp: 0 }
 }
-
-// Operator families' entries, kept beside their references (reference-<family>.js).
-for (const m of require('./reference.js').familyModules()) Object.assign(FLOAT, m.tolerances || {})
+// Families with their own reference file state their tolerances there.
+for (const [op, family] of Object.entries(require('./reference.js').familyOperators())) FLOAT[op] = family.tolerance
 
 /** The tolerance of one operator whose output has the given data type. */
 function forOp (op, dataType) {

@@ -3,9 +3,6 @@
 //! errors to tagged JS errors, and moves work off the JS thread. It holds no graph
 //! logic, and no panic crosses it: background work runs under `catch_unwind`.
 
-mod conv;
-mod matmul;
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -19,6 +16,14 @@ use crate::error::WebnnError;
 use crate::graph::{DataType, GraphBuilder, OperandDesc};
 use crate::ops::shape_ops::Splits;
 use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
+
+mod activation_ops;
+mod conv;
+mod gather;
+mod matmul;
+mod pooling;
+mod recurrent;
+mod reduction;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade
 /// turns them into a `TypeError` or a `DOMException` of that name.
@@ -379,13 +384,15 @@ impl NativeGraph {
     /// Runs the graph. `inputs` are Uint8Array views (graph input order) and
     /// `outputs` Uint8Array views or null (graph output order) over buffers the
     /// facade has transferred and keeps alive until the returned promise settles.
+    /// Returns that promise, or nothing when the graph was small enough to run
+    /// at once on this thread (errors are then thrown).
     #[napi]
     pub fn compute<'env>(
         &self,
         env: &'env Env,
         inputs: Vec<Uint8ArraySlice<'env>>,
         outputs: Vec<Option<Uint8ArraySlice<'env>>>,
-    ) -> Result<Object<'env>> {
+    ) -> Result<Option<Object<'env>>> {
         if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
             return Err(to_js(WebnnError::Operation("internal: compute() binding count mismatch".into())));
         }
@@ -393,10 +400,17 @@ impl NativeGraph {
         // else aliases them while the execution runs.
         let inputs = inputs.into_iter().map(|mut v| host(unsafe { v.as_mut() })).collect();
         let outputs = outputs.into_iter().map(|o| o.map(|mut v| host(unsafe { v.as_mut() }))).collect();
+        let bindings = Bindings { inputs, outputs, cancel: self.in_flight.cancel.clone() };
+        if self.exec.prefers_inline() {
+            // Tiny graphs: computing takes less than handing off to a thread; the
+            // facade still settles the compute() promise asynchronously.
+            self.exec.run_inline(&bindings).map_err(to_js)?;
+            return Ok(None);
+        }
         let (deferred, promise) = env.create_deferred()?;
         let guard = self.in_flight.start();
         self.exec.clone().execute(
-            Bindings { inputs, outputs, cancel: self.in_flight.cancel.clone() },
+            bindings,
             Box::new(move |result| {
                 match result {
                     Ok(()) => deferred.resolve(|_| Ok(())),
@@ -405,7 +419,7 @@ impl NativeGraph {
                 drop(guard);
             }),
         );
-        Ok(promise)
+        Ok(Some(promise))
     }
 }
 

@@ -46,4 +46,13 @@ pub trait Executable: Send + Sync {
     /// Starts an execution and returns at once; `done` is called on an engine thread
     /// when it finishes. Several executions of one executable may run at a time.
     fn execute(self: Arc<Self>, bindings: Bindings, done: Completion);
+
+    /// Whether the whole execution costs less than handing it to another thread
+    /// (a few microseconds of work): the caller may then run it with `run_inline`.
+    fn prefers_inline(&self) -> bool {
+        false
+    }
+
+    /// Runs the execution on the calling thread.
+    fn run_inline(&self, bindings: &Bindings) -> Result<()>;
 }

@@ -57,7 +57,10 @@ impl Activation {
     /// The activation of one float32 value, from the formulas of each operator's
     /// section. Softmax, which is not element-wise, returns the input unchanged;
     /// `require_elementwise` keeps it out of graphs.
-    #[inline]
+    // Always inlined: kernels call it with the variant known at compile time
+    // (`specialized!` in the CPU activation kernels), and only once inlined does the
+    // match fold away and the loop vectorize.
+    #[inline(always)]
     pub fn apply(&self, x: f32) -> f32 {
         match *self {
             Activation::Clamp { min, max } => {
@@ -66,16 +69,24 @@ impl Activation {
             }
             // 7.8.15: alpha * (exp(x) - 1) for x < 0.
             Activation::Elu { alpha } => if x < 0.0 { alpha * x.exp_m1() } else { x },
-            // 7.8.18: 0.5 * x * (1 + erf(x / sqrt(2))).
-            Activation::Gelu => 0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)),
-            // 7.8.22: max(0, min(1, alpha * x + beta)).
-            Activation::HardSigmoid { alpha, beta } => (alpha * x + beta).clamp(0.0, 1.0),
-            // 7.8.23: x * max(0, min(6, x + 3)) / 6.
-            Activation::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
+            // 7.8.18: 0.5 * x * (1 + erf(x / sqrt(2))), written with erfc(-z) = 1 + erf(z)
+            // so the tail for negative x keeps its relative precision.
+            Activation::Gelu => 0.5 * x * libm::erfcf(-x * std::f32::consts::FRAC_1_SQRT_2),
+            // 7.8.22: max(0, min(1, alpha * x + beta)). Here and in linear, float64
+            // holds alpha * x exactly, so a result that cancels to near zero is still
+            // rounded once (float32 would round the product first).
+            Activation::HardSigmoid { alpha, beta } => {
+                (alpha as f64 * x as f64 + beta as f64).clamp(0.0, 1.0) as f32
+            }
+            // 7.8.23: x * max(0, min(6, x + 3)) / 6, rounded once from float64.
+            Activation::HardSwish => {
+                let x = x as f64;
+                (x * (x + 3.0).clamp(0.0, 6.0) / 6.0) as f32
+            }
             // 7.8.26: alpha * x for x < 0.
             Activation::LeakyRelu { alpha } => if x < 0.0 { alpha * x } else { x },
             // 7.8.27: alpha * x + beta.
-            Activation::Linear { alpha, beta } => alpha * x + beta,
+            Activation::Linear { alpha, beta } => (alpha as f64 * x as f64 + beta as f64) as f32,
             Activation::Relu => if x < 0.0 { 0.0 } else { x },
             Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             // 7.8.41: ln(1 + exp(x)), written to stay finite for large x.

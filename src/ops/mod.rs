@@ -8,9 +8,15 @@
 //! declaration in `index.d.ts`, and a kernel in each engine.
 
 pub mod activation;
+pub mod activation_ops;
 pub mod conv;
 pub mod elementwise;
+pub mod gather;
 pub mod matmul;
+pub mod normalization;
+pub mod pooling;
+pub mod recurrent;
+pub mod reduction;
 pub mod shape_ops;
 
 use crate::graph::DataType;
@@ -77,6 +83,27 @@ pub enum Op {
     Gemm(matmul::GemmOptions),
     Conv2d(conv::Conv2dAttrs),
     ConvTranspose2d(conv::ConvTranspose2dAttrs),
+    /// elu, gelu, hardSigmoid, hardSwish, leakyRelu, linear, softplus, softsign
+    /// applied to an operand (`activation_ops`).
+    Activation(Activation),
+    Prelu,
+    Softmax { axis: usize },
+    /// The reductions of 7.8.34; `axes` resolved and sorted (empty: no reduction).
+    Reduce { kind: reduction::ReduceKind, axes: Vec<usize>, keep_dimensions: bool },
+    /// argMin/argMax (7.8.5); `axes` resolved and sorted.
+    ArgMinMax { kind: reduction::ArgKind, axes: Vec<usize>, keep_dimensions: bool, select_last_index: bool },
+    Gru(recurrent::Gru),
+    GruCell(recurrent::GruCell),
+    Lstm(recurrent::Lstm),
+    LstmCell(recurrent::LstmCell),
+    Gather { axis: usize },
+    Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
+    Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
+    Triangular { upper: bool, diagonal: i32 },
+    Pool2d(pooling::Pool2d),
+    BatchNormalization(normalization::BatchNormalization),
+    InstanceNormalization(normalization::InstanceNormalization),
+    LayerNormalization(normalization::LayerNormalization),
 }
 
 impl Op {
@@ -99,6 +126,23 @@ impl Op {
             Op::Gemm(_) => "gemm",
             Op::Conv2d(_) => "conv2d",
             Op::ConvTranspose2d(_) => "convTranspose2d",
+            Op::Activation(a) => a.name(),
+            Op::Prelu => "prelu",
+            Op::Softmax { .. } => "softmax",
+            Op::Reduce { kind, .. } => kind.name(),
+            Op::ArgMinMax { kind, .. } => kind.name(),
+            Op::Gru(_) => "gru",
+            Op::GruCell(_) => "gruCell",
+            Op::Lstm(_) => "lstm",
+            Op::LstmCell(_) => "lstmCell",
+            Op::Gather { .. } => "gather",
+            Op::Pad { .. } => "pad",
+            Op::Resample2d { .. } => "resample2d",
+            Op::Triangular { .. } => "triangular",
+            Op::Pool2d(p) => p.kind.name(),
+            Op::BatchNormalization(_) => "batchNormalization",
+            Op::InstanceNormalization(_) => "instanceNormalization",
+            Op::LayerNormalization(_) => "layerNormalization",
         }
     }
 }

@@ -122,7 +122,14 @@ pub struct CpuPlan {
     output_bytes: Vec<usize>,
     arena_bytes: usize,
     arenas: Mutex<Vec<AlignedBuf>>,
+    /// Bytes of every operand the plan touches: below `INLINE_MAX_BYTES` the whole
+    /// compute takes less time than waking a pool thread.
+    touched_bytes: usize,
 }
+
+/// A graph touching at most this many bytes runs on the calling thread: its
+/// kernels take a few microseconds, less than two thread hand-offs.
+const INLINE_MAX_BYTES: usize = 16 << 10;
 
 /// First-fit allocator over arena offsets; freed regions merge with neighbours.
 #[derive(Default)]
@@ -217,7 +224,9 @@ impl CpuPlan {
             }
             steps.push(Step { op: operator.op.clone(), inputs: operator.inputs.clone(), outputs: operator.outputs.clone() });
         }
+        let touched_bytes = descs.values().map(|d| d.byte_length()).sum();
         Ok(CpuPlan {
+            touched_bytes,
             pool,
             slots,
             descs,
@@ -301,19 +310,35 @@ impl CpuPlan {
     }
 }
 
+impl CpuPlan {
+    /// `run` with any panic (a bug) turned into an OperationError.
+    fn run_guarded(&self, bindings: &Bindings) -> Result<()> {
+        catch_unwind(AssertUnwindSafe(|| self.run(bindings))).unwrap_or_else(|p| {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(WebnnError::Operation(format!("internal error in the CPU engine: {msg}")))
+        })
+    }
+}
+
 impl Executable for CpuPlan {
     fn execute(self: Arc<Self>, bindings: Bindings, done: Completion) {
         let pool = self.pool.clone();
         pool.spawn(move || {
-            let result = catch_unwind(AssertUnwindSafe(|| self.run(&bindings))).unwrap_or_else(|p| {
-                let msg = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Err(WebnnError::Operation(format!("internal error in the CPU engine: {msg}")))
-            });
+            let result = self.run_guarded(&bindings);
             done(result);
         });
+    }
+
+    fn prefers_inline(&self) -> bool {
+        self.touched_bytes <= INLINE_MAX_BYTES
+    }
+
+    fn run_inline(&self, bindings: &Bindings) -> Result<()> {
+        // Kernels of this size never split work, so nothing reaches a rayon pool.
+        self.run_guarded(bindings)
     }
 }

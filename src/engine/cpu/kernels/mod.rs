@@ -1,12 +1,18 @@
 //! CPU kernels, one family per file, and the dispatch from a typed `Op` to them.
 
+pub mod activation;
 pub mod broadcast;
 pub mod conv;
 pub mod element;
 pub mod elementwise;
+pub mod gather;
 pub mod gemm_core;
 pub mod matmul;
 pub mod movement;
+pub mod normalization;
+pub mod pooling;
+pub mod recurrent;
+pub mod reduction;
 
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -29,6 +35,9 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
     let x = inputs.first().ok_or_else(internal)?;
     if let Op::Split { axis } = op {
         return mv::split(x, *axis, outputs);
+    }
+    if let Some(result) = recurrent::run(op, inputs, outputs) {
+        return result;
     }
     let (out, out_shape) = match outputs {
         [(out, shape)] => (&mut **out, *shape),
@@ -56,6 +65,21 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         (Op::Conv2d(o), [x, f, b]) if o.has_bias => conv::conv2d(x, f, Some(b), o, out, out_shape),
         (Op::ConvTranspose2d(o), [x, f]) if !o.has_bias => conv::conv_transpose2d(x, f, None, o, out, out_shape),
         (Op::ConvTranspose2d(o), [x, f, b]) if o.has_bias => conv::conv_transpose2d(x, f, Some(b), o, out, out_shape),
+        (Op::Activation(act), [a]) => activation::activation(act, a, out),
+        (Op::Prelu, [a, slope]) => activation::prelu(a, slope, out, out_shape),
+        (Op::Softmax { axis }, [a]) => activation::softmax(a, *axis, out),
+        (Op::Reduce { kind, axes, .. }, [a]) => reduction::reduce(*kind, axes, a, out),
+        (Op::ArgMinMax { kind, axes, select_last_index, .. }, [a]) => {
+            reduction::arg_min_max(*kind, axes, *select_last_index, a, out)
+        }
+        (Op::Gather { axis }, [a, i]) => gather::gather(a, i, *axis, out),
+        (Op::Pad { beginning, mode, value, .. }, [a]) => gather::pad(a, beginning, *mode, *value, out, out_shape),
+        (Op::Resample2d { mode, axes }, [a]) => gather::resample2d(a, *mode, *axes, out, out_shape),
+        (Op::Triangular { upper, diagonal }, [a]) => gather::triangular(a, *upper, *diagonal, out),
+        (Op::Pool2d(p), [a]) => pooling::pool2d(p, a, out, out_shape),
+        (Op::BatchNormalization(a), ins) => normalization::batch_normalization(a, ins, out),
+        (Op::InstanceNormalization(a), ins) => normalization::instance_normalization(a, ins, out),
+        (Op::LayerNormalization(a), ins) => normalization::layer_normalization(a, ins, out),
         _ => Err(internal()),
     }
 }

@@ -1,0 +1,46 @@
+'use strict'
+// 7.8.34 reduction operations (reduceL1 ... reduceSumSquare) and 7.8.5
+// argMin/argMax: WebIDL conversion of MLReduceOptions / MLArgMinMaxOptions, then
+// one native call. Validation (axes range and duplicates, data types) runs in
+// src/ops/reduction.rs.
+
+const REDUCTIONS = ['reduceL1', 'reduceL2', 'reduceLogSum', 'reduceLogSumExp', 'reduceMax', 'reduceMean',
+  'reduceMin', 'reduceProduct', 'reduceSum', 'reduceSumSquare']
+
+module.exports = function install (internals) {
+  const { webidl } = internals
+  const proto = internals.MLGraphBuilder.prototype
+
+  /** The members shared by both dictionaries, in WebIDL's (lexicographic) order;
+   * `axes` is null when absent. */
+  function axesAndKeep (o, op) {
+    const axes = o.axes
+    const converted = axes === undefined ? null : webidl.toSequence(axes, `${op}: options.axes`, webidl.toUint32)
+    const keep = o.keepDimensions
+    return { axes: converted, keepDimensions: keep === undefined ? false : Boolean(keep) }
+  }
+
+  for (const op of REDUCTIONS) {
+    proto[op] = {
+      [op] (input, options) {
+        const x = internals.operand(this, input, `${op}: input`)
+        const { axes, keepDimensions } = axesAndKeep(webidl.toDictionary(options, `${op}: options`), op)
+        return internals.wrap(this, webidl.call(() => internals.native(this).reduce(op, x, axes, keepDimensions)))
+      }
+    }[op]
+  }
+
+  for (const op of ['argMin', 'argMax']) {
+    proto[op] = {
+      [op] (input, options) {
+        const x = internals.operand(this, input, `${op}: input`)
+        const o = webidl.toDictionary(options, `${op}: options`)
+        const { axes, keepDimensions } = axesAndKeep(o, op)
+        const last = o.selectLastIndex
+        const selectLastIndex = last === undefined ? false : Boolean(last)
+        return internals.wrap(this, webidl.call(() =>
+          internals.native(this).argMinMax(op, x, axes, keepDimensions, selectLastIndex)))
+      }
+    }[op]
+  }
+}

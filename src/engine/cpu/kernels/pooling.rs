@@ -1,0 +1,501 @@
+//! Pooling kernels (spec 7.8.32): averagePool2d, l2Pool2d, maxPool2d.
+//!
+//! A window covers input cells and padding cells; only input cells take part
+//! (the spec is silent; Chromium's backends, XNNPACK and ONNX's
+//! count_include_pad=0 exclude padding from the average, and max pooling treats
+//! padding as absent). Windows that `"ceil"` rounding or an explicit outputSizes
+//! pushes past the padded input are clipped the same way. A window with no input
+//! cell at all gives the value of the reduction over an empty set: NaN for the
+//! average (0/0), 0 for l2 and the type's lowest value (-Infinity for floats) for
+//! max, as padding with -Infinity would.
+//!
+//! Average and l2 accumulate in float64 and round once to the output type
+//! (float16 included); max compares in the input type and is exact.
+
+use super::broadcast::par_rows;
+use super::element::{as_elems, as_elems_mut, Element};
+use super::Tensor;
+use crate::dispatch;
+use crate::error::{Result, WebnnError};
+use crate::ops::pooling::{InputLayout, Pool2d, PoolKind};
+
+/// One pooling reduction over the input cells of a window.
+trait Reduce<T: Element>: Sync {
+    type Acc: Copy + Send + Sync;
+    fn init(&self) -> Self::Acc;
+    fn add(&self, acc: Self::Acc, x: T) -> Self::Acc;
+    /// Combines two partial accumulations (of disjoint cells).
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// `count` is the number of input cells the window covered.
+    fn finish(&self, acc: Self::Acc, count: usize) -> T;
+}
+
+struct Average;
+struct L2;
+struct Max;
+
+impl<T: Element> Reduce<T> for Average {
+    type Acc = f64;
+    #[inline]
+    fn init(&self) -> f64 {
+        0.0
+    }
+    #[inline]
+    fn add(&self, acc: f64, x: T) -> f64 {
+        acc + x.to_f64()
+    }
+    #[inline]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline]
+    fn finish(&self, acc: f64, count: usize) -> T {
+        // count 0 gives 0/0 = NaN (see the module docs).
+        T::from_f64(acc / count as f64)
+    }
+}
+
+impl<T: Element> Reduce<T> for L2 {
+    type Acc = f64;
+    #[inline]
+    fn init(&self) -> f64 {
+        0.0
+    }
+    #[inline]
+    fn add(&self, acc: f64, x: T) -> f64 {
+        let v = x.to_f64();
+        acc + v * v
+    }
+    #[inline]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline]
+    fn finish(&self, acc: f64, _count: usize) -> T {
+        T::from_f64(acc.sqrt())
+    }
+}
+
+impl<T: Element> Reduce<T> for Max {
+    type Acc = T;
+    #[inline]
+    fn init(&self) -> T {
+        // -Infinity for floats; from_f64 saturates to MIN for integers.
+        T::from_f64(f64::NEG_INFINITY)
+    }
+    #[inline]
+    fn add(&self, acc: T, x: T) -> T {
+        max_nan(acc, x)
+    }
+    #[inline]
+    fn merge(&self, a: T, b: T) -> T {
+        max_nan(a, b)
+    }
+    #[inline]
+    fn finish(&self, acc: T, _count: usize) -> T {
+        acc
+    }
+}
+
+/// The larger of two values; a NaN in either propagates (as in the element-wise
+/// max). Written with non-short-circuit operators so it compiles to selects, not
+/// branches (x != x is false for integers and folds away).
+#[inline]
+#[allow(clippy::eq_op)]
+fn max_nan<T: Element>(acc: T, x: T) -> T {
+    let take = ((x > acc) | (x != x)) & (acc == acc);
+    if take {
+        x
+    } else {
+        acc
+    }
+}
+
+/// Reduces a contiguous run of cells with four independent accumulators (the
+/// dependency chain of one accumulator would bound the loop by add latency).
+#[inline]
+fn reduce_run<T: Element, R: Reduce<T>>(r: &R, acc: R::Acc, run: &[T]) -> R::Acc {
+    let mut lanes = [r.init(); 4];
+    let mut chunks = run.chunks_exact(4);
+    for c in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l = r.add(*l, v);
+        }
+    }
+    let mut acc = chunks.remainder().iter().fold(acc, |a, &v| r.add(a, v));
+    for l in lanes {
+        acc = r.merge(acc, l);
+    }
+    acc
+}
+
+/// Output widths from which the "nchw" path loops tap by tap over whole rows.
+const TAP_MAJOR_MIN_WIDTH: usize = 16;
+
+/// For one spatial dimension, the range of window taps `[k0, k1)` that land on
+/// input cells for each output position, and the input index of tap `k0`.
+#[derive(Clone, Copy)]
+struct Taps {
+    k0: usize,
+    k1: usize,
+    first: usize,
+}
+
+fn taps(out: usize, input: usize, window: usize, pad_begin: usize, stride: usize, dilation: usize) -> Vec<Taps> {
+    (0..out)
+        .map(|o| {
+            // Position of tap k in padded coordinates: o * stride + k * dilation;
+            // it is an input cell when pad_begin <= pos < pad_begin + input. Sizes were
+            // validated, so these products stay within u64 (usize on supported hosts).
+            let start = o * stride;
+            let k0 = if start >= pad_begin { 0 } else { (pad_begin - start).div_ceil(dilation) };
+            let end = pad_begin + input;
+            let k1 = if start >= end { 0 } else { (end - start).div_ceil(dilation) };
+            let (k0, k1) = (k0.min(window), k1.min(window));
+            let first = if k0 < k1 { start + k0 * dilation - pad_begin } else { 0 };
+            Taps { k0, k1: k1.max(k0), first }
+        })
+        .collect()
+}
+
+/// The outputs `[lo, hi)` of a row that one horizontal window tap lands on an
+/// input cell for, and the input column of the tap at output `lo`.
+#[derive(Clone, Copy)]
+struct Span {
+    lo: usize,
+    hi: usize,
+    first: usize,
+}
+
+fn spans(out: usize, input: usize, window: usize, pad_begin: usize, stride: usize, dilation: usize) -> Vec<Span> {
+    (0..window)
+        .map(|k| {
+            // Output o reads column o * stride + k * dilation - pad_begin, an input
+            // cell when it lies in [0, input).
+            let offset = k * dilation;
+            let lo = if offset >= pad_begin { 0 } else { (pad_begin - offset).div_ceil(stride) };
+            let end = input + pad_begin;
+            let hi = if offset >= end { 0 } else { (end - offset).div_ceil(stride) };
+            let (lo, hi) = (lo.min(out), hi.min(out));
+            let first = if lo < hi { lo * stride + offset - pad_begin } else { 0 };
+            Span { lo, hi: hi.max(lo), first }
+        })
+        .filter(|s| s.lo < s.hi)
+        .collect()
+}
+
+struct Geometry {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    dh: usize,
+    dw: usize,
+    sw: usize,
+    rows: Vec<Taps>,
+    cols: Vec<Taps>,
+    spans: Vec<Span>,
+}
+
+fn geometry(p: &Pool2d, in_shape: &[usize], out_shape: &[usize]) -> Result<Geometry> {
+    let bad = || WebnnError::Operation(format!("internal: {} expects 4-D tensors", p.kind.name()));
+    let (&[n, d1, d2, d3], &[_, o1, o2, o3]) = (in_shape, out_shape) else { return Err(bad()) };
+    let (c, h, w, oh, ow) = match p.layout {
+        InputLayout::Nchw => (d1, d2, d3, o2, o3),
+        InputLayout::Nhwc => (d3, d1, d2, o1, o2),
+    };
+    let [dh, dw] = p.dilations;
+    let rows = taps(oh, h, p.window[0], p.padding[0], p.strides[0], dh);
+    let cols = taps(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
+    let spans = spans(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
+    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, sw: p.strides[1], rows, cols, spans })
+}
+
+fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout, x: &[T], out: &mut [T]) {
+    match layout {
+        // One output row (ow values of one plane) at a time; planes are n * c. Wide
+        // rows use that the reductions are separable: first the window's input rows
+        // are reduced column by column into `cols` (contiguous, vectorizes), then
+        // each output reduces its window's columns of that (`spans[kx]` are the
+        // outputs tap kx covers).
+        InputLayout::Nchw if g.ow >= TAP_MAJOR_MIN_WIDTH => par_rows(out, g.ow, |range, chunk| {
+            let mut cols = vec![r.init(); g.w];
+            let mut acc = vec![r.init(); g.ow];
+            for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow)) {
+                let (plane, oy) = (row / g.oh, row % g.oh);
+                let src = &x[plane * g.h * g.w..][..g.h * g.w];
+                let ty = g.rows[oy];
+                cols.fill(r.init());
+                for ky in 0..ty.k1 - ty.k0 {
+                    let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
+                    for (a, &v) in cols.iter_mut().zip(line) {
+                        *a = r.add(*a, v);
+                    }
+                }
+                acc.fill(r.init());
+                for span in &g.spans {
+                    let acc = &mut acc[span.lo..span.hi];
+                    if g.sw == 1 {
+                        for (a, &v) in acc.iter_mut().zip(&cols[span.first..]) {
+                            *a = r.merge(*a, v);
+                        }
+                    } else {
+                        for (a, &v) in acc.iter_mut().zip(cols[span.first..].iter().step_by(g.sw)) {
+                            *a = r.merge(*a, v);
+                        }
+                    }
+                }
+                let rows = ty.k1 - ty.k0;
+                for ((d, &a), tx) in dst.iter_mut().zip(&acc).zip(&g.cols) {
+                    *d = r.finish(a, rows * (tx.k1 - tx.k0));
+                }
+            }
+        }),
+        // Narrow rows (global pooling and the like): one output at a time, each
+        // window row a contiguous run when the width dilation is 1.
+        InputLayout::Nchw => par_rows(out, g.ow, |range, chunk| {
+            for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow.max(1))) {
+                let (plane, oy) = (row / g.oh, row % g.oh);
+                let src = &x[plane * g.h * g.w..][..g.h * g.w];
+                let ty = g.rows[oy];
+                for (d, tx) in dst.iter_mut().zip(&g.cols) {
+                    let n = tx.k1 - tx.k0;
+                    let mut acc = r.init();
+                    for ky in 0..ty.k1 - ty.k0 {
+                        let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
+                        if g.dw == 1 {
+                            acc = reduce_run(r, acc, &line[tx.first..tx.first + n]);
+                        } else {
+                            for v in line[tx.first..].iter().step_by(g.dw).take(n) {
+                                acc = r.add(acc, *v);
+                            }
+                        }
+                    }
+                    *d = r.finish(acc, (ty.k1 - ty.k0) * n);
+                }
+            }
+        }),
+        // One output pixel (c values) at a time, accumulating whole channel vectors.
+        InputLayout::Nhwc => par_rows(out, g.c, |range, chunk| {
+            let mut acc = vec![r.init(); g.c];
+            for (pixel, dst) in range.zip(chunk.chunks_exact_mut(g.c.max(1))) {
+                let (ox, rest) = (pixel % g.ow, pixel / g.ow);
+                let (oy, b) = (rest % g.oh, rest / g.oh);
+                let (ty, tx) = (g.rows[oy], g.cols[ox]);
+                acc.fill(r.init());
+                for ky in 0..ty.k1 - ty.k0 {
+                    let y = ty.first + ky * g.dh;
+                    for kx in 0..tx.k1 - tx.k0 {
+                        let xx = tx.first + kx * g.dw;
+                        let src = &x[((b * g.h + y) * g.w + xx) * g.c..][..g.c];
+                        for (a, &v) in acc.iter_mut().zip(src) {
+                            *a = r.add(*a, v);
+                        }
+                    }
+                }
+                let count = (ty.k1 - ty.k0) * (tx.k1 - tx.k0);
+                for (d, &a) in dst.iter_mut().zip(&acc) {
+                    *d = r.finish(a, count);
+                }
+            }
+        }),
+    }
+}
+
+pub fn pool2d(p: &Pool2d, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let g = geometry(p, x.shape, out_shape)?;
+    if g.n * g.c * g.oh * g.ow == 0 {
+        return Ok(());
+    }
+    dispatch!(x.data_type, T => {
+        let (src, dst) = (as_elems::<T>(x.data)?, as_elems_mut::<T>(out)?);
+        match p.kind {
+            PoolKind::Average => pool_typed(&Average, &g, p.layout, src, dst),
+            PoolKind::L2 => pool_typed(&L2, &g, p.layout, src, dst),
+            PoolKind::Max => pool_typed(&Max, &g, p.layout, src, dst),
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{DataType, OperandDesc};
+    use crate::ops::pooling::{pool2d as validate, Pool2dOptions, RoundingType};
+    use half::f16;
+
+    /// Naive float64 reference straight from the definition: visit every tap of the
+    /// window, skip those outside the input.
+    fn reference(kind: PoolKind, p: &Pool2d, shape: &[usize], out_shape: &[usize], x: &[f64]) -> Vec<f64> {
+        let nhwc = p.layout == InputLayout::Nhwc;
+        let (n, c, h, w) = if nhwc { (shape[0], shape[3], shape[1], shape[2]) } else { (shape[0], shape[1], shape[2], shape[3]) };
+        let (oh, ow) = if nhwc { (out_shape[1], out_shape[2]) } else { (out_shape[2], out_shape[3]) };
+        let at = |b: usize, ch: usize, y: usize, xx: usize| {
+            if nhwc { ((b * h + y) * w + xx) * c + ch } else { ((b * c + ch) * h + y) * w + xx }
+        };
+        let out_at = |b: usize, ch: usize, y: usize, xx: usize| {
+            if nhwc { ((b * oh + y) * ow + xx) * c + ch } else { ((b * c + ch) * oh + y) * ow + xx }
+        };
+        let mut out = vec![0.0; n * c * oh * ow];
+        for b in 0..n {
+            for ch in 0..c {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        let mut vals = Vec::new();
+                        for ky in 0..p.window[0] {
+                            for kx in 0..p.window[1] {
+                                let y = (oy * p.strides[0] + ky * p.dilations[0]) as i64 - p.padding[0] as i64;
+                                let xx = (ox * p.strides[1] + kx * p.dilations[1]) as i64 - p.padding[2] as i64;
+                                if y >= 0 && xx >= 0 && (y as usize) < h && (xx as usize) < w {
+                                    vals.push(x[at(b, ch, y as usize, xx as usize)]);
+                                }
+                            }
+                        }
+                        out[out_at(b, ch, oy, ox)] = match kind {
+                            PoolKind::Average => vals.iter().sum::<f64>() / vals.len() as f64,
+                            PoolKind::L2 => vals.iter().map(|v| v * v).sum::<f64>().sqrt(),
+                            PoolKind::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+                        };
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
+        }
+    }
+
+    fn run_f32(kind: PoolKind, shape: &[usize], o: &Pool2dOptions, seed: u64) -> (Vec<f32>, Vec<f64>) {
+        let desc = OperandDesc::new(DataType::Float32, shape.to_vec());
+        let (p, out_desc) = validate(kind, &desc, o).unwrap();
+        let mut rng = Rng(seed);
+        let x: Vec<f32> = (0..desc.element_count()).map(|_| (rng.next() * 8.0 - 4.0) as f32).collect();
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![0u8; out_desc.byte_length()];
+        let t = Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Float32 };
+        pool2d(&p, &t, &mut out, &out_desc.shape).unwrap();
+        let got = out.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        (got, reference(kind, &p, shape, &out_desc.shape, &x64))
+    }
+
+    fn check(kind: PoolKind, shape: &[usize], o: Pool2dOptions) {
+        // `shape` is [n, c, h, w]; the nhwc run uses [n, h, w, c].
+        let nhwc = [shape[0], shape[2], shape[3], shape[1]];
+        for (seed, layout, shape) in [(1, InputLayout::Nchw, shape), (2, InputLayout::Nhwc, &nhwc[..])] {
+            let o = Pool2dOptions { layout, ..o.clone() };
+            let (got, want) = run_f32(kind, shape, &o, seed);
+            assert_eq!(got.len(), want.len());
+            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                if kind == PoolKind::Max {
+                    assert_eq!(g as f64, w, "{kind:?} {shape:?} {o:?} [{i}]");
+                } else if w.is_nan() {
+                    assert!(g.is_nan(), "{kind:?} {shape:?} {o:?} [{i}]: {g} vs NaN");
+                } else {
+                    assert!((g as f64 - w).abs() <= 1e-6 * w.abs().max(1e-30), "{kind:?} {shape:?} {o:?} [{i}]: {g} vs {w}");
+                }
+            }
+        }
+    }
+
+    fn opts(window: [usize; 2], padding: [usize; 4], strides: [usize; 2], dilations: [usize; 2]) -> Pool2dOptions {
+        Pool2dOptions {
+            window_dimensions: Some(window.to_vec()),
+            padding: Some(padding.to_vec()),
+            strides: Some(strides.to_vec()),
+            dilations: Some(dilations.to_vec()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn matches_reference_over_options() {
+        for kind in [PoolKind::Average, PoolKind::L2, PoolKind::Max] {
+            let shape = match kind { PoolKind::Max => [2, 3, 7, 6], _ => [1, 4, 6, 7] };
+            check(kind, &shape, Pool2dOptions::default());
+            check(kind, &shape, opts([3, 3], [0, 0, 0, 0], [1, 1], [1, 1]));
+            check(kind, &shape, opts([3, 2], [1, 2, 2, 1], [2, 3], [1, 1]));
+            check(kind, &shape, opts([2, 3], [1, 0, 0, 2], [1, 2], [2, 2]));
+            let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([2, 2], [0, 1, 1, 0], [2, 2], [1, 1]) };
+            check(kind, &shape, ceil);
+            // Stride larger than the window with ceil: the last window may miss the input.
+            let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 1], [0, 0, 0, 0], [4, 4], [1, 1]) };
+            check(kind, &[1, 2, 5, 5], ceil);
+            let sized = Pool2dOptions { output_sizes: Some(vec![3, 3]), ..opts([2, 2], [0, 0, 0, 0], [3, 3], [1, 1]) };
+            check(kind, &[1, 2, 7, 7], sized);
+            check(kind, &[1, 1, 1, 1], Pool2dOptions::default());
+            check(kind, &[3, 1, 1, 5], opts([1, 2], [0, 0, 1, 1], [1, 1], [1, 1]));
+            // Rows wide enough for the tap-major "nchw" loop, with strides, dilations,
+            // padding and ceil rounding (windows past the input included).
+            check(kind, &[1, 2, 5, 41], opts([2, 3], [1, 0, 2, 3], [2, 3], [1, 2]));
+            let wide = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 2], [0, 0, 0, 0], [1, 5], [1, 1]) };
+            check(kind, &[2, 1, 2, 83], wide);
+            check(kind, &[1, 1, 3, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
+        }
+    }
+
+    #[test]
+    fn large_inputs_split_across_threads() {
+        // More than PARALLEL_MIN_ELEMENTS outputs so par_rows splits the work.
+        check(PoolKind::Average, &[2, 16, 40, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
+        check(PoolKind::Max, &[1, 40, 64, 32], opts([2, 2], [0, 0, 0, 0], [1, 1], [1, 1]));
+    }
+
+    #[test]
+    fn windows_without_input_cells() {
+        // 1x1 input, 1x1 window, padding 1: the corners see only padding.
+        let desc = OperandDesc::new(DataType::Float32, vec![1, 1, 1, 1]);
+        let o = opts([1, 1], [1, 1, 1, 1], [1, 1], [1, 1]);
+        for (kind, empty) in [(PoolKind::Average, f32::NAN), (PoolKind::L2, 0.0), (PoolKind::Max, f32::NEG_INFINITY)] {
+            let (p, od) = validate(kind, &desc, &o).unwrap();
+            let mut out = vec![0u8; od.byte_length()];
+            let t = Tensor { data: &(-3.0f32).to_le_bytes(), shape: &desc.shape, data_type: DataType::Float32 };
+            pool2d(&p, &t, &mut out, &od.shape).unwrap();
+            let v: Vec<f32> = out.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let centre = match kind { PoolKind::L2 => 3.0, _ => -3.0 };
+            assert_eq!(v[4], centre);
+            assert!(v[0].to_bits() == empty.to_bits() || (empty.is_nan() && v[0].is_nan()), "{kind:?}: {}", v[0]);
+        }
+    }
+
+    #[test]
+    fn max_is_exact_for_integers_and_float16() {
+        let o = opts([2, 2], [1, 0, 0, 1], [1, 1], [1, 1]);
+        let x: Vec<i8> = vec![-128, 5, -7, 127, 3, -128, 0, 1, -1];
+        let desc = OperandDesc::new(DataType::Int8, vec![1, 1, 3, 3]);
+        let (p, od) = validate(PoolKind::Max, &desc, &o).unwrap();
+        let bytes: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+        let mut out = vec![0u8; od.byte_length()];
+        pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Int8 }, &mut out, &od.shape).unwrap();
+        let got: Vec<i8> = out.iter().map(|&b| b as i8).collect();
+        // Rows: padded row -1 then rows 0..2; columns 0..3 with the last window half padding.
+        assert_eq!(got, vec![5, 5, -7, 127, 5, -7, 127, 3, -1]);
+        // uint64 beyond 2^53 stays exact.
+        let big: Vec<u64> = vec![u64::MAX - 1, u64::MAX, 1 << 60, 3];
+        let desc = OperandDesc::new(DataType::Uint64, vec![1, 2, 2, 1]);
+        let nhwc = Pool2dOptions { layout: InputLayout::Nhwc, ..Default::default() };
+        let (p, od) = validate(PoolKind::Max, &desc, &nhwc).unwrap();
+        let bytes: Vec<u8> = big.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![0u8; od.byte_length()];
+        pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Uint64 }, &mut out, &od.shape).unwrap();
+        assert_eq!(u64::from_le_bytes(out.try_into().unwrap()), u64::MAX);
+        // float16 average rounds once from float64.
+        let hx: Vec<f16> = [0.1f32, 0.2, 0.3, 0.7].iter().map(|&v| f16::from_f32(v)).collect();
+        let desc = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
+        let (p, od) = validate(PoolKind::Average, &desc, &Pool2dOptions::default()).unwrap();
+        let bytes: Vec<u8> = hx.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![0u8; od.byte_length()];
+        pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Float16 }, &mut out, &od.shape).unwrap();
+        let want = f16::from_f64(hx.iter().map(|v| v.to_f64()).sum::<f64>() / 4.0);
+        assert_eq!(f16::from_le_bytes([out[0], out[1]]), want);
+    }
+}

@@ -1,0 +1,519 @@
+//! The gather family of issue 3: gather (7.8.17), pad (7.8.31), resample2d
+//! (7.8.36) and triangular (7.8.46). Each of them computes an output element from
+//! input elements found by index arithmetic (indices read from a tensor, mirrored
+//! or clamped coordinates, scaled coordinates, a position mask), so they share a
+//! module, one validation function per operator, with the spec's steps numbered.
+//!
+//! This module owns the options, the validation and the output descriptors. It never
+//! touches tensor data: what happens to an out-of-range gather index at run time is
+//! the kernels' business (`engine::cpu::kernels::gather`), documented there.
+//!
+//! Adding an operator here touches: this module (options, validation, the
+//! `GraphBuilder` method), a variant of `Op` in `ops/mod.rs`, a kernel in
+//! `engine/cpu/kernels/gather.rs` with its arm in `kernels::run`, the binding in
+//! `binding/gather.rs` and the facade in `lib/ops/gather.js`.
+
+use crate::error::Result;
+use crate::graph::builder::{GraphBuilder, OperandId};
+use crate::graph::dtype::{self, DataType};
+use crate::graph::shape::{check_dimensions, OperandDesc};
+use crate::ops::Op;
+
+// ---------------------------------------------------------------------------
+// 7.8.17 gather
+
+/// The data types `indices` may have (7.8.17 step 2).
+pub const GATHER_INDEX_TYPES: [DataType; 3] = [DataType::Int32, DataType::Uint32, DataType::Int64];
+
+/// 7.8.17 gather, steps 2-19: the output descriptor
+/// `input.shape[..axis] ++ indices.shape ++ input.shape[axis + 1..]`.
+pub fn gather(input: &OperandDesc, indices: &OperandDesc, axis: usize) -> Result<OperandDesc> {
+    // Step 2.
+    ensure!(
+        GATHER_INDEX_TYPES.contains(&indices.data_type),
+        "gather: indices has data type '{}'; it must be one of {}",
+        indices.data_type,
+        dtype::list(&GATHER_INDEX_TYPES)
+    );
+    // Steps 3-6.
+    let rank = input.rank();
+    ensure!(
+        axis < rank,
+        "gather: options.axis {axis} is out of range for an input of rank {rank} (shape {:?}); it must be in [0, {})",
+        input.shape,
+        rank
+    );
+    // Steps 7-16.
+    let mut shape = Vec::with_capacity(rank - 1 + indices.rank());
+    shape.extend_from_slice(&input.shape[..axis]);
+    shape.extend_from_slice(&indices.shape);
+    shape.extend_from_slice(&input.shape[axis + 1..]);
+    // Steps 17-19. The output's rank and byte length are bounded like every operand's
+    // (7.5 "check dimensions"): input rank 8 and indices rank 8 would give rank 15.
+    let desc = OperandDesc::new(input.data_type, shape);
+    check_dimensions("gather: output", &desc)?;
+    Ok(desc)
+}
+
+// ---------------------------------------------------------------------------
+// 7.8.31 pad
+
+/// `MLPaddingMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PaddingMode {
+    Constant,
+    Edge,
+    Reflection,
+    Symmetric,
+}
+
+impl PaddingMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PaddingMode::Constant => "constant",
+            PaddingMode::Edge => "edge",
+            PaddingMode::Reflection => "reflection",
+            PaddingMode::Symmetric => "symmetric",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PaddingMode> {
+        [PaddingMode::Constant, PaddingMode::Edge, PaddingMode::Reflection, PaddingMode::Symmetric]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+}
+
+/// `MLPadOptions`. `value` is the IDL `float`; the kernel converts it to the input's
+/// data type (rounded for float16, truncated toward zero and saturated for integers,
+/// as a C++ static_cast of an in-range value does in Chromium's backends).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PadOptions {
+    pub mode: PaddingMode,
+    pub value: f32,
+}
+
+impl Default for PadOptions {
+    fn default() -> Self {
+        PadOptions { mode: PaddingMode::Constant, value: 0.0 }
+    }
+}
+
+/// 7.8.31 pad, steps 2-6, plus Chromium's limits on mirrored padding.
+pub fn pad(input: &OperandDesc, beginning: &[usize], ending: &[usize], options: &PadOptions) -> Result<OperandDesc> {
+    let rank = input.rank();
+    // Step 2.
+    ensure!(
+        beginning.len() == rank && ending.len() == rank,
+        "pad: beginningPadding ({} values) and endingPadding ({} values) must both have the input's rank {rank}",
+        beginning.len(),
+        ending.len()
+    );
+    // Steps 3-4, "calculate padding output sizes", with checked additions.
+    let mut shape = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let size = input.shape[d].checked_add(beginning[d]).and_then(|s| s.checked_add(ending[d]));
+        // Step 5: a valid dimension is at most 2^32 - 1 (an unsigned long).
+        let size = size.filter(|&s| s <= u32::MAX as usize).ok_or_else(|| {
+            type_err!(
+                "pad: output dimension {d} = beginningPadding[{d}] ({}) + input size ({}) + endingPadding[{d}] ({}) exceeds 4294967295",
+                beginning[d],
+                input.shape[d],
+                ending[d]
+            )
+        })?;
+        shape.push(size);
+        // The spec does not bound mirrored padding. Chromium (TFLite's MirrorPad, and
+        // DirectML) requires padding <= size - 1 for "reflection", which mirrors around
+        // the edge element, and padding <= size for "symmetric", which repeats it: more
+        // padding would need a second reflection that those backends do not define.
+        let limit = match options.mode {
+            PaddingMode::Reflection => Some(input.shape[d] - 1),
+            PaddingMode::Symmetric => Some(input.shape[d]),
+            PaddingMode::Constant | PaddingMode::Edge => None,
+        };
+        if let Some(limit) = limit {
+            for (what, p) in [("beginningPadding", beginning[d]), ("endingPadding", ending[d])] {
+                ensure!(
+                    p <= limit,
+                    "pad: {what}[{d}] is {p} but mode '{}' allows at most {limit} for an input dimension of size {}",
+                    options.mode.name(),
+                    input.shape[d]
+                );
+            }
+        }
+    }
+    // Steps 5-6: the byte length is bounded like every operand's.
+    let desc = OperandDesc::new(input.data_type, shape);
+    check_dimensions("pad: output", &desc)?;
+    Ok(desc)
+}
+
+// ---------------------------------------------------------------------------
+// 7.8.36 resample2d
+
+/// `MLInterpolationMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InterpolationMode {
+    NearestNeighbor,
+    Linear,
+}
+
+impl InterpolationMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            InterpolationMode::NearestNeighbor => "nearest-neighbor",
+            InterpolationMode::Linear => "linear",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<InterpolationMode> {
+        [InterpolationMode::NearestNeighbor, InterpolationMode::Linear].into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// `MLResample2dOptions` as given (absent members are `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resample2dOptions {
+    pub mode: InterpolationMode,
+    pub scales: Option<Vec<f32>>,
+    pub sizes: Option<Vec<usize>>,
+    pub axes: Option<Vec<usize>>,
+}
+
+impl Default for Resample2dOptions {
+    fn default() -> Self {
+        Resample2dOptions { mode: InterpolationMode::NearestNeighbor, scales: None, sizes: None, axes: None }
+    }
+}
+
+pub const RESAMPLE_TYPES: [DataType; 2] = [DataType::Float32, DataType::Float16];
+
+/// 7.8.36 resample2d, steps 2-5. Returns the two resampled axes and the output
+/// descriptor. The engines derive the coordinate scale of each axis from the input
+/// and output sizes (see the kernel), so the scales need not travel further.
+pub fn resample2d(input: &OperandDesc, options: &Resample2dOptions) -> Result<([usize; 2], OperandDesc)> {
+    // Step 2.
+    ensure!(
+        RESAMPLE_TYPES.contains(&input.data_type),
+        "resample2d: input has data type '{}'; it must be one of {}",
+        input.data_type,
+        dtype::list(&RESAMPLE_TYPES)
+    );
+    // Step 3.
+    ensure!(
+        input.rank() == 4,
+        "resample2d: input has rank {} (shape {:?}); it must be 4",
+        input.rank(),
+        input.shape
+    );
+    // Step 4, "check resample options".
+    // Check step 1: absent scales are [1.0, 1.0].
+    let scales = options.scales.clone().unwrap_or_else(|| vec![1.0, 1.0]);
+    if options.scales.is_some() {
+        // Check step 2.
+        ensure!(scales.len() == 2, "resample2d: options.scales {:?} has {} values; it must have 2", scales, scales.len());
+        ensure!(
+            scales.iter().all(|&s| s > 0.0),
+            "resample2d: options.scales {:?} holds a value not greater than 0",
+            scales
+        );
+    }
+    // Check step 3.
+    if let Some(sizes) = &options.sizes {
+        ensure!(sizes.len() == 2, "resample2d: options.sizes {:?} has {} values; it must have 2", sizes, sizes.len());
+        ensure!(!sizes.contains(&0), "resample2d: options.sizes {:?} holds a value not greater than 0", sizes);
+    }
+    // Check steps 4-5.
+    let axes: [usize; 2] = match options.axes.as_deref() {
+        None => [2, 3],
+        Some(&[a, b]) if b == a + 1 && b <= 3 => [a, b],
+        Some(other) => {
+            return Err(type_err!("resample2d: options.axes {:?} is not one of [0, 1], [1, 2], [2, 3]", other))
+        }
+    };
+    // Step 5, "calculate resample output sizes".
+    let mut shape = input.shape.clone();
+    for (index, &axis) in axes.iter().enumerate() {
+        let size = match &options.sizes {
+            // Step 2.1.
+            Some(sizes) => sizes[index],
+            // Step 2.2: floor(input size * scale), in double as Chromium computes it.
+            None => {
+                let size = (input.shape[axis] as f64 * scales[index] as f64).floor();
+                // Step 2.3: a valid dimension is an integer in [1, 2^32 - 1].
+                ensure!(
+                    (1.0..=u32::MAX as f64).contains(&size),
+                    "resample2d: output size of axis {axis} = floor({} * options.scales[{index}] ({})) = {size} is not a valid dimension (an integer in [1, 4294967295])",
+                    input.shape[axis],
+                    scales[index]
+                );
+                size as usize
+            }
+        };
+        // Step 2.4.
+        shape[axis] = size;
+    }
+    let desc = OperandDesc::new(input.data_type, shape);
+    check_dimensions("resample2d: output", &desc)?;
+    Ok((axes, desc))
+}
+
+// ---------------------------------------------------------------------------
+// 7.8.46 triangular
+
+/// `MLTriangularOptions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TriangularOptions {
+    pub upper: bool,
+    pub diagonal: i32,
+}
+
+impl Default for TriangularOptions {
+    fn default() -> Self {
+        TriangularOptions { upper: true, diagonal: 0 }
+    }
+}
+
+/// 7.8.46 triangular, step 1; the output copies the input's descriptor (step 2.1).
+pub fn triangular(input: &OperandDesc) -> Result<OperandDesc> {
+    ensure!(
+        input.rank() >= 2,
+        "triangular: input has rank {} (shape {:?}); it must be at least 2",
+        input.rank(),
+        input.shape
+    );
+    Ok(input.clone())
+}
+
+// ---------------------------------------------------------------------------
+// Graph connections (each method's last steps)
+
+impl GraphBuilder {
+    /// 7.8.17 gather(input, indices, options): step 1 (both operands belong to this
+    /// builder) and step 20.
+    pub fn gather(&mut self, input: OperandId, indices: OperandId, axis: usize) -> Result<OperandId> {
+        let out = gather(self.desc(input)?, self.desc(indices)?, axis)?;
+        Ok(self.connect1(Op::Gather { axis }, vec![input, indices], out))
+    }
+
+    /// 7.8.31 pad(input, beginningPadding, endingPadding, options): steps 1 and 7.
+    pub fn pad(&mut self, input: OperandId, beginning: &[usize], ending: &[usize], options: PadOptions) -> Result<OperandId> {
+        let out = pad(self.desc(input)?, beginning, ending, &options)?;
+        let op = Op::Pad { beginning: beginning.to_vec(), ending: ending.to_vec(), mode: options.mode, value: options.value };
+        Ok(self.connect1(op, vec![input], out))
+    }
+
+    /// 7.8.36 resample2d(input, options): steps 1 and 6.
+    pub fn resample2d(&mut self, input: OperandId, options: &Resample2dOptions) -> Result<OperandId> {
+        let (axes, out) = resample2d(self.desc(input)?, options)?;
+        Ok(self.connect1(Op::Resample2d { mode: options.mode, axes }, vec![input], out))
+    }
+
+    /// 7.8.46 triangular(input, options): step 2. (The spec's steps omit "validating
+    /// operand"; `desc` performs it as for every other operator.)
+    pub fn triangular(&mut self, input: OperandId, options: TriangularOptions) -> Result<OperandId> {
+        let out = triangular(self.desc(input)?)?;
+        Ok(self.connect1(Op::Triangular { upper: options.upper, diagonal: options.diagonal }, vec![input], out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DataType::*;
+
+    fn d(t: DataType, s: &[usize]) -> OperandDesc {
+        OperandDesc::new(t, s.to_vec())
+    }
+
+    fn msg<T: std::fmt::Debug>(r: Result<T>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn gather_step2_rejects_index_types() {
+        for t in [Float32, Float16, Uint64, Int8, Uint8] {
+            let m = msg(gather(&d(Float32, &[4, 3]), &d(t, &[2]), 0));
+            assert!(m.contains("gather: indices") && m.contains(t.name()), "{m}");
+        }
+        for t in GATHER_INDEX_TYPES {
+            assert!(gather(&d(Float32, &[4, 3]), &d(t, &[2]), 0).is_ok());
+        }
+    }
+
+    #[test]
+    fn gather_step6_rejects_axis_at_or_beyond_rank() {
+        let m = msg(gather(&d(Float32, &[4, 3]), &d(Int32, &[2]), 2));
+        assert!(m.contains("gather: options.axis 2") && m.contains("rank 2"), "{m}");
+        // A 0-D input has no axis at all.
+        assert!(gather(&d(Float32, &[]), &d(Int32, &[]), 0).is_err());
+    }
+
+    #[test]
+    fn gather_output_shapes() {
+        // The spec's three examples.
+        let x = d(Float32, &[4, 3]);
+        assert_eq!(gather(&x, &d(Uint32, &[2]), 0).unwrap().shape, vec![2, 3]);
+        assert_eq!(gather(&x, &d(Uint32, &[3]), 1).unwrap().shape, vec![4, 3]);
+        assert_eq!(gather(&x, &d(Uint32, &[2, 2]), 1).unwrap().shape, vec![4, 2, 2]);
+        // 0-D indices drop the axis; the data type is the input's.
+        let out = gather(&d(Int8, &[2, 3, 4]), &d(Int64, &[]), 1).unwrap();
+        assert_eq!((out.shape, out.data_type), (vec![2, 4], Int8));
+        assert_eq!(gather(&d(Uint8, &[5]), &d(Int32, &[]), 0).unwrap().shape, Vec::<usize>::new());
+        assert_eq!(gather(&d(Float16, &[2, 3, 4]), &d(Int32, &[5, 6]), 2).unwrap().shape, vec![2, 3, 5, 6]);
+    }
+
+    #[test]
+    fn gather_output_rank_and_size_are_bounded() {
+        let m = msg(gather(&d(Float32, &[2; 8]), &d(Int32, &[2; 2]), 0));
+        assert!(m.contains("gather: output") && m.contains("rank 9"), "{m}");
+        let m = msg(gather(&d(Float32, &[1 << 16, 4]), &d(Int32, &[1 << 16]), 1));
+        assert!(m.contains("gather: output") && m.contains("too large"), "{m}");
+    }
+
+    #[test]
+    fn pad_step2_checks_lengths() {
+        let x = d(Float32, &[2, 3]);
+        let o = PadOptions::default();
+        let m = msg(pad(&x, &[1], &[1, 1], &o));
+        assert!(m.contains("pad: beginningPadding (1 values)") && m.contains("rank 2"), "{m}");
+        assert!(pad(&x, &[1, 1], &[1, 1, 1], &o).is_err());
+        assert_eq!(pad(&d(Int32, &[]), &[], &[], &o).unwrap().shape, Vec::<usize>::new());
+    }
+
+    #[test]
+    fn pad_step5_checks_output_sizes() {
+        let o = PadOptions::default();
+        let x = d(Uint8, &[2, 3]);
+        let m = msg(pad(&x, &[u32::MAX as usize, 0], &[0, 0], &o));
+        assert!(m.contains("pad: output dimension 0") && m.contains("4294967295"), "{m}");
+        assert!(pad(&x, &[usize::MAX, 0], &[usize::MAX, 0], &o).is_err());
+        let m = msg(pad(&d(Float32, &[2, 3]), &[1 << 20, 0], &[0, 1 << 20], &o));
+        assert!(m.contains("pad: output") && m.contains("too large"), "{m}");
+    }
+
+    #[test]
+    fn pad_output_shape_and_mirror_limits() {
+        let x = d(Float16, &[2, 3]);
+        let out = pad(&x, &[1, 2], &[1, 2], &PadOptions::default()).unwrap();
+        assert_eq!((out.shape, out.data_type), (vec![4, 7], Float16));
+        let refl = PadOptions { mode: PaddingMode::Reflection, value: 0.0 };
+        let sym = PadOptions { mode: PaddingMode::Symmetric, value: 0.0 };
+        let edge = PadOptions { mode: PaddingMode::Edge, value: 0.0 };
+        assert!(pad(&x, &[1, 2], &[1, 2], &refl).is_ok());
+        let m = msg(pad(&x, &[2, 0], &[0, 0], &refl));
+        assert!(m.contains("pad: beginningPadding[0] is 2") && m.contains("'reflection' allows at most 1"), "{m}");
+        let m = msg(pad(&x, &[0, 0], &[0, 3], &refl));
+        assert!(m.contains("pad: endingPadding[1] is 3"), "{m}");
+        assert!(pad(&x, &[2, 3], &[2, 3], &sym).is_ok());
+        let m = msg(pad(&x, &[0, 4], &[0, 0], &sym));
+        assert!(m.contains("'symmetric' allows at most 3"), "{m}");
+        assert!(pad(&x, &[9, 9], &[9, 9], &edge).is_ok());
+        assert!(pad(&d(Float32, &[1]), &[1], &[0], &refl).is_err());
+    }
+
+    fn opts(mode: InterpolationMode) -> Resample2dOptions {
+        Resample2dOptions { mode, ..Default::default() }
+    }
+
+    #[test]
+    fn resample2d_steps_2_and_3() {
+        for t in [Int32, Uint32, Int64, Uint64, Int8, Uint8] {
+            let m = msg(resample2d(&d(t, &[1, 1, 2, 2]), &Resample2dOptions::default()));
+            assert!(m.contains("resample2d: input has data type") && m.contains(t.name()), "{m}");
+        }
+        let m = msg(resample2d(&d(Float32, &[1, 2, 2]), &Resample2dOptions::default()));
+        assert!(m.contains("resample2d: input has rank 3"), "{m}");
+        assert!(resample2d(&d(Float32, &[1, 1, 1, 2, 2]), &Resample2dOptions::default()).is_err());
+    }
+
+    #[test]
+    fn resample2d_step4_checks_options() {
+        let x = d(Float32, &[1, 1, 2, 2]);
+        let with = |f: &dyn Fn(&mut Resample2dOptions)| {
+            let mut o = opts(InterpolationMode::Linear);
+            f(&mut o);
+            resample2d(&x, &o)
+        };
+        let m = msg(with(&|o| o.scales = Some(vec![2.0])));
+        assert!(m.contains("resample2d: options.scales [2.0] has 1 values"), "{m}");
+        let m = msg(with(&|o| o.scales = Some(vec![2.0, 0.0])));
+        assert!(m.contains("resample2d: options.scales") && m.contains("not greater than 0"), "{m}");
+        assert!(with(&|o| o.scales = Some(vec![-1.0, 2.0])).is_err());
+        // Scales are checked even when sizes make them irrelevant.
+        assert!(with(&|o| {
+            o.scales = Some(vec![0.0, 1.0]);
+            o.sizes = Some(vec![3, 3]);
+        })
+        .is_err());
+        let m = msg(with(&|o| o.sizes = Some(vec![2, 2, 2])));
+        assert!(m.contains("resample2d: options.sizes [2, 2, 2] has 3 values"), "{m}");
+        let m = msg(with(&|o| o.sizes = Some(vec![0, 2])));
+        assert!(m.contains("resample2d: options.sizes") && m.contains("not greater than 0"), "{m}");
+        for bad in [vec![3, 2], vec![0, 2], vec![1, 3], vec![2, 4], vec![2], vec![1, 2, 3], vec![]] {
+            let m = msg(with(&|o| o.axes = Some(bad.clone())));
+            assert!(m.contains("resample2d: options.axes"), "{m}");
+        }
+    }
+
+    #[test]
+    fn resample2d_output_sizes() {
+        let x = d(Float16, &[2, 3, 4, 5]);
+        let mut o = opts(InterpolationMode::NearestNeighbor);
+        // Defaults: axes [2, 3], scales [1, 1].
+        assert_eq!(resample2d(&x, &o).unwrap(), ([2, 3], d(Float16, &[2, 3, 4, 5])));
+        o.scales = Some(vec![2.0, 0.5]);
+        assert_eq!(resample2d(&x, &o).unwrap().1.shape, vec![2, 3, 8, 2]);
+        o.axes = Some(vec![1, 2]);
+        assert_eq!(resample2d(&x, &o).unwrap(), ([1, 2], d(Float16, &[2, 6, 2, 5])));
+        o.axes = Some(vec![0, 1]);
+        o.scales = Some(vec![1.5, 1.7]);
+        assert_eq!(resample2d(&x, &o).unwrap().1.shape, vec![3, 5, 4, 5]);
+        // Sizes win over scales.
+        o.sizes = Some(vec![7, 1]);
+        assert_eq!(resample2d(&x, &o).unwrap().1.shape, vec![7, 1, 4, 5]);
+    }
+
+    #[test]
+    fn resample2d_step5_rejects_invalid_output_sizes() {
+        let x = d(Float32, &[1, 1, 3, 3]);
+        let mut o = opts(InterpolationMode::Linear);
+        o.scales = Some(vec![0.3, 1.0]);
+        let m = msg(resample2d(&x, &o));
+        assert!(m.contains("resample2d: output size of axis 2") && m.contains("not a valid dimension"), "{m}");
+        o.scales = Some(vec![1.0, 3.0e38]);
+        assert!(resample2d(&x, &o).is_err());
+        o.scales = Some(vec![1.0e5, 1.0e5]);
+        let m = msg(resample2d(&x, &o));
+        assert!(m.contains("resample2d: output") && m.contains("too large"), "{m}");
+    }
+
+    #[test]
+    fn triangular_step1_and_shape() {
+        let m = msg(triangular(&d(Float32, &[3])));
+        assert!(m.contains("triangular: input has rank 1"), "{m}");
+        assert!(triangular(&d(Float32, &[])).is_err());
+        for t in DataType::ALL {
+            assert_eq!(triangular(&d(t, &[2, 3, 4])).unwrap(), d(t, &[2, 3, 4]));
+        }
+    }
+
+    #[test]
+    fn builder_connects_and_checks_operands() {
+        let mut g = GraphBuilder::new();
+        let x = g.input("x", d(Float32, &[4, 3])).unwrap();
+        let i = g.input("i", d(Int64, &[2])).unwrap();
+        let y = g.gather(x, i, 1).unwrap();
+        assert_eq!(g.desc(y).unwrap().shape, vec![4, 2]);
+        assert!(g.gather(x, 99, 0).is_err());
+        let p = g.pad(x, &[1, 0], &[0, 2], PadOptions { mode: PaddingMode::Edge, value: 0.0 }).unwrap();
+        assert_eq!(g.desc(p).unwrap().shape, vec![5, 5]);
+        let t = g.triangular(x, TriangularOptions { upper: false, diagonal: -3 }).unwrap();
+        assert_eq!(g.desc(t).unwrap().shape, vec![4, 3]);
+        let r4 = g.reshape(x, &[1, 1, 4, 3]).unwrap();
+        let r = g.resample2d(r4, &Resample2dOptions { sizes: Some(vec![8, 9]), ..Default::default() }).unwrap();
+        assert_eq!(g.desc(r).unwrap().shape, vec![1, 1, 8, 9]);
+        assert!(g.triangular(1234, TriangularOptions::default()).is_err());
+    }
+}

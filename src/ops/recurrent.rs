@@ -1,0 +1,1262 @@
+//! Recurrent networks: gru (7.8.20), gruCell (7.8.21), lstm (7.8.28) and lstmCell
+//! (7.8.29). This module owns their options, their validation steps (numbered as in
+//! the spec) and their output descriptors, and the `GraphBuilder` methods that
+//! connect them. It computes no tensor values: the math lives in each engine's
+//! `recurrent` kernels, written from the sections' decomposition pseudo-code.
+//!
+//! Operator inputs are the required operands followed by the optional ones that are
+//! present, in the order of the spec's "make graph connections" steps; the typed
+//! options record which optional operands are present, so engines can find them.
+//!
+//! Adding or changing an operator here touches: this module, `Op` in `ops/mod.rs`,
+//! `engine/cpu/kernels/recurrent.rs`, `binding/recurrent.rs`, `lib/ops/recurrent.js`.
+
+use super::activation::Activation;
+use super::Op;
+use crate::error::Result;
+use crate::graph::builder::{GraphBuilder, OperandId};
+use crate::graph::shape::{check_dimensions, OperandDesc};
+use crate::graph::DataType;
+
+/// MLRecurrentNetworkDirection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RecurrentDirection {
+    #[default]
+    Forward,
+    Backward,
+    Both,
+}
+
+impl RecurrentDirection {
+    pub fn num_directions(self) -> usize {
+        match self {
+            RecurrentDirection::Both => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether direction `dir` (0 or 1) walks the input from its last step to its
+    /// first: the second direction of "both", or the only one of "backward" (the
+    /// decompositions' `dir == 1 || options.direction == "backward"`).
+    pub fn reversed(self, dir: usize) -> bool {
+        dir == 1 || self == RecurrentDirection::Backward
+    }
+}
+
+/// MLGruWeightLayout: the order of the update (z), reset (r) and new (n) gates in
+/// the second dimension of the weights and biases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GruWeightLayout {
+    #[default]
+    Zrn,
+    Rzn,
+}
+
+/// Gate block indexes (in units of hiddenSize) of the GRU gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GruGates {
+    pub z: usize,
+    pub r: usize,
+    pub n: usize,
+}
+
+impl GruWeightLayout {
+    pub fn gates(self) -> GruGates {
+        match self {
+            GruWeightLayout::Zrn => GruGates { z: 0, r: 1, n: 2 },
+            GruWeightLayout::Rzn => GruGates { r: 0, z: 1, n: 2 },
+        }
+    }
+}
+
+/// MLLstmWeightLayout: the order of the input (i), output (o), forget (f) and cell
+/// (g) gates in the weights and biases. The peephole weight is always packed i, o, f
+/// whatever the layout (its member's description in 7.8.28 and 7.8.29).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LstmWeightLayout {
+    #[default]
+    Iofg,
+    Ifgo,
+}
+
+/// Gate block indexes (in units of hiddenSize) of the LSTM gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LstmGates {
+    pub i: usize,
+    pub o: usize,
+    pub f: usize,
+    pub g: usize,
+}
+
+impl LstmWeightLayout {
+    pub fn gates(self) -> LstmGates {
+        match self {
+            LstmWeightLayout::Iofg => LstmGates { i: 0, o: 1, f: 2, g: 3 },
+            LstmWeightLayout::Ifgo => LstmGates { i: 0, f: 1, g: 2, o: 3 },
+        }
+    }
+}
+
+/// The defaults the sections give when options.activations is absent.
+pub const GRU_DEFAULT_ACTIVATIONS: [Activation; 2] = [Activation::Sigmoid, Activation::Tanh];
+pub const LSTM_DEFAULT_ACTIVATIONS: [Activation; 3] = [Activation::Sigmoid, Activation::Tanh, Activation::Tanh];
+
+// ---------------------------------------------------------------------------
+// Options as the builder methods take them. `T` is an `OperandId` at the builder
+// and an `&OperandDesc` in the validation functions.
+
+/// MLGruOptions.
+#[derive(Debug, Clone)]
+pub struct GruOptions<T> {
+    pub bias: Option<T>,
+    pub recurrent_bias: Option<T>,
+    pub initial_hidden_state: Option<T>,
+    pub reset_after: bool,
+    pub return_sequence: bool,
+    pub direction: RecurrentDirection,
+    pub layout: GruWeightLayout,
+    pub activations: Option<Vec<Activation>>,
+}
+
+impl<T> Default for GruOptions<T> {
+    fn default() -> Self {
+        GruOptions {
+            bias: None,
+            recurrent_bias: None,
+            initial_hidden_state: None,
+            reset_after: true,
+            return_sequence: false,
+            direction: RecurrentDirection::Forward,
+            layout: GruWeightLayout::Zrn,
+            activations: None,
+        }
+    }
+}
+
+/// MLGruCellOptions.
+#[derive(Debug, Clone)]
+pub struct GruCellOptions<T> {
+    pub bias: Option<T>,
+    pub recurrent_bias: Option<T>,
+    pub reset_after: bool,
+    pub layout: GruWeightLayout,
+    pub activations: Option<Vec<Activation>>,
+}
+
+impl<T> Default for GruCellOptions<T> {
+    fn default() -> Self {
+        GruCellOptions {
+            bias: None,
+            recurrent_bias: None,
+            reset_after: true,
+            layout: GruWeightLayout::Zrn,
+            activations: None,
+        }
+    }
+}
+
+/// MLLstmOptions.
+#[derive(Debug, Clone)]
+pub struct LstmOptions<T> {
+    pub bias: Option<T>,
+    pub recurrent_bias: Option<T>,
+    pub peephole_weight: Option<T>,
+    pub initial_hidden_state: Option<T>,
+    pub initial_cell_state: Option<T>,
+    pub return_sequence: bool,
+    pub direction: RecurrentDirection,
+    pub layout: LstmWeightLayout,
+    pub activations: Option<Vec<Activation>>,
+}
+
+impl<T> Default for LstmOptions<T> {
+    fn default() -> Self {
+        LstmOptions {
+            bias: None,
+            recurrent_bias: None,
+            peephole_weight: None,
+            initial_hidden_state: None,
+            initial_cell_state: None,
+            return_sequence: false,
+            direction: RecurrentDirection::Forward,
+            layout: LstmWeightLayout::Iofg,
+            activations: None,
+        }
+    }
+}
+
+/// MLLstmCellOptions.
+#[derive(Debug, Clone)]
+pub struct LstmCellOptions<T> {
+    pub bias: Option<T>,
+    pub recurrent_bias: Option<T>,
+    pub peephole_weight: Option<T>,
+    pub layout: LstmWeightLayout,
+    pub activations: Option<Vec<Activation>>,
+}
+
+impl<T> Default for LstmCellOptions<T> {
+    fn default() -> Self {
+        LstmCellOptions {
+            bias: None,
+            recurrent_bias: None,
+            peephole_weight: None,
+            layout: LstmWeightLayout::Iofg,
+            activations: None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Typed attributes of the operators (what `Op` carries to the engines).
+
+/// The "gru" operator. Inputs: input, weight, recurrentWeight, then bias,
+/// recurrentBias and initialHiddenState where present. Outputs: output, then
+/// outputSequence if `return_sequence`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gru {
+    pub steps: usize,
+    pub hidden_size: usize,
+    pub has_bias: bool,
+    pub has_recurrent_bias: bool,
+    pub has_initial_hidden_state: bool,
+    pub reset_after: bool,
+    pub return_sequence: bool,
+    pub direction: RecurrentDirection,
+    pub layout: GruWeightLayout,
+    pub activations: [Activation; 2],
+}
+
+/// The "gruCell" operator. Inputs: input, weight, recurrentWeight, hiddenState,
+/// then bias and recurrentBias where present. Output: the new hidden state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GruCell {
+    pub hidden_size: usize,
+    pub has_bias: bool,
+    pub has_recurrent_bias: bool,
+    pub reset_after: bool,
+    pub layout: GruWeightLayout,
+    pub activations: [Activation; 2],
+}
+
+/// The "lstm" operator. Inputs: input, weight, recurrentWeight, then bias,
+/// recurrentBias, peepholeWeight, initialHiddenState and initialCellState where
+/// present. Outputs: output, cellOutput, then outputSequence if `return_sequence`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lstm {
+    pub steps: usize,
+    pub hidden_size: usize,
+    pub has_bias: bool,
+    pub has_recurrent_bias: bool,
+    pub has_peephole_weight: bool,
+    pub has_initial_hidden_state: bool,
+    pub has_initial_cell_state: bool,
+    pub return_sequence: bool,
+    pub direction: RecurrentDirection,
+    pub layout: LstmWeightLayout,
+    pub activations: [Activation; 3],
+}
+
+/// The "lstmCell" operator. Inputs: input, weight, recurrentWeight, hiddenState,
+/// cellState, then bias, recurrentBias and peepholeWeight where present. Outputs:
+/// the new hidden state and the new cell state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LstmCell {
+    pub hidden_size: usize,
+    pub has_bias: bool,
+    pub has_recurrent_bias: bool,
+    pub has_peephole_weight: bool,
+    pub layout: LstmWeightLayout,
+    pub activations: [Activation; 3],
+}
+
+// ---------------------------------------------------------------------------
+// Validation helpers. Every message starts with the operator's name and names the
+// argument and the offending values.
+
+fn check_float(op: &str, input: &OperandDesc) -> Result<()> {
+    ensure!(
+        matches!(input.data_type, DataType::Float32 | DataType::Float16),
+        "{op}: input's data type '{}' is not 'float32' or 'float16'",
+        input.data_type
+    );
+    Ok(())
+}
+
+fn check_rank(op: &str, input: &OperandDesc, rank: usize) -> Result<()> {
+    ensure!(
+        input.rank() == rank,
+        "{op}: input's rank is {} (shape {:?}) but must be {rank}",
+        input.rank(),
+        input.shape
+    );
+    Ok(())
+}
+
+fn check_type(op: &str, what: &str, d: &OperandDesc, input: &OperandDesc) -> Result<()> {
+    ensure!(
+        d.data_type == input.data_type,
+        "{op}: {what}'s data type '{}' is not input's data type '{}'",
+        d.data_type,
+        input.data_type
+    );
+    Ok(())
+}
+
+/// `expected` is `None` where a dimension overflowed (no shape can match it).
+fn check_shape(op: &str, what: &str, d: &OperandDesc, expected: &[Option<usize>], formula: &str) -> Result<()> {
+    let matches = d.shape.len() == expected.len() && d.shape.iter().zip(expected).all(|(&a, &e)| Some(a) == e);
+    if !matches {
+        let shown: Vec<String> = expected.iter().map(|e| e.map_or("overflow".to_string(), |v| v.to_string())).collect();
+        return Err(type_err!("{op}: {what}'s shape {:?} is not {formula} = [{}]", d.shape, shown.join(", ")));
+    }
+    Ok(())
+}
+
+/// "If hiddenSize * `factor` is not a valid dimension, then throw a TypeError."
+fn check_hidden_size(op: &str, hidden_size: usize, factor: usize) -> Result<()> {
+    let product = hidden_size.checked_mul(factor);
+    ensure!(
+        matches!(product, Some(p) if p > 0 && p <= u32::MAX as usize),
+        "{op}: hiddenSize * {factor} (hiddenSize {hidden_size}) is not a valid dimension (an integer in [1, 4294967295])"
+    );
+    Ok(())
+}
+
+/// The activations' presence/count step and their validation steps against the
+/// gate descriptor. Softmax is the only non-element-wise MLActivation; its own
+/// validation steps (axis < rank of the gate) would accept axis 0 or 1, but the
+/// recurrent operators apply activations element-wise to each gate (as the
+/// element-wise activations of ONNX, DirectML and Chromium's backends do), so it is
+/// rejected here with a TypeError.
+fn check_activations<const N: usize>(
+    op: &str,
+    activations: &Option<Vec<Activation>>,
+    defaults: [Activation; N],
+) -> Result<[Activation; N]> {
+    let Some(list) = activations else { return Ok(defaults) };
+    ensure!(list.len() == N, "{op}: options.activations holds {} activations but must hold {N}", list.len());
+    let mut out = defaults;
+    for (i, a) in list.iter().enumerate() {
+        a.require_elementwise(&format!("{op}: options.activations[{i}]"))?;
+        out[i] = *a;
+    }
+    Ok(out)
+}
+
+/// The output descriptors within the implementation's bounds. The spec's "create
+/// an MLOperand" is silent; Chromium validates each output descriptor when it
+/// creates the operand, so a sequence output whose byte length exceeds the bound
+/// (it can, from inputs that do not: steps * batch * hiddenSize elements) is a
+/// TypeError here too.
+fn check_outputs(op: &str, outputs: &[OperandDesc]) -> Result<()> {
+    for (i, desc) in outputs.iter().enumerate() {
+        check_dimensions(&format!("{op}: output {i}"), desc)?;
+    }
+    Ok(())
+}
+
+fn gate_rows(hidden_size: usize, gates: usize) -> Option<usize> {
+    hidden_size.checked_mul(gates)
+}
+
+// ---------------------------------------------------------------------------
+// Validation and output shapes. "Validating operand" (step 1) and "validating
+// activation" (step 2) are the builder's and the facade's: operands and activations
+// reach these functions only if they belong to the builder.
+
+/// 7.8.20 gru, steps 3-18: the typed operator and its output descriptors.
+pub fn gru(
+    input: &OperandDesc,
+    weight: &OperandDesc,
+    recurrent_weight: &OperandDesc,
+    steps: usize,
+    hidden_size: usize,
+    options: &GruOptions<&OperandDesc>,
+) -> Result<(Gru, Vec<OperandDesc>)> {
+    const OP: &str = "gru";
+    // Step 3.
+    check_float(OP, input)?;
+    // Step 4.
+    check_rank(OP, input, 3)?;
+    // Step 5.
+    check_type(OP, "weight", weight, input)?;
+    check_type(OP, "recurrentWeight", recurrent_weight, input)?;
+    // Step 6.
+    ensure!(input.shape[0] == steps, "{OP}: input's shape[0] ({}) is not steps ({steps})", input.shape[0]);
+    // Steps 7-9.
+    let (batch_size, input_size) = (input.shape[1], input.shape[2]);
+    let dirs = options.direction.num_directions();
+    let rows = gate_rows(hidden_size, 3);
+    // Step 10.
+    check_shape(
+        OP,
+        "weight",
+        weight,
+        &[Some(dirs), rows, Some(input_size)],
+        "[numDirections, 3 * hiddenSize, inputSize]",
+    )?;
+    // Step 11.
+    check_shape(
+        OP,
+        "recurrentWeight",
+        recurrent_weight,
+        &[Some(dirs), rows, Some(hidden_size)],
+        "[numDirections, 3 * hiddenSize, hiddenSize]",
+    )?;
+    // Step 12.
+    check_hidden_size(OP, hidden_size, 6)?;
+    // Step 13.
+    if let Some(bias) = options.bias {
+        check_type(OP, "options.bias", bias, input)?;
+        check_shape(OP, "options.bias", bias, &[Some(dirs), rows], "[numDirections, 3 * hiddenSize]")?;
+    }
+    // Step 14.
+    if let Some(bias) = options.recurrent_bias {
+        check_type(OP, "options.recurrentBias", bias, input)?;
+        check_shape(OP, "options.recurrentBias", bias, &[Some(dirs), rows], "[numDirections, 3 * hiddenSize]")?;
+    }
+    // Step 15.
+    if let Some(state) = options.initial_hidden_state {
+        check_type(OP, "options.initialHiddenState", state, input)?;
+        check_shape(
+            OP,
+            "options.initialHiddenState",
+            state,
+            &[Some(dirs), Some(batch_size), Some(hidden_size)],
+            "[numDirections, batchSize, hiddenSize]",
+        )?;
+    }
+    // Steps 16-17.
+    let activations = check_activations(OP, &options.activations, GRU_DEFAULT_ACTIVATIONS)?;
+    // Step 18.
+    let mut outputs = vec![OperandDesc::new(input.data_type, vec![dirs, batch_size, hidden_size])];
+    if options.return_sequence {
+        outputs.push(OperandDesc::new(input.data_type, vec![steps, dirs, batch_size, hidden_size]));
+    }
+    check_outputs(OP, &outputs)?;
+    let op = Gru {
+        steps,
+        hidden_size,
+        has_bias: options.bias.is_some(),
+        has_recurrent_bias: options.recurrent_bias.is_some(),
+        has_initial_hidden_state: options.initial_hidden_state.is_some(),
+        reset_after: options.reset_after,
+        return_sequence: options.return_sequence,
+        direction: options.direction,
+        layout: options.layout,
+        activations,
+    };
+    Ok((op, outputs))
+}
+
+/// 7.8.21 gruCell, steps 3-18.
+pub fn gru_cell(
+    input: &OperandDesc,
+    weight: &OperandDesc,
+    recurrent_weight: &OperandDesc,
+    hidden_state: &OperandDesc,
+    hidden_size: usize,
+    options: &GruCellOptions<&OperandDesc>,
+) -> Result<(GruCell, OperandDesc)> {
+    const OP: &str = "gruCell";
+    // Step 3.
+    check_float(OP, input)?;
+    // Step 4.
+    check_rank(OP, input, 2)?;
+    // Steps 5-6.
+    let (batch_size, input_size) = (input.shape[0], input.shape[1]);
+    // Step 7.
+    check_type(OP, "weight", weight, input)?;
+    check_type(OP, "recurrentWeight", recurrent_weight, input)?;
+    check_type(OP, "hiddenState", hidden_state, input)?;
+    let rows = gate_rows(hidden_size, 3);
+    // Step 8.
+    check_shape(OP, "weight", weight, &[rows, Some(input_size)], "[3 * hiddenSize, inputSize]")?;
+    // Step 9.
+    check_shape(OP, "recurrentWeight", recurrent_weight, &[rows, Some(hidden_size)], "[3 * hiddenSize, hiddenSize]")?;
+    // Step 10.
+    check_shape(OP, "hiddenState", hidden_state, &[Some(batch_size), Some(hidden_size)], "[batchSize, hiddenSize]")?;
+    // Step 11.
+    check_hidden_size(OP, hidden_size, 6)?;
+    // Step 12.
+    if let Some(bias) = options.bias {
+        check_type(OP, "options.bias", bias, input)?;
+        check_shape(OP, "options.bias", bias, &[rows], "[3 * hiddenSize]")?;
+    }
+    // Step 13.
+    if let Some(bias) = options.recurrent_bias {
+        check_type(OP, "options.recurrentBias", bias, input)?;
+        check_shape(OP, "options.recurrentBias", bias, &[rows], "[3 * hiddenSize]")?;
+    }
+    // Steps 14 and 18.
+    let activations = check_activations(OP, &options.activations, GRU_DEFAULT_ACTIVATIONS)?;
+    // Steps 15-17.
+    let output = OperandDesc::new(input.data_type, vec![batch_size, hidden_size]);
+    check_outputs(OP, std::slice::from_ref(&output))?;
+    let op = GruCell {
+        hidden_size,
+        has_bias: options.bias.is_some(),
+        has_recurrent_bias: options.recurrent_bias.is_some(),
+        reset_after: options.reset_after,
+        layout: options.layout,
+        activations,
+    };
+    Ok((op, output))
+}
+
+/// 7.8.28 lstm, steps 3-20.
+pub fn lstm(
+    input: &OperandDesc,
+    weight: &OperandDesc,
+    recurrent_weight: &OperandDesc,
+    steps: usize,
+    hidden_size: usize,
+    options: &LstmOptions<&OperandDesc>,
+) -> Result<(Lstm, Vec<OperandDesc>)> {
+    const OP: &str = "lstm";
+    // Step 3.
+    let dirs = options.direction.num_directions();
+    // Step 4.
+    check_float(OP, input)?;
+    // Step 5.
+    check_rank(OP, input, 3)?;
+    // Step 6.
+    ensure!(input.shape[0] == steps, "{OP}: input's shape[0] ({}) is not steps ({steps})", input.shape[0]);
+    // Step 7 (repeated as step 10).
+    check_type(OP, "weight", weight, input)?;
+    check_type(OP, "recurrentWeight", recurrent_weight, input)?;
+    // Steps 8-9.
+    let (batch_size, input_size) = (input.shape[1], input.shape[2]);
+    let rows = gate_rows(hidden_size, 4);
+    // Step 11.
+    check_shape(
+        OP,
+        "weight",
+        weight,
+        &[Some(dirs), rows, Some(input_size)],
+        "[numDirections, 4 * hiddenSize, inputSize]",
+    )?;
+    // Step 12.
+    check_shape(
+        OP,
+        "recurrentWeight",
+        recurrent_weight,
+        &[Some(dirs), rows, Some(hidden_size)],
+        "[numDirections, 4 * hiddenSize, hiddenSize]",
+    )?;
+    // Step 13.
+    check_hidden_size(OP, hidden_size, 8)?;
+    // Step 14.
+    if let Some(bias) = options.bias {
+        check_type(OP, "options.bias", bias, input)?;
+        check_shape(OP, "options.bias", bias, &[Some(dirs), rows], "[numDirections, 4 * hiddenSize]")?;
+    }
+    // Step 15.
+    if let Some(bias) = options.recurrent_bias {
+        check_type(OP, "options.recurrentBias", bias, input)?;
+        check_shape(OP, "options.recurrentBias", bias, &[Some(dirs), rows], "[numDirections, 4 * hiddenSize]")?;
+    }
+    // Step 16.
+    if let Some(peephole) = options.peephole_weight {
+        check_type(OP, "options.peepholeWeight", peephole, input)?;
+        check_shape(
+            OP,
+            "options.peepholeWeight",
+            peephole,
+            &[Some(dirs), gate_rows(hidden_size, 3)],
+            "[numDirections, 3 * hiddenSize]",
+        )?;
+    }
+    // Steps 17-18.
+    let state_shape = [Some(dirs), Some(batch_size), Some(hidden_size)];
+    for (what, state) in [
+        ("options.initialHiddenState", options.initial_hidden_state),
+        ("options.initialCellState", options.initial_cell_state),
+    ] {
+        if let Some(state) = state {
+            check_type(OP, what, state, input)?;
+            check_shape(OP, what, state, &state_shape, "[numDirections, batchSize, hiddenSize]")?;
+        }
+    }
+    // Step 19.
+    let activations = check_activations(OP, &options.activations, LSTM_DEFAULT_ACTIVATIONS)?;
+    // Step 20.
+    let desc = OperandDesc::new(input.data_type, vec![dirs, batch_size, hidden_size]);
+    let mut outputs = vec![desc.clone(), desc];
+    if options.return_sequence {
+        outputs.push(OperandDesc::new(input.data_type, vec![steps, dirs, batch_size, hidden_size]));
+    }
+    check_outputs(OP, &outputs)?;
+    let op = Lstm {
+        steps,
+        hidden_size,
+        has_bias: options.bias.is_some(),
+        has_recurrent_bias: options.recurrent_bias.is_some(),
+        has_peephole_weight: options.peephole_weight.is_some(),
+        has_initial_hidden_state: options.initial_hidden_state.is_some(),
+        has_initial_cell_state: options.initial_cell_state.is_some(),
+        return_sequence: options.return_sequence,
+        direction: options.direction,
+        layout: options.layout,
+        activations,
+    };
+    Ok((op, outputs))
+}
+
+/// 7.8.29 lstmCell, steps 3-20.
+pub fn lstm_cell(
+    input: &OperandDesc,
+    weight: &OperandDesc,
+    recurrent_weight: &OperandDesc,
+    hidden_state: &OperandDesc,
+    cell_state: &OperandDesc,
+    hidden_size: usize,
+    options: &LstmCellOptions<&OperandDesc>,
+) -> Result<(LstmCell, Vec<OperandDesc>)> {
+    const OP: &str = "lstmCell";
+    // Step 3.
+    check_float(OP, input)?;
+    // Step 4.
+    check_rank(OP, input, 2)?;
+    // Step 5.
+    check_type(OP, "weight", weight, input)?;
+    check_type(OP, "recurrentWeight", recurrent_weight, input)?;
+    check_type(OP, "hiddenState", hidden_state, input)?;
+    check_type(OP, "cellState", cell_state, input)?;
+    // Steps 6-7.
+    let (batch_size, input_size) = (input.shape[0], input.shape[1]);
+    let rows = gate_rows(hidden_size, 4);
+    // Step 8.
+    check_shape(OP, "weight", weight, &[rows, Some(input_size)], "[4 * hiddenSize, inputSize]")?;
+    // Step 9.
+    check_shape(OP, "recurrentWeight", recurrent_weight, &[rows, Some(hidden_size)], "[4 * hiddenSize, hiddenSize]")?;
+    // Step 10.
+    check_shape(OP, "hiddenState", hidden_state, &[Some(batch_size), Some(hidden_size)], "[batchSize, hiddenSize]")?;
+    // Step 11.
+    check_shape(OP, "cellState", cell_state, &[Some(batch_size), Some(hidden_size)], "[batchSize, hiddenSize]")?;
+    // Step 12.
+    check_hidden_size(OP, hidden_size, 8)?;
+    // Step 13.
+    if let Some(bias) = options.bias {
+        check_type(OP, "options.bias", bias, input)?;
+        check_shape(OP, "options.bias", bias, &[rows], "[4 * hiddenSize]")?;
+    }
+    // Step 14.
+    if let Some(bias) = options.recurrent_bias {
+        check_type(OP, "options.recurrentBias", bias, input)?;
+        check_shape(OP, "options.recurrentBias", bias, &[rows], "[4 * hiddenSize]")?;
+    }
+    // Step 15.
+    if let Some(peephole) = options.peephole_weight {
+        check_type(OP, "options.peepholeWeight", peephole, input)?;
+        check_shape(OP, "options.peepholeWeight", peephole, &[gate_rows(hidden_size, 3)], "[3 * hiddenSize]")?;
+    }
+    // Steps 16 and 20.
+    let activations = check_activations(OP, &options.activations, LSTM_DEFAULT_ACTIVATIONS)?;
+    // Steps 17-19.
+    let desc = OperandDesc::new(input.data_type, vec![batch_size, hidden_size]);
+    check_outputs(OP, std::slice::from_ref(&desc))?;
+    let op = LstmCell {
+        hidden_size,
+        has_bias: options.bias.is_some(),
+        has_recurrent_bias: options.recurrent_bias.is_some(),
+        has_peephole_weight: options.peephole_weight.is_some(),
+        layout: options.layout,
+        activations,
+    };
+    Ok((op, vec![desc.clone(), desc]))
+}
+
+// ---------------------------------------------------------------------------
+// Builder methods: step 1 (validating operand), the validation above, then "make
+// graph connections" with the optional operands appended in the spec's order.
+
+impl GraphBuilder {
+    fn recurrent_operand(&self, op: &str, what: &str, id: OperandId) -> Result<&OperandDesc> {
+        self.desc(id).map_err(|_| type_err!("{op}: {what} (operand {id}) does not belong to this builder"))
+    }
+
+    fn optional_operand(&self, op: &str, what: &str, id: Option<OperandId>) -> Result<Option<&OperandDesc>> {
+        id.map(|id| self.recurrent_operand(op, what, id)).transpose()
+    }
+
+    /// 7.8.20 gru(input, weight, recurrentWeight, steps, hiddenSize, options).
+    pub fn gru(
+        &mut self,
+        input: OperandId,
+        weight: OperandId,
+        recurrent_weight: OperandId,
+        steps: usize,
+        hidden_size: usize,
+        options: &GruOptions<OperandId>,
+    ) -> Result<Vec<OperandId>> {
+        const OP: &str = "gru";
+        let descs = GruOptions {
+            bias: self.optional_operand(OP, "options.bias", options.bias)?,
+            recurrent_bias: self.optional_operand(OP, "options.recurrentBias", options.recurrent_bias)?,
+            initial_hidden_state: self.optional_operand(
+                OP,
+                "options.initialHiddenState",
+                options.initial_hidden_state,
+            )?,
+            reset_after: options.reset_after,
+            return_sequence: options.return_sequence,
+            direction: options.direction,
+            layout: options.layout,
+            activations: options.activations.clone(),
+        };
+        let (op, outputs) = gru(
+            self.recurrent_operand(OP, "input", input)?,
+            self.recurrent_operand(OP, "weight", weight)?,
+            self.recurrent_operand(OP, "recurrentWeight", recurrent_weight)?,
+            steps,
+            hidden_size,
+            &descs,
+        )?;
+        let mut inputs = vec![input, weight, recurrent_weight];
+        inputs.extend(options.bias);
+        inputs.extend(options.recurrent_bias);
+        inputs.extend(options.initial_hidden_state);
+        Ok(self.connect(Op::Gru(op), inputs, outputs))
+    }
+
+    /// 7.8.21 gruCell(input, weight, recurrentWeight, hiddenState, hiddenSize, options).
+    pub fn gru_cell(
+        &mut self,
+        input: OperandId,
+        weight: OperandId,
+        recurrent_weight: OperandId,
+        hidden_state: OperandId,
+        hidden_size: usize,
+        options: &GruCellOptions<OperandId>,
+    ) -> Result<OperandId> {
+        const OP: &str = "gruCell";
+        let descs = GruCellOptions {
+            bias: self.optional_operand(OP, "options.bias", options.bias)?,
+            recurrent_bias: self.optional_operand(OP, "options.recurrentBias", options.recurrent_bias)?,
+            reset_after: options.reset_after,
+            layout: options.layout,
+            activations: options.activations.clone(),
+        };
+        let (op, output) = gru_cell(
+            self.recurrent_operand(OP, "input", input)?,
+            self.recurrent_operand(OP, "weight", weight)?,
+            self.recurrent_operand(OP, "recurrentWeight", recurrent_weight)?,
+            self.recurrent_operand(OP, "hiddenState", hidden_state)?,
+            hidden_size,
+            &descs,
+        )?;
+        let mut inputs = vec![input, weight, recurrent_weight, hidden_state];
+        inputs.extend(options.bias);
+        inputs.extend(options.recurrent_bias);
+        Ok(self.connect1(Op::GruCell(op), inputs, output))
+    }
+
+    /// 7.8.28 lstm(input, weight, recurrentWeight, steps, hiddenSize, options).
+    pub fn lstm(
+        &mut self,
+        input: OperandId,
+        weight: OperandId,
+        recurrent_weight: OperandId,
+        steps: usize,
+        hidden_size: usize,
+        options: &LstmOptions<OperandId>,
+    ) -> Result<Vec<OperandId>> {
+        const OP: &str = "lstm";
+        let descs = LstmOptions {
+            bias: self.optional_operand(OP, "options.bias", options.bias)?,
+            recurrent_bias: self.optional_operand(OP, "options.recurrentBias", options.recurrent_bias)?,
+            peephole_weight: self.optional_operand(OP, "options.peepholeWeight", options.peephole_weight)?,
+            initial_hidden_state: self.optional_operand(
+                OP,
+                "options.initialHiddenState",
+                options.initial_hidden_state,
+            )?,
+            initial_cell_state: self.optional_operand(OP, "options.initialCellState", options.initial_cell_state)?,
+            return_sequence: options.return_sequence,
+            direction: options.direction,
+            layout: options.layout,
+            activations: options.activations.clone(),
+        };
+        let (op, outputs) = lstm(
+            self.recurrent_operand(OP, "input", input)?,
+            self.recurrent_operand(OP, "weight", weight)?,
+            self.recurrent_operand(OP, "recurrentWeight", recurrent_weight)?,
+            steps,
+            hidden_size,
+            &descs,
+        )?;
+        let mut inputs = vec![input, weight, recurrent_weight];
+        inputs.extend(options.bias);
+        inputs.extend(options.recurrent_bias);
+        inputs.extend(options.peephole_weight);
+        inputs.extend(options.initial_hidden_state);
+        inputs.extend(options.initial_cell_state);
+        Ok(self.connect(Op::Lstm(op), inputs, outputs))
+    }
+
+    /// 7.8.29 lstmCell(input, weight, recurrentWeight, hiddenState, cellState,
+    /// hiddenSize, options).
+    #[allow(clippy::too_many_arguments)]
+    pub fn lstm_cell(
+        &mut self,
+        input: OperandId,
+        weight: OperandId,
+        recurrent_weight: OperandId,
+        hidden_state: OperandId,
+        cell_state: OperandId,
+        hidden_size: usize,
+        options: &LstmCellOptions<OperandId>,
+    ) -> Result<Vec<OperandId>> {
+        const OP: &str = "lstmCell";
+        let descs = LstmCellOptions {
+            bias: self.optional_operand(OP, "options.bias", options.bias)?,
+            recurrent_bias: self.optional_operand(OP, "options.recurrentBias", options.recurrent_bias)?,
+            peephole_weight: self.optional_operand(OP, "options.peepholeWeight", options.peephole_weight)?,
+            layout: options.layout,
+            activations: options.activations.clone(),
+        };
+        let (op, outputs) = lstm_cell(
+            self.recurrent_operand(OP, "input", input)?,
+            self.recurrent_operand(OP, "weight", weight)?,
+            self.recurrent_operand(OP, "recurrentWeight", recurrent_weight)?,
+            self.recurrent_operand(OP, "hiddenState", hidden_state)?,
+            self.recurrent_operand(OP, "cellState", cell_state)?,
+            hidden_size,
+            &descs,
+        )?;
+        let mut inputs = vec![input, weight, recurrent_weight, hidden_state, cell_state];
+        inputs.extend(options.bias);
+        inputs.extend(options.recurrent_bias);
+        inputs.extend(options.peephole_weight);
+        Ok(self.connect(Op::LstmCell(op), inputs, outputs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DataType::*;
+
+    fn f(s: &[usize]) -> OperandDesc {
+        OperandDesc::new(Float32, s.to_vec())
+    }
+
+    fn h(s: &[usize]) -> OperandDesc {
+        OperandDesc::new(Float16, s.to_vec())
+    }
+
+    fn err<T: std::fmt::Debug>(r: Result<T>) -> String {
+        let e = r.unwrap_err();
+        assert!(matches!(e, crate::error::WebnnError::Type(_)), "{e:?}");
+        e.to_string()
+    }
+
+    // gru: steps 2, batch 3, input 4, hidden 5.
+    fn gru_ok(o: &GruOptions<&OperandDesc>) -> Result<(Gru, Vec<OperandDesc>)> {
+        let dirs = o.direction.num_directions();
+        gru(&f(&[2, 3, 4]), &f(&[dirs, 15, 4]), &f(&[dirs, 15, 5]), 2, 5, o)
+    }
+
+    #[test]
+    fn gru_output_shapes() {
+        let (op, out) = gru_ok(&GruOptions::default()).unwrap();
+        assert_eq!(out, vec![f(&[1, 3, 5])]);
+        assert!(op.reset_after && !op.return_sequence);
+        assert_eq!(op.activations, GRU_DEFAULT_ACTIVATIONS);
+        let o = GruOptions { return_sequence: true, direction: RecurrentDirection::Both, ..Default::default() };
+        let (_, out) = gru_ok(&o).unwrap();
+        assert_eq!(out, vec![f(&[2, 3, 5]), f(&[2, 2, 3, 5])]);
+        let (_, out) = gru(&h(&[1, 1, 2]), &h(&[1, 3, 2]), &h(&[1, 3, 1]), 1, 1, &Default::default()).unwrap();
+        assert_eq!(out, vec![h(&[1, 1, 1])]);
+    }
+
+    #[test]
+    fn gru_validation_steps() {
+        let d = GruOptions::default();
+        // Step 3.
+        let i32in = OperandDesc::new(Int32, vec![2, 3, 4]);
+        assert!(err(gru(&i32in, &f(&[1, 15, 4]), &f(&[1, 15, 5]), 2, 5, &d)).contains("gru: input's data type 'int32'"));
+        // Step 4.
+        assert!(err(gru(&f(&[2, 3]), &f(&[1, 15, 4]), &f(&[1, 15, 5]), 2, 5, &d)).contains("gru: input's rank is 2"));
+        // Step 5.
+        assert!(
+            err(gru(&f(&[2, 3, 4]), &h(&[1, 15, 4]), &f(&[1, 15, 5]), 2, 5, &d)).contains("gru: weight's data type")
+        );
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &h(&[1, 15, 5]), 2, 5, &d))
+            .contains("gru: recurrentWeight's data type"));
+        // Step 6.
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 15, 5]), 3, 5, &d))
+            .contains("shape[0] (2) is not steps (3)"));
+        // Step 10.
+        let e = err(gru(&f(&[2, 3, 4]), &f(&[1, 12, 4]), &f(&[1, 15, 5]), 2, 5, &d));
+        assert!(
+            e.contains("gru: weight's shape [1, 12, 4] is not [numDirections, 3 * hiddenSize, inputSize] = [1, 15, 4]"),
+            "{e}"
+        );
+        let both = GruOptions { direction: RecurrentDirection::Both, ..Default::default() };
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[2, 15, 5]), 2, 5, &both)).contains("gru: weight's shape"));
+        // Step 11.
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 15, 4]), 2, 5, &d))
+            .contains("gru: recurrentWeight's shape"));
+        // hiddenSize 0 fails at step 10 (no dimension is 0); a huge hiddenSize
+        // fails step 10 as well since no shape holds 3 * hiddenSize.
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 1, 4]), &f(&[1, 1, 1]), 2, 0, &d)).contains("weight's shape"));
+        assert!(err(gru(&f(&[2, 3, 4]), &f(&[1, 1, 4]), &f(&[1, 1, 1]), 2, usize::MAX, &d)).contains("overflow"));
+        // Step 12: 3 * hiddenSize is a valid dimension but 6 * hiddenSize is not.
+        let big = 1_000_000_000;
+        let e = err(gru(&f(&[1, 1, 1]), &f(&[1, 3 * big, 1]), &f(&[1, 3 * big, big]), 1, big, &d));
+        assert!(e.contains("gru: hiddenSize * 6"), "{e}");
+        // Step 13.
+        let (b_bad_type, b_bad_shape) = (h(&[1, 15]), f(&[15]));
+        let o = GruOptions { bias: Some(&b_bad_type), ..Default::default() };
+        assert!(err(gru_ok(&o)).contains("gru: options.bias's data type"));
+        let o = GruOptions { bias: Some(&b_bad_shape), ..Default::default() };
+        assert!(
+            err(gru_ok(&o)).contains("gru: options.bias's shape [15] is not [numDirections, 3 * hiddenSize] = [1, 15]")
+        );
+        // Step 14.
+        let o = GruOptions { recurrent_bias: Some(&b_bad_type), ..Default::default() };
+        assert!(err(gru_ok(&o)).contains("gru: options.recurrentBias's data type"));
+        let o = GruOptions { recurrent_bias: Some(&b_bad_shape), ..Default::default() };
+        assert!(err(gru_ok(&o)).contains("gru: options.recurrentBias's shape"));
+        // Step 15.
+        let (s_type, s_shape) = (h(&[1, 3, 5]), f(&[1, 2, 5]));
+        let o = GruOptions { initial_hidden_state: Some(&s_type), ..Default::default() };
+        assert!(err(gru_ok(&o)).contains("gru: options.initialHiddenState's data type"));
+        let o = GruOptions { initial_hidden_state: Some(&s_shape), ..Default::default() };
+        assert!(err(gru_ok(&o)).contains("gru: options.initialHiddenState's shape [1, 2, 5]"));
+        // Step 16.
+        let o = GruOptions { activations: Some(vec![Activation::Relu]), ..Default::default() };
+        assert!(err(gru_ok(&o)).contains("gru: options.activations holds 1 activations but must hold 2"));
+        // Step 17.
+        let o = GruOptions {
+            activations: Some(vec![Activation::Relu, Activation::Softmax { axis: 1 }]),
+            ..Default::default()
+        };
+        assert!(err(gru_ok(&o)).contains("gru: options.activations[1]: softmax"));
+        // Valid optional operands and activations.
+        let (b, s) = (f(&[1, 15]), f(&[1, 3, 5]));
+        let o = GruOptions {
+            bias: Some(&b),
+            recurrent_bias: Some(&b),
+            initial_hidden_state: Some(&s),
+            activations: Some(vec![Activation::Relu, Activation::Clamp { min: Some(0.0), max: None }]),
+            ..Default::default()
+        };
+        let (op, _) = gru_ok(&o).unwrap();
+        assert!(op.has_bias && op.has_recurrent_bias && op.has_initial_hidden_state);
+        assert_eq!(op.activations[0], Activation::Relu);
+    }
+
+    // gruCell: batch 3, input 4, hidden 5.
+    fn cell(o: &GruCellOptions<&OperandDesc>) -> Result<(GruCell, OperandDesc)> {
+        gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, o)
+    }
+
+    #[test]
+    fn gru_cell_validation_steps_and_shape() {
+        let d = GruCellOptions::default();
+        assert_eq!(cell(&d).unwrap().1, f(&[3, 5]));
+        let (_, out) = gru_cell(&h(&[1, 2]), &h(&[3, 2]), &h(&[3, 1]), &h(&[1, 1]), 1, &d).unwrap();
+        assert_eq!(out, h(&[1, 1]));
+        // Step 3.
+        let u8in = OperandDesc::new(Uint8, vec![3, 4]);
+        assert!(err(gru_cell(&u8in, &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: input's data type 'uint8'"));
+        // Step 4.
+        assert!(err(gru_cell(&f(&[1, 3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: input's rank is 3"));
+        // Step 7.
+        assert!(err(gru_cell(&f(&[3, 4]), &h(&[15, 4]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: weight's data type"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &h(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: recurrentWeight's data type"));
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &h(&[3, 5]), 5, &d))
+            .contains("gruCell: hiddenState's data type"));
+        // Step 8.
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 3]), &f(&[15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: weight's shape [15, 3] is not [3 * hiddenSize, inputSize] = [15, 4]"));
+        // Step 9.
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[1, 15, 5]), &f(&[3, 5]), 5, &d))
+            .contains("gruCell: recurrentWeight's shape"));
+        // Step 10.
+        assert!(err(gru_cell(&f(&[3, 4]), &f(&[15, 4]), &f(&[15, 5]), &f(&[5, 3]), 5, &d))
+            .contains("gruCell: hiddenState's shape [5, 3] is not [batchSize, hiddenSize] = [3, 5]"));
+        // Step 11.
+        let big = 1_000_000_000;
+        let e = err(gru_cell(&f(&[1, 1]), &f(&[3 * big, 1]), &f(&[3 * big, big]), &f(&[1, big]), big, &d));
+        assert!(e.contains("gruCell: hiddenSize * 6"), "{e}");
+        // Steps 12-13.
+        let (bt, bs) = (h(&[15]), f(&[1, 15]));
+        for (o, what) in [
+            (GruCellOptions { bias: Some(&bt), ..Default::default() }, "options.bias's data type"),
+            (
+                GruCellOptions { bias: Some(&bs), ..Default::default() },
+                "options.bias's shape [1, 15] is not [3 * hiddenSize] = [15]",
+            ),
+            (GruCellOptions { recurrent_bias: Some(&bt), ..Default::default() }, "options.recurrentBias's data type"),
+            (GruCellOptions { recurrent_bias: Some(&bs), ..Default::default() }, "options.recurrentBias's shape"),
+        ] {
+            let e = err(cell(&o));
+            assert!(e.contains(&format!("gruCell: {what}")), "{e}");
+        }
+        // Steps 14 and 18.
+        let o = GruCellOptions { activations: Some(vec![]), ..Default::default() };
+        assert!(err(cell(&o)).contains("gruCell: options.activations holds 0"));
+        let o = GruCellOptions {
+            activations: Some(vec![Activation::Softmax { axis: 0 }, Activation::Tanh]),
+            ..Default::default()
+        };
+        assert!(err(cell(&o)).contains("gruCell: options.activations[0]: softmax"));
+        let b = f(&[15]);
+        let o = GruCellOptions {
+            bias: Some(&b),
+            recurrent_bias: Some(&b),
+            reset_after: false,
+            layout: GruWeightLayout::Rzn,
+            ..Default::default()
+        };
+        let (op, _) = cell(&o).unwrap();
+        assert!(op.has_bias && op.has_recurrent_bias && !op.reset_after);
+        assert_eq!(op.layout.gates(), GruGates { r: 0, z: 1, n: 2 });
+    }
+
+    // lstm: steps 2, batch 3, input 4, hidden 5.
+    fn lstm_ok(o: &LstmOptions<&OperandDesc>) -> Result<(Lstm, Vec<OperandDesc>)> {
+        let dirs = o.direction.num_directions();
+        lstm(&f(&[2, 3, 4]), &f(&[dirs, 20, 4]), &f(&[dirs, 20, 5]), 2, 5, o)
+    }
+
+    #[test]
+    fn lstm_output_shapes() {
+        let (op, out) = lstm_ok(&LstmOptions::default()).unwrap();
+        assert_eq!(out, vec![f(&[1, 3, 5]), f(&[1, 3, 5])]);
+        assert_eq!(op.activations, LSTM_DEFAULT_ACTIVATIONS);
+        let o = LstmOptions { return_sequence: true, direction: RecurrentDirection::Both, ..Default::default() };
+        let (_, out) = lstm_ok(&o).unwrap();
+        assert_eq!(out, vec![f(&[2, 3, 5]), f(&[2, 3, 5]), f(&[2, 2, 3, 5])]);
+        let o = LstmOptions { direction: RecurrentDirection::Backward, ..Default::default() };
+        assert_eq!(lstm_ok(&o).unwrap().1.len(), 2);
+    }
+
+    #[test]
+    fn lstm_validation_steps() {
+        let d = LstmOptions::default();
+        // Step 4.
+        let i8in = OperandDesc::new(Int8, vec![2, 3, 4]);
+        assert!(err(lstm(&i8in, &f(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d)).contains("lstm: input's data type 'int8'"));
+        // Step 5.
+        assert!(err(lstm(&f(&[2, 3, 4, 1]), &f(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d))
+            .contains("lstm: input's rank is 4"));
+        // Step 6.
+        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &f(&[1, 20, 5]), 1, 5, &d))
+            .contains("lstm: input's shape[0] (2) is not steps (1)"));
+        // Steps 7/10.
+        assert!(
+            err(lstm(&f(&[2, 3, 4]), &h(&[1, 20, 4]), &f(&[1, 20, 5]), 2, 5, &d)).contains("lstm: weight's data type")
+        );
+        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &h(&[1, 20, 5]), 2, 5, &d))
+            .contains("lstm: recurrentWeight's data type"));
+        // Step 11.
+        let e = err(lstm(&f(&[2, 3, 4]), &f(&[1, 15, 4]), &f(&[1, 20, 5]), 2, 5, &d));
+        assert!(
+            e.contains(
+                "lstm: weight's shape [1, 15, 4] is not [numDirections, 4 * hiddenSize, inputSize] = [1, 20, 4]"
+            ),
+            "{e}"
+        );
+        // Step 12.
+        assert!(err(lstm(&f(&[2, 3, 4]), &f(&[1, 20, 4]), &f(&[1, 20, 4]), 2, 5, &d))
+            .contains("lstm: recurrentWeight's shape"));
+        // Step 13.
+        let big = 600_000_000;
+        let e = err(lstm(&f(&[1, 1, 1]), &f(&[1, 4 * big, 1]), &f(&[1, 4 * big, big]), 1, big, &d));
+        assert!(e.contains("lstm: hiddenSize * 8"), "{e}");
+        // Steps 14-18.
+        let (bt, bs, pt, ps, st, ss) = (h(&[1, 20]), f(&[20]), h(&[1, 15]), f(&[1, 20]), h(&[1, 3, 5]), f(&[2, 3, 5]));
+        for (o, what) in [
+            (LstmOptions { bias: Some(&bt), ..Default::default() }, "options.bias's data type"),
+            (
+                LstmOptions { bias: Some(&bs), ..Default::default() },
+                "options.bias's shape [20] is not [numDirections, 4 * hiddenSize] = [1, 20]",
+            ),
+            (LstmOptions { recurrent_bias: Some(&bt), ..Default::default() }, "options.recurrentBias's data type"),
+            (LstmOptions { recurrent_bias: Some(&bs), ..Default::default() }, "options.recurrentBias's shape"),
+            (LstmOptions { peephole_weight: Some(&pt), ..Default::default() }, "options.peepholeWeight's data type"),
+            (
+                LstmOptions { peephole_weight: Some(&ps), ..Default::default() },
+                "options.peepholeWeight's shape [1, 20] is not [numDirections, 3 * hiddenSize] = [1, 15]",
+            ),
+            (
+                LstmOptions { initial_hidden_state: Some(&st), ..Default::default() },
+                "options.initialHiddenState's data type",
+            ),
+            (
+                LstmOptions { initial_hidden_state: Some(&ss), ..Default::default() },
+                "options.initialHiddenState's shape [2, 3, 5]",
+            ),
+            (
+                LstmOptions { initial_cell_state: Some(&st), ..Default::default() },
+                "options.initialCellState's data type",
+            ),
+            (LstmOptions { initial_cell_state: Some(&ss), ..Default::default() }, "options.initialCellState's shape"),
+            (
+                LstmOptions { activations: Some(vec![Activation::Sigmoid; 2]), ..Default::default() },
+                "options.activations holds 2",
+            ),
+            (
+                LstmOptions {
+                    activations: Some(vec![Activation::Sigmoid, Activation::Tanh, Activation::Softmax { axis: 1 }]),
+                    ..Default::default()
+                },
+                "options.activations[2]: softmax",
+            ),
+        ] {
+            let e = err(lstm_ok(&o));
+            assert!(e.contains(&format!("lstm: {what}")), "{e}");
+        }
+        let (b, p, s) = (f(&[2, 20]), f(&[2, 15]), f(&[2, 3, 5]));
+        let o = LstmOptions {
+            bias: Some(&b),
+            recurrent_bias: Some(&b),
+            peephole_weight: Some(&p),
+            initial_hidden_state: Some(&s),
+            initial_cell_state: Some(&s),
+            direction: RecurrentDirection::Both,
+            layout: LstmWeightLayout::Ifgo,
+            activations: Some(vec![Activation::Relu, Activation::Relu, Activation::Sigmoid]),
+            ..Default::default()
+        };
+        let (op, _) = lstm_ok(&o).unwrap();
+        assert!(
+            op.has_bias
+                && op.has_recurrent_bias
+                && op.has_peephole_weight
+                && op.has_initial_hidden_state
+                && op.has_initial_cell_state
+        );
+        assert_eq!(op.layout.gates(), LstmGates { i: 0, f: 1, g: 2, o: 3 });
+    }
+
+    fn lcell(o: &LstmCellOptions<&OperandDesc>) -> Result<(LstmCell, Vec<OperandDesc>)> {
+        lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &f(&[3, 5]), &f(&[3, 5]), 5, o)
+    }
+
+    #[test]
+    fn lstm_cell_validation_steps_and_shapes() {
+        let d = LstmCellOptions::default();
+        assert_eq!(lcell(&d).unwrap().1, vec![f(&[3, 5]), f(&[3, 5])]);
+        let s = f(&[3, 5]);
+        // Step 3.
+        let i32in = OperandDesc::new(Int32, vec![3, 4]);
+        assert!(err(lstm_cell(&i32in, &f(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: input's data type 'int32'"));
+        // Step 4.
+        assert!(err(lstm_cell(&f(&[12]), &f(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: input's rank is 1"));
+        // Step 5.
+        let hs = h(&[3, 5]);
+        assert!(err(lstm_cell(&f(&[3, 4]), &h(&[20, 4]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: weight's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &h(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: recurrentWeight's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &hs, &s, 5, &d))
+            .contains("lstmCell: hiddenState's data type"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &s, &hs, 5, &d))
+            .contains("lstmCell: cellState's data type"));
+        // Steps 8-11.
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 5]), &f(&[20, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: weight's shape [20, 5] is not [4 * hiddenSize, inputSize] = [20, 4]"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[15, 5]), &s, &s, 5, &d))
+            .contains("lstmCell: recurrentWeight's shape"));
+        let bad = f(&[3, 4]);
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &bad, &s, 5, &d))
+            .contains("lstmCell: hiddenState's shape [3, 4]"));
+        assert!(err(lstm_cell(&f(&[3, 4]), &f(&[20, 4]), &f(&[20, 5]), &s, &bad, 5, &d))
+            .contains("lstmCell: cellState's shape [3, 4]"));
+        // Step 12.
+        let big = 600_000_000;
+        let bs = f(&[1, big]);
+        let e = err(lstm_cell(&f(&[1, 1]), &f(&[4 * big, 1]), &f(&[4 * big, big]), &bs, &bs, big, &d));
+        assert!(e.contains("lstmCell: hiddenSize * 8"), "{e}");
+        // Steps 13-16, 20.
+        let (bt, bsh, pt, psh) = (h(&[20]), f(&[1, 20]), h(&[15]), f(&[20]));
+        for (o, what) in [
+            (LstmCellOptions { bias: Some(&bt), ..Default::default() }, "options.bias's data type"),
+            (
+                LstmCellOptions { bias: Some(&bsh), ..Default::default() },
+                "options.bias's shape [1, 20] is not [4 * hiddenSize] = [20]",
+            ),
+            (LstmCellOptions { recurrent_bias: Some(&bt), ..Default::default() }, "options.recurrentBias's data type"),
+            (LstmCellOptions { recurrent_bias: Some(&bsh), ..Default::default() }, "options.recurrentBias's shape"),
+            (
+                LstmCellOptions { peephole_weight: Some(&pt), ..Default::default() },
+                "options.peepholeWeight's data type",
+            ),
+            (
+                LstmCellOptions { peephole_weight: Some(&psh), ..Default::default() },
+                "options.peepholeWeight's shape [20] is not [3 * hiddenSize] = [15]",
+            ),
+            (
+                LstmCellOptions { activations: Some(vec![Activation::Tanh; 4]), ..Default::default() },
+                "options.activations holds 4",
+            ),
+            (
+                LstmCellOptions {
+                    activations: Some(vec![Activation::Softmax { axis: 0 }, Activation::Tanh, Activation::Tanh]),
+                    ..Default::default()
+                },
+                "options.activations[0]: softmax",
+            ),
+        ] {
+            let e = err(lcell(&o));
+            assert!(e.contains(&format!("lstmCell: {what}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn outputs_beyond_the_byte_length_bound_are_type_errors() {
+        // steps * batch = 2^26 with inputSize 1 is a 256 MiB input, but the float32
+        // sequence of hiddenSize 64 would be 2^34 bytes.
+        let (steps, h) = (1 << 26, 64);
+        let x = f(&[steps, 1, 1]);
+        let o = GruOptions { return_sequence: true, ..Default::default() };
+        let e = err(gru(&x, &f(&[1, 3 * h, 1]), &f(&[1, 3 * h, h]), steps, h, &o));
+        assert!(e.contains("gru: output 1") && e.contains("too large"), "{e}");
+        assert!(gru(&x, &f(&[1, 3 * h, 1]), &f(&[1, 3 * h, h]), steps, h, &Default::default()).is_ok());
+        let o = LstmOptions { return_sequence: true, ..Default::default() };
+        let e = err(lstm(&x, &f(&[1, 4 * h, 1]), &f(&[1, 4 * h, h]), steps, h, &o));
+        assert!(e.contains("lstm: output 2") && e.contains("too large"), "{e}");
+    }
+
+    #[test]
+    fn builder_connects_optional_operands_in_spec_order() {
+        let mut g = GraphBuilder::new();
+        let x = g.input("x", f(&[2, 1, 3])).unwrap();
+        let w = g.input("w", f(&[2, 8, 3])).unwrap();
+        let r = g.input("r", f(&[2, 8, 2])).unwrap();
+        let b = g.input("b", f(&[2, 8])).unwrap();
+        let p = g.input("p", f(&[2, 6])).unwrap();
+        let c0 = g.input("c0", f(&[2, 1, 2])).unwrap();
+        let o = LstmOptions {
+            bias: Some(b),
+            peephole_weight: Some(p),
+            initial_cell_state: Some(c0),
+            return_sequence: true,
+            direction: RecurrentDirection::Both,
+            ..Default::default()
+        };
+        let outs = g.lstm(x, w, r, 2, 2, &o).unwrap();
+        assert_eq!(outs.len(), 3);
+        assert_eq!(g.desc(outs[2]).unwrap().shape, vec![2, 2, 1, 2]);
+        let graph = g.build(&[("y".into(), outs[0])]).unwrap();
+        assert_eq!(graph.operators[0].inputs, vec![x, w, r, b, p, c0]);
+        // Operands of another builder (out of range here) name the argument.
+        let e = err(g.lstm(x, w, r, 2, 2, &LstmOptions { recurrent_bias: Some(999), ..Default::default() }));
+        assert!(e.contains("lstm: options.recurrentBias (operand 999)"), "{e}");
+        let e = err(g.gru_cell(999, w, r, c0, 2, &Default::default()));
+        assert!(e.contains("gruCell: input"), "{e}");
+    }
+}

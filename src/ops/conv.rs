@@ -18,13 +18,8 @@ use crate::ops::Op;
 /// The float types both convolutions accept (step 2 / step 3).
 pub const FLOAT_TYPES: &[DataType] = &[DataType::Float32, DataType::Float16];
 
-/// MLInputOperandLayout: the layout of the 4-D input and output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum InputLayout {
-    #[default]
-    Nchw,
-    Nhwc,
-}
+/// MLInputOperandLayout, shared with pooling (which defines it).
+pub use crate::ops::pooling::InputLayout;
 
 impl InputLayout {
     /// (batches, channels, height, width) of a 4-D shape in this layout.

@@ -6,7 +6,9 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::{dims, id, to_js, NativeBuilder};
-use crate::ops::conv::{Conv2dFilterLayout, Conv2dOptions, ConvTranspose2dFilterLayout, ConvTranspose2dOptions, InputLayout};
+use crate::ops::conv::{
+    Conv2dFilterLayout, Conv2dOptions, ConvTranspose2dFilterLayout, ConvTranspose2dOptions, InputLayout,
+};
 
 /// MLConv2dOptions after WebIDL conversion; `bias` is an operand id.
 #[napi(object)]
@@ -38,7 +40,9 @@ fn input_layout(op: &str, v: &str) -> Result<InputLayout> {
     match v {
         "nchw" => Ok(InputLayout::Nchw),
         "nhwc" => Ok(InputLayout::Nhwc),
-        _ => Err(to_js(type_err!("{op}: options.inputLayout '{v}' is not a valid MLInputOperandLayout"))),
+        _ => Err(to_js(type_err!(
+            "{op}: options.inputLayout '{v}' is not a valid MLInputOperandLayout"
+        ))),
     }
 }
 
@@ -55,7 +59,11 @@ impl NativeBuilder {
             "hwio" => Conv2dFilterLayout::Hwio,
             "ohwi" => Conv2dFilterLayout::Ohwi,
             "ihwo" => Conv2dFilterLayout::Ihwo,
-            v => return Err(to_js(type_err!("conv2d: options.filterLayout '{v}' is not a valid MLConv2dFilterOperandLayout"))),
+            v => {
+                return Err(to_js(type_err!(
+                    "conv2d: options.filterLayout '{v}' is not a valid MLConv2dFilterOperandLayout"
+                )))
+            }
         };
         let o = Conv2dOptions {
             padding: list(&options.padding),
@@ -66,7 +74,10 @@ impl NativeBuilder {
             filter_layout,
         };
         let bias = options.bias.map(|b| b as usize);
-        self.inner.conv2d(input as usize, filter as usize, bias, &o).map(id).map_err(to_js)
+        self.inner
+            .conv2d(input as usize, filter as usize, bias, &o)
+            .map(id)
+            .map_err(to_js)
     }
 
     #[napi(js_name = "convTranspose2d")]
@@ -92,6 +103,9 @@ impl NativeBuilder {
             filter_layout,
         };
         let bias = options.bias.map(|b| b as usize);
-        self.inner.conv_transpose2d(input as usize, filter as usize, bias, &o).map(id).map_err(to_js)
+        self.inner
+            .conv_transpose2d(input as usize, filter as usize, bias, &o)
+            .map(id)
+            .map_err(to_js)
     }
 }

@@ -34,6 +34,9 @@ impl NativeBuilder {
             b_transpose: options.b_transpose,
             has_c: options.c.is_some(),
         };
-        self.inner.gemm(a as usize, b as usize, options.c.map(|c| c as usize), o).map(id).map_err(to_js)
+        self.inner
+            .gemm(a as usize, b as usize, options.c.map(|c| c as usize), o)
+            .map(id)
+            .map_err(to_js)
     }
 }

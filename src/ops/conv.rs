@@ -195,7 +195,12 @@ fn check_input(op: &str, input: &OperandDesc) -> Result<()> {
 }
 
 fn check_rank(op: &str, what: &str, d: &OperandDesc) -> Result<()> {
-    ensure!(d.rank() == 4, "{op}: {what} has rank {} (shape {:?}); it must be 4", d.rank(), d.shape);
+    ensure!(
+        d.rank() == 4,
+        "{op}: {what} has rank {} (shape {:?}); it must be 4",
+        d.rank(),
+        d.shape
+    );
     Ok(())
 }
 
@@ -300,17 +305,40 @@ pub fn conv2d(
     // 14.10 (Chromium: "The input size is too small to fill the window").
     let size = |what: &str, input: usize, filter: usize, begin: usize, end: usize, stride: usize, dilation: usize| {
         let numerator = input as i128 + begin as i128 + end as i128 - effective(filter, dilation);
-        let size = if numerator < 0 { 0 } else { numerator / stride as i128 + 1 };
+        let size = if numerator < 0 {
+            0
+        } else {
+            numerator / stride as i128 + 1
+        };
         valid_size(OP, what, size, || {
             format!(
                 "input {what} {input}, filter {what} {filter}, padding [{begin}, {end}], stride {stride}, dilation {dilation}"
             )
         })
     };
-    let out_h = size("height", input_height, filter_height, padding[0], padding[1], strides[0], dilations[0])?;
-    let out_w = size("width", input_width, filter_width, padding[2], padding[3], strides[1], dilations[1])?;
+    let out_h = size(
+        "height",
+        input_height,
+        filter_height,
+        padding[0],
+        padding[1],
+        strides[0],
+        dilations[0],
+    )?;
+    let out_w = size(
+        "width",
+        input_width,
+        filter_width,
+        padding[2],
+        padding[3],
+        strides[1],
+        dilations[1],
+    )?;
     // Steps 14.9-14.13.
-    let desc = OperandDesc::new(input.data_type, options.input_layout.shape(batches, output_channels, out_h, out_w));
+    let desc = OperandDesc::new(
+        input.data_type,
+        options.input_layout.shape(batches, output_channels, out_h, out_w),
+    );
     check_dimensions("conv2d: output", &desc)?;
     let attrs = Conv2dAttrs {
         padding,
@@ -325,8 +353,17 @@ pub fn conv2d(
 }
 
 /// "Calculate convtranspose output size" (7.8.11) in exact integers.
-fn conv_transpose_size(input: usize, filter: usize, begin: usize, end: usize, stride: usize, dilation: usize, output_padding: usize) -> i128 {
-    (input as i128 - 1) * stride as i128 + effective(filter, dilation) - begin as i128 - end as i128 + output_padding as i128
+fn conv_transpose_size(
+    input: usize,
+    filter: usize,
+    begin: usize,
+    end: usize,
+    stride: usize,
+    dilation: usize,
+    output_padding: usize,
+) -> i128 {
+    (input as i128 - 1) * stride as i128 + effective(filter, dilation) - begin as i128 - end as i128
+        + output_padding as i128
 }
 
 /// 7.8.11 convTranspose2d(input, filter, options), steps 2-17.
@@ -413,7 +450,11 @@ pub fn conv_transpose2d(
     // sizes is invalid").
     let mut out = [0usize; 2];
     for (i, what) in ["height", "width"].iter().enumerate() {
-        let (input_size, filter_size) = if i == 0 { (input_height, filter_height) } else { (input_width, filter_width) };
+        let (input_size, filter_size) = if i == 0 {
+            (input_height, filter_height)
+        } else {
+            (input_width, filter_width)
+        };
         let (begin, end) = (padding[2 * i], padding[2 * i + 1]);
         let detail = |pad: usize| {
             format!(
@@ -423,7 +464,15 @@ pub fn conv_transpose2d(
         };
         out[i] = match output_sizes {
             None => {
-                let size = conv_transpose_size(input_size, filter_size, begin, end, strides[i], dilations[i], output_padding[i]);
+                let size = conv_transpose_size(
+                    input_size,
+                    filter_size,
+                    begin,
+                    end,
+                    strides[i],
+                    dilations[i],
+                    output_padding[i],
+                );
                 valid_size(OP, what, size, || detail(output_padding[i]))?
             }
             Some(sizes) => {
@@ -442,7 +491,10 @@ pub fn conv_transpose2d(
         };
     }
     // Steps 17.10-17.14.
-    let desc = OperandDesc::new(input.data_type, options.input_layout.shape(batches, output_channels, out[0], out[1]));
+    let desc = OperandDesc::new(
+        input.data_type,
+        options.input_layout.shape(batches, output_channels, out[0], out[1]),
+    );
     check_dimensions("convTranspose2d: output", &desc)?;
     let attrs = ConvTranspose2dAttrs {
         padding,
@@ -513,13 +565,29 @@ mod tests {
     fn conv2d_output_shapes() {
         let o = Conv2dOptions::default();
         // Spec formula: 1 + (5 - 3 + 0) / 1 = 3.
-        assert_eq!(shape(conv2d(&d(&[1, 1, 5, 5]), &d(&[1, 1, 3, 3]), None, &o)), vec![1, 1, 3, 3]);
-        let o = Conv2dOptions { padding: Some(vec![1, 1, 1, 1]), strides: Some(vec![2, 2]), ..Default::default() };
+        assert_eq!(
+            shape(conv2d(&d(&[1, 1, 5, 5]), &d(&[1, 1, 3, 3]), None, &o)),
+            vec![1, 1, 3, 3]
+        );
+        let o = Conv2dOptions {
+            padding: Some(vec![1, 1, 1, 1]),
+            strides: Some(vec![2, 2]),
+            ..Default::default()
+        };
         // floor(1 + (7 - 3 + 2) / 2) = 4, floor(1 + (5 - 3 + 2) / 2) = 3.
-        assert_eq!(shape(conv2d(&d(&[1, 1, 7, 5]), &d(&[1, 1, 3, 3]), None, &o)), vec![1, 1, 4, 3]);
+        assert_eq!(
+            shape(conv2d(&d(&[1, 1, 7, 5]), &d(&[1, 1, 3, 3]), None, &o)),
+            vec![1, 1, 4, 3]
+        );
         // Dilation 2: effective filter 5.
-        let o = Conv2dOptions { dilations: Some(vec![2, 1]), ..Default::default() };
-        assert_eq!(shape(conv2d(&d(&[2, 3, 5, 5]), &d(&[4, 3, 3, 3]), None, &o)), vec![2, 4, 1, 3]);
+        let o = Conv2dOptions {
+            dilations: Some(vec![2, 1]),
+            ..Default::default()
+        };
+        assert_eq!(
+            shape(conv2d(&d(&[2, 3, 5, 5]), &d(&[4, 3, 3, 3]), None, &o)),
+            vec![2, 4, 1, 3]
+        );
         // nhwc with every filter layout, grouped (groups 2: 6 input channels, 3 per group).
         for (layout, filter) in [
             (Conv2dFilterLayout::Oihw, [4, 3, 2, 1]),
@@ -527,14 +595,32 @@ mod tests {
             (Conv2dFilterLayout::Ohwi, [4, 2, 1, 3]),
             (Conv2dFilterLayout::Ihwo, [3, 2, 1, 4]),
         ] {
-            let o = Conv2dOptions { groups: 2, input_layout: InputLayout::Nhwc, filter_layout: layout, ..Default::default() };
-            assert_eq!(shape(conv2d(&d(&[1, 5, 5, 6]), &d(&filter), Some(&d(&[4])), &o)), vec![1, 4, 5, 4], "{layout:?}");
+            let o = Conv2dOptions {
+                groups: 2,
+                input_layout: InputLayout::Nhwc,
+                filter_layout: layout,
+                ..Default::default()
+            };
+            assert_eq!(
+                shape(conv2d(&d(&[1, 5, 5, 6]), &d(&filter), Some(&d(&[4])), &o)),
+                vec![1, 4, 5, 4],
+                "{layout:?}"
+            );
         }
         // Depthwise.
-        let o = Conv2dOptions { groups: 8, ..Default::default() };
-        assert_eq!(shape(conv2d(&d(&[1, 8, 4, 4]), &d(&[8, 1, 3, 3]), None, &o)), vec![1, 8, 2, 2]);
+        let o = Conv2dOptions {
+            groups: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            shape(conv2d(&d(&[1, 8, 4, 4]), &d(&[8, 1, 3, 3]), None, &o)),
+            vec![1, 8, 2, 2]
+        );
         let h = OperandDesc::new(Float16, vec![1, 1, 2, 2]);
-        assert_eq!(conv2d(&h, &h, None, &Conv2dOptions::default()).unwrap().1.data_type, Float16);
+        assert_eq!(
+            conv2d(&h, &h, None, &Conv2dOptions::default()).unwrap().1.data_type,
+            Float16
+        );
     }
 
     #[test]
@@ -554,24 +640,59 @@ mod tests {
         assert!(err(conv2d(&x, &fh, None, &o)).contains("filter's data type 'float16'"));
         // Step 7.
         let bad = |o: Conv2dOptions| err(conv2d(&x, &f, None, &o));
-        assert!(bad(Conv2dOptions { padding: Some(vec![1, 1]), ..Default::default() }).contains("options.padding [1, 1] has 2 values"));
+        assert!(bad(Conv2dOptions {
+            padding: Some(vec![1, 1]),
+            ..Default::default()
+        })
+        .contains("options.padding [1, 1] has 2 values"));
         // Step 9.
-        assert!(bad(Conv2dOptions { strides: Some(vec![1]), ..Default::default() }).contains("options.strides [1] has 1"));
+        assert!(bad(Conv2dOptions {
+            strides: Some(vec![1]),
+            ..Default::default()
+        })
+        .contains("options.strides [1] has 1"));
         // Step 10.
-        assert!(bad(Conv2dOptions { strides: Some(vec![1, 0]), ..Default::default() }).contains("options.strides [1, 0] contains 0"));
+        assert!(bad(Conv2dOptions {
+            strides: Some(vec![1, 0]),
+            ..Default::default()
+        })
+        .contains("options.strides [1, 0] contains 0"));
         // Step 12.
-        assert!(bad(Conv2dOptions { dilations: Some(vec![1, 1, 1]), ..Default::default() }).contains("options.dilations"));
+        assert!(bad(Conv2dOptions {
+            dilations: Some(vec![1, 1, 1]),
+            ..Default::default()
+        })
+        .contains("options.dilations"));
         // Chromium: dilations non-zero.
-        assert!(bad(Conv2dOptions { dilations: Some(vec![0, 1]), ..Default::default() }).contains("options.dilations [0, 1] contains 0"));
+        assert!(bad(Conv2dOptions {
+            dilations: Some(vec![0, 1]),
+            ..Default::default()
+        })
+        .contains("options.dilations [0, 1] contains 0"));
         // Step 13.
-        assert!(bad(Conv2dOptions { groups: 0, ..Default::default() }).contains("options.groups is 0"));
+        assert!(bad(Conv2dOptions {
+            groups: 0,
+            ..Default::default()
+        })
+        .contains("options.groups is 0"));
         // Step 14.5.
-        assert!(bad(Conv2dOptions { groups: 3, ..Default::default() }).contains("not divisible by options.groups (3)"));
+        assert!(bad(Conv2dOptions {
+            groups: 3,
+            ..Default::default()
+        })
+        .contains("not divisible by options.groups (3)"));
         // Step 14.6.
-        assert!(bad(Conv2dOptions { groups: 2, ..Default::default() }).contains("differ from the filter's input channels (4"));
+        assert!(bad(Conv2dOptions {
+            groups: 2,
+            ..Default::default()
+        })
+        .contains("differ from the filter's input channels (4"));
         assert!(err(conv2d(&x, &d(&[2, 3, 3, 3]), None, &o)).contains("filter's input channels (3"));
         // Output channels per group.
-        let og = Conv2dOptions { groups: 2, ..Default::default() };
+        let og = Conv2dOptions {
+            groups: 2,
+            ..Default::default()
+        };
         assert!(err(conv2d(&x, &d(&[3, 2, 3, 3]), None, &og)).contains("output channels (3) are not divisible"));
         // Step 14.7.1.
         assert!(err(conv2d(&x, &f, Some(&d(&[3])), &o)).contains("options.bias has shape [3]"));
@@ -581,13 +702,22 @@ mod tests {
         assert!(err(conv2d(&x, &f, Some(&bh), &o)).contains("options.bias's data type 'float16'"));
         // Step 14.10: the dilated filter is larger than the padded input.
         assert!(err(conv2d(&x, &d(&[2, 4, 6, 3]), None, &o)).contains("output height would be 0"));
-        let dil = Conv2dOptions { dilations: Some(vec![1, 3]), ..Default::default() };
+        let dil = Conv2dOptions {
+            dilations: Some(vec![1, 3]),
+            ..Default::default()
+        };
         assert!(err(conv2d(&x, &f, None, &dil)).contains("output width would be 0"));
         // ... but padding can make up for it.
-        let pad = Conv2dOptions { padding: Some(vec![0, 1, 0, 0]), ..Default::default() };
+        let pad = Conv2dOptions {
+            padding: Some(vec![0, 1, 0, 0]),
+            ..Default::default()
+        };
         assert_eq!(shape(conv2d(&x, &d(&[2, 4, 6, 3]), None, &pad)), vec![1, 2, 1, 3]);
         // Huge padding is no overflow.
-        let huge = Conv2dOptions { padding: Some(vec![u32::MAX as usize; 4]), ..Default::default() };
+        let huge = Conv2dOptions {
+            padding: Some(vec![u32::MAX as usize; 4]),
+            ..Default::default()
+        };
         assert!(err(conv2d(&x, &f, None, &huge)).contains("not a valid dimension"));
     }
 
@@ -595,7 +725,10 @@ mod tests {
     fn conv_transpose2d_output_shapes() {
         let o = ConvTranspose2dOptions::default();
         // (3 - 1) * 1 + 3 = 5.
-        assert_eq!(tshape(conv_transpose2d(&d(&[1, 1, 3, 3]), &d(&[1, 2, 3, 3]), None, &o)), vec![1, 2, 5, 5]);
+        assert_eq!(
+            tshape(conv_transpose2d(&d(&[1, 1, 3, 3]), &d(&[1, 2, 3, 3]), None, &o)),
+            vec![1, 2, 5, 5]
+        );
         // (3 - 1) * 2 + 3 - 1 - 1 + 1 = 6 and (3 - 1) * 3 + 3 + 2 = 11.
         let o = ConvTranspose2dOptions {
             strides: Some(vec![2, 3]),
@@ -603,7 +736,10 @@ mod tests {
             output_padding: Some(vec![1, 2]),
             ..Default::default()
         };
-        assert_eq!(tshape(conv_transpose2d(&d(&[1, 1, 3, 3]), &d(&[1, 1, 3, 3]), None, &o)), vec![1, 1, 6, 11]);
+        assert_eq!(
+            tshape(conv_transpose2d(&d(&[1, 1, 3, 3]), &d(&[1, 1, 3, 3]), None, &o)),
+            vec![1, 1, 6, 11]
+        );
         // outputSizes override, within [computed, computed + stride).
         let o = ConvTranspose2dOptions {
             strides: Some(vec![2, 2]),
@@ -611,15 +747,27 @@ mod tests {
             output_padding: Some(vec![5, 5]),
             ..Default::default()
         };
-        assert_eq!(tshape(conv_transpose2d(&d(&[1, 1, 3, 3]), &d(&[1, 1, 3, 3]), None, &o)), vec![1, 1, 8, 7]);
+        assert_eq!(
+            tshape(conv_transpose2d(&d(&[1, 1, 3, 3]), &d(&[1, 1, 3, 3]), None, &o)),
+            vec![1, 1, 8, 7]
+        );
         // Groups multiply the filter's output channels; every layout, nhwc.
         for (layout, filter) in [
             (ConvTranspose2dFilterLayout::Iohw, [4, 3, 2, 1]),
             (ConvTranspose2dFilterLayout::Hwoi, [2, 1, 3, 4]),
             (ConvTranspose2dFilterLayout::Ohwi, [3, 2, 1, 4]),
         ] {
-            let o = ConvTranspose2dOptions { groups: 2, input_layout: InputLayout::Nhwc, filter_layout: layout, ..Default::default() };
-            assert_eq!(tshape(conv_transpose2d(&d(&[1, 5, 5, 4]), &d(&filter), Some(&d(&[6])), &o)), vec![1, 6, 5, 6], "{layout:?}");
+            let o = ConvTranspose2dOptions {
+                groups: 2,
+                input_layout: InputLayout::Nhwc,
+                filter_layout: layout,
+                ..Default::default()
+            };
+            assert_eq!(
+                tshape(conv_transpose2d(&d(&[1, 5, 5, 4]), &d(&filter), Some(&d(&[6])), &o)),
+                vec![1, 6, 5, 6],
+                "{layout:?}"
+            );
         }
     }
 
@@ -640,45 +788,107 @@ mod tests {
         let fh = OperandDesc::new(Float16, vec![4, 2, 3, 3]);
         assert!(err(conv_transpose2d(&x, &fh, None, &o)).contains("filter's data type"));
         // Steps 7, 9, 10, 12, Chromium's dilations.
-        assert!(bad(ConvTranspose2dOptions { padding: Some(vec![0; 3]), ..Default::default() }).contains("options.padding"));
-        assert!(bad(ConvTranspose2dOptions { strides: Some(vec![1, 1, 1]), ..Default::default() }).contains("options.strides"));
-        assert!(bad(ConvTranspose2dOptions { strides: Some(vec![0, 1]), ..Default::default() }).contains("contains 0"));
-        assert!(bad(ConvTranspose2dOptions { dilations: Some(vec![2]), ..Default::default() }).contains("options.dilations"));
-        assert!(bad(ConvTranspose2dOptions { dilations: Some(vec![1, 0]), ..Default::default() }).contains("options.dilations [1, 0] contains 0"));
+        assert!(bad(ConvTranspose2dOptions {
+            padding: Some(vec![0; 3]),
+            ..Default::default()
+        })
+        .contains("options.padding"));
+        assert!(bad(ConvTranspose2dOptions {
+            strides: Some(vec![1, 1, 1]),
+            ..Default::default()
+        })
+        .contains("options.strides"));
+        assert!(bad(ConvTranspose2dOptions {
+            strides: Some(vec![0, 1]),
+            ..Default::default()
+        })
+        .contains("contains 0"));
+        assert!(bad(ConvTranspose2dOptions {
+            dilations: Some(vec![2]),
+            ..Default::default()
+        })
+        .contains("options.dilations"));
+        assert!(bad(ConvTranspose2dOptions {
+            dilations: Some(vec![1, 0]),
+            ..Default::default()
+        })
+        .contains("options.dilations [1, 0] contains 0"));
         // Step 14.
-        assert!(bad(ConvTranspose2dOptions { output_padding: Some(vec![0]), ..Default::default() }).contains("options.outputPadding [0] has 1"));
+        assert!(bad(ConvTranspose2dOptions {
+            output_padding: Some(vec![0]),
+            ..Default::default()
+        })
+        .contains("options.outputPadding [0] has 1"));
         // Step 15.1.
-        assert!(bad(ConvTranspose2dOptions { output_sizes: Some(vec![5, 5, 5]), ..Default::default() }).contains("options.outputSizes"));
+        assert!(bad(ConvTranspose2dOptions {
+            output_sizes: Some(vec![5, 5, 5]),
+            ..Default::default()
+        })
+        .contains("options.outputSizes"));
         // Step 16.
-        assert!(bad(ConvTranspose2dOptions { output_padding: Some(vec![0, 1]), ..Default::default() })
-            .contains("options.outputPadding[1] (1) must be smaller than options.strides[1] (1)"));
-        assert!(bad(ConvTranspose2dOptions { strides: Some(vec![2, 2]), output_padding: Some(vec![2, 0]), ..Default::default() })
-            .contains("outputPadding[0] (2)"));
+        assert!(bad(ConvTranspose2dOptions {
+            output_padding: Some(vec![0, 1]),
+            ..Default::default()
+        })
+        .contains("options.outputPadding[1] (1) must be smaller than options.strides[1] (1)"));
+        assert!(bad(ConvTranspose2dOptions {
+            strides: Some(vec![2, 2]),
+            output_padding: Some(vec![2, 0]),
+            ..Default::default()
+        })
+        .contains("outputPadding[0] (2)"));
         // groups 0.
-        assert!(bad(ConvTranspose2dOptions { groups: 0, ..Default::default() }).contains("options.groups is 0"));
+        assert!(bad(ConvTranspose2dOptions {
+            groups: 0,
+            ..Default::default()
+        })
+        .contains("options.groups is 0"));
         // Step 17.5.
         assert!(err(conv_transpose2d(&x, &d(&[3, 2, 3, 3]), None, &o)).contains("filter's input channels (3"));
         // Input channels per group.
-        assert!(bad(ConvTranspose2dOptions { groups: 3, ..Default::default() }).contains("not divisible by options.groups (3)"));
+        assert!(bad(ConvTranspose2dOptions {
+            groups: 3,
+            ..Default::default()
+        })
+        .contains("not divisible by options.groups (3)"));
         // Step 17.7.
         assert!(err(conv_transpose2d(&x, &f, Some(&d(&[4])), &o)).contains("options.bias has shape [4]"));
-        let og = ConvTranspose2dOptions { groups: 2, ..Default::default() };
+        let og = ConvTranspose2dOptions {
+            groups: 2,
+            ..Default::default()
+        };
         assert!(conv_transpose2d(&x, &f, Some(&d(&[4])), &og).is_ok());
         let bh = OperandDesc::new(Float16, vec![2]);
         assert!(err(conv_transpose2d(&x, &f, Some(&bh), &o)).contains("options.bias's data type"));
         // outputSizes outside [computed, computed + stride): computed is 5 here.
-        assert!(bad(ConvTranspose2dOptions { output_sizes: Some(vec![4, 5]), ..Default::default() })
-            .contains("options.outputSizes[0] (4) must be in [5, 6)"));
-        assert!(bad(ConvTranspose2dOptions { output_sizes: Some(vec![5, 6]), ..Default::default() })
-            .contains("options.outputSizes[1] (6)"));
+        assert!(bad(ConvTranspose2dOptions {
+            output_sizes: Some(vec![4, 5]),
+            ..Default::default()
+        })
+        .contains("options.outputSizes[0] (4) must be in [5, 6)"));
+        assert!(bad(ConvTranspose2dOptions {
+            output_sizes: Some(vec![5, 6]),
+            ..Default::default()
+        })
+        .contains("options.outputSizes[1] (6)"));
         // Step 17.11: padding larger than the full output.
-        assert!(bad(ConvTranspose2dOptions { padding: Some(vec![3, 2, 0, 0]), ..Default::default() })
-            .contains("output height would be 0"));
-        assert!(bad(ConvTranspose2dOptions { padding: Some(vec![0, 0, 9, 9]), output_sizes: Some(vec![5, 1]), ..Default::default() })
-            .contains("output width would be -13"));
+        assert!(bad(ConvTranspose2dOptions {
+            padding: Some(vec![3, 2, 0, 0]),
+            ..Default::default()
+        })
+        .contains("output height would be 0"));
+        assert!(bad(ConvTranspose2dOptions {
+            padding: Some(vec![0, 0, 9, 9]),
+            output_sizes: Some(vec![5, 1]),
+            ..Default::default()
+        })
+        .contains("output width would be -13"));
         // Output channels overflow.
         let huge = d(&[4, 1 << 31, 1, 1]);
-        let og = ConvTranspose2dOptions { groups: 4, ..Default::default() };
+        let og = ConvTranspose2dOptions {
+            groups: 4,
+            ..Default::default()
+        };
         assert!(err(conv_transpose2d(&x, &huge, None, &og)).contains("output channels"));
     }
 
@@ -686,8 +896,14 @@ mod tests {
     fn layouts_axes_and_strides() {
         // hwio [2, 3, 4, 5]: o at axis 3, i at axis 2.
         assert_eq!(pick(&[2, 3, 4, 5], Conv2dFilterLayout::Hwio.axes()), [5, 4, 2, 3]);
-        assert_eq!(strides_at(&[2, 3, 4, 5], Conv2dFilterLayout::Hwio.axes()), [1, 5, 60, 20]);
-        assert_eq!(pick(&[2, 3, 4, 5], ConvTranspose2dFilterLayout::Ohwi.axes()), [5, 2, 3, 4]);
+        assert_eq!(
+            strides_at(&[2, 3, 4, 5], Conv2dFilterLayout::Hwio.axes()),
+            [1, 5, 60, 20]
+        );
+        assert_eq!(
+            pick(&[2, 3, 4, 5], ConvTranspose2dFilterLayout::Ohwi.axes()),
+            [5, 2, 3, 4]
+        );
         assert_eq!(InputLayout::Nhwc.nchw(&[1, 2, 3, 4]), (1, 4, 2, 3));
     }
 }

@@ -27,7 +27,13 @@ pub struct GemmOptions {
 
 impl Default for GemmOptions {
     fn default() -> Self {
-        GemmOptions { alpha: 1.0, beta: 1.0, a_transpose: false, b_transpose: false, has_c: false }
+        GemmOptions {
+            alpha: 1.0,
+            beta: 1.0,
+            a_transpose: false,
+            b_transpose: false,
+            has_c: false,
+        }
     }
 }
 
@@ -54,8 +60,16 @@ pub fn matmul(a: &OperandDesc, b: &OperandDesc) -> Result<OperandDesc> {
     );
     // Output sizes, steps 1-5.
     let (ra, rb) = (a.rank(), b.rank());
-    ensure!(ra >= 2, "matmul: a has rank {ra} (shape {:?}); both inputs need rank 2 or more", a.shape);
-    ensure!(rb >= 2, "matmul: b has rank {rb} (shape {:?}); both inputs need rank 2 or more", b.shape);
+    ensure!(
+        ra >= 2,
+        "matmul: a has rank {ra} (shape {:?}); both inputs need rank 2 or more",
+        a.shape
+    );
+    ensure!(
+        rb >= 2,
+        "matmul: b has rank {rb} (shape {:?}); both inputs need rank 2 or more",
+        b.shape
+    );
     // Steps 6-9.
     let (rows_a, cols_a) = (a.shape[ra - 2], a.shape[ra - 1]);
     let (rows_b, cols_b) = (b.shape[rb - 2], b.shape[rb - 1]);
@@ -93,8 +107,18 @@ pub fn gemm(a: &OperandDesc, b: &OperandDesc, c: Option<&OperandDesc>, options: 
         a.data_type
     );
     // Step 4.
-    ensure!(a.rank() == 2, "gemm: a has rank {} (shape {:?}); it must be 2", a.rank(), a.shape);
-    ensure!(b.rank() == 2, "gemm: b has rank {} (shape {:?}); it must be 2", b.rank(), b.shape);
+    ensure!(
+        a.rank() == 2,
+        "gemm: a has rank {} (shape {:?}); it must be 2",
+        a.rank(),
+        a.shape
+    );
+    ensure!(
+        b.rank() == 2,
+        "gemm: b has rank {} (shape {:?}); it must be 2",
+        b.rank(),
+        b.shape
+    );
     // Steps 5-8.
     let mut shape_a = a.shape.clone();
     let mut shape_b = b.shape.clone();
@@ -142,9 +166,18 @@ impl GraphBuilder {
     }
 
     /// gemm with `options.c` as the optional third input.
-    pub fn gemm(&mut self, a: OperandId, b: OperandId, c: Option<OperandId>, options: GemmOptions) -> Result<OperandId> {
+    pub fn gemm(
+        &mut self,
+        a: OperandId,
+        b: OperandId,
+        c: Option<OperandId>,
+        options: GemmOptions,
+    ) -> Result<OperandId> {
         let c_desc = c.map(|c| self.desc(c)).transpose()?;
-        let options = GemmOptions { has_c: c.is_some(), ..options };
+        let options = GemmOptions {
+            has_c: c.is_some(),
+            ..options
+        };
         let out = gemm(self.desc(a)?, self.desc(b)?, c_desc, &options)?;
         let mut inputs = vec![a, b];
         inputs.extend(c);
@@ -168,7 +201,10 @@ mod tests {
     #[test]
     fn matmul_shapes() {
         assert_eq!(matmul(&d(&[2, 3]), &d(&[3, 4])).unwrap().shape, vec![2, 4]);
-        assert_eq!(matmul(&d(&[5, 1, 2, 3]), &d(&[4, 3, 6])).unwrap().shape, vec![5, 4, 2, 6]);
+        assert_eq!(
+            matmul(&d(&[5, 1, 2, 3]), &d(&[4, 3, 6])).unwrap().shape,
+            vec![5, 4, 2, 6]
+        );
         assert_eq!(matmul(&d(&[2, 1, 3]), &d(&[3, 1])).unwrap().shape, vec![2, 1, 1]);
         let h = OperandDesc::new(Float16, vec![1, 1]);
         assert_eq!(matmul(&h, &h).unwrap().data_type, Float16);
@@ -195,7 +231,11 @@ mod tests {
     fn gemm_shapes_and_steps() {
         let o = GemmOptions::default();
         assert_eq!(gemm(&d(&[2, 3]), &d(&[3, 4]), None, &o).unwrap().shape, vec![2, 4]);
-        let t = GemmOptions { a_transpose: true, b_transpose: true, ..o };
+        let t = GemmOptions {
+            a_transpose: true,
+            b_transpose: true,
+            ..o
+        };
         assert_eq!(gemm(&d(&[3, 2]), &d(&[4, 3]), None, &t).unwrap().shape, vec![2, 4]);
         for c in [&[][..], &[4], &[1, 4], &[2, 1], &[2, 4], &[1]] {
             assert!(gemm(&d(&[2, 3]), &d(&[3, 4]), Some(&d(c)), &o).is_ok(), "c {c:?}");
@@ -229,7 +269,10 @@ mod tests {
         let y = g.gemm(a, b, Some(c), GemmOptions::default()).unwrap();
         let graph = g.build(&[("y".into(), y)]).unwrap();
         assert_eq!(graph.operators[0].inputs, vec![a, b, c]);
-        assert!(matches!(graph.operators[0].op, Op::Gemm(GemmOptions { has_c: true, .. })));
+        assert!(matches!(
+            graph.operators[0].op,
+            Op::Gemm(GemmOptions { has_c: true, .. })
+        ));
         assert!(g.matmul(a, c).is_err());
     }
 }

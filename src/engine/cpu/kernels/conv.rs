@@ -73,7 +73,11 @@ fn valid_range(out: usize, size: usize, stride: usize, offset: usize, pad: usize
     // o * s + off - pad >= 0  <=>  o >= ceil((pad - off) / s).
     let lo = if pad > off { (pad - off + s - 1) / s } else { 0 };
     // o * s + off - pad < size  <=>  o < ceil((size + pad - off) / s).
-    let hi = if size + pad > off { (size + pad - off + s - 1) / s } else { 0 };
+    let hi = if size + pad > off {
+        (size + pad - off + s - 1) / s
+    } else {
+        0
+    };
     let clamp = |v: i128| v.clamp(0, out as i128) as usize;
     let (lo, hi) = (clamp(lo), clamp(hi));
     (lo, hi.max(lo))
@@ -93,8 +97,13 @@ fn split_rows(
     if threads == 1 || rows < 2 || rows.saturating_mul(work_per_row) < PARALLEL_MIN_WORK {
         return f(0, out);
     }
-    let per = rows.div_ceil(threads * 4).max(PARALLEL_MIN_WORK.div_ceil(work_per_row.max(1))).max(1);
-    out.par_chunks_mut(per * row).enumerate().try_for_each(|(i, chunk)| f(i * per, chunk))
+    let per = rows
+        .div_ceil(threads * 4)
+        .max(PARALLEL_MIN_WORK.div_ceil(work_per_row.max(1)))
+        .max(1);
+    out.par_chunks_mut(per * row)
+        .enumerate()
+        .try_for_each(|(i, chunk)| f(i * per, chunk))
 }
 
 /// Copies a 4-D filter into a new buffer ordered by `order` (outermost first; 0 =
@@ -195,7 +204,11 @@ fn conv2d_with(
         init_bias(dst, bs.as_deref(), layout, out_c, g.out_plane());
         if g.groups == g.in_c && g.groups == g.out_c {
             // Depthwise: the filter as [c][kh][kw] (nchw) or [kh][kw][c] (nhwc).
-            let order = if layout == InputLayout::Nchw { [0, 1, 2, 3] } else { [1, 2, 3, 0] };
+            let order = if layout == InputLayout::Nchw {
+                [0, 1, 2, 3]
+            } else {
+                [1, 2, 3, 0]
+            };
             let w = pack(&fs, f_strides, f_dims, order)?;
             return match layout {
                 InputLayout::Nchw => depthwise_nchw(&xs, &w, &g, dst),
@@ -214,11 +227,29 @@ fn conv2d_with(
         let k = cig * k_h * k_w;
         let packed;
         let (w, fm): (&[f32], FilterMat) = match in_place {
-            Some(step) => (&fs, FilterMat { rs: so, cs: step, group: g.cog * so }),
+            Some(step) => (
+                &fs,
+                FilterMat {
+                    rs: so,
+                    cs: step,
+                    group: g.cog * so,
+                },
+            ),
             None => {
-                let order = if layout == InputLayout::Nchw { [0, 1, 2, 3] } else { [0, 2, 3, 1] };
+                let order = if layout == InputLayout::Nchw {
+                    [0, 1, 2, 3]
+                } else {
+                    [0, 2, 3, 1]
+                };
                 packed = pack(&fs, f_strides, f_dims, order)?;
-                (&packed, FilterMat { rs: k, cs: 1, group: g.cog * k })
+                (
+                    &packed,
+                    FilterMat {
+                        rs: k,
+                        cs: 1,
+                        group: g.cog * k,
+                    },
+                )
             }
         };
         let pointwise = k_h == 1 && k_w == 1 && g.stride == [1, 1] && attrs.padding == [0; 4];
@@ -243,7 +274,11 @@ struct FilterMat {
 impl FilterMat {
     /// The (output channel, k) view of group `grp`.
     fn of(self, grp: usize) -> Mat {
-        Mat { offset: grp * self.group, rs: self.rs, cs: self.cs }
+        Mat {
+            offset: grp * self.group,
+            rs: self.rs,
+            cs: self.cs,
+        }
     }
 }
 
@@ -264,9 +299,13 @@ fn pointwise_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [
     };
     let work = per_batch.saturating_mul(g.cig);
     if g.batches >= threads && work.saturating_mul(g.batches) >= PARALLEL_MIN_WORK {
-        dst.par_chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| run(n, out, Threads::One))
+        dst.par_chunks_mut(per_batch)
+            .enumerate()
+            .try_for_each(|(n, out)| run(n, out, Threads::One))
     } else {
-        dst.chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| run(n, out, Threads::Pool))
+        dst.chunks_mut(per_batch)
+            .enumerate()
+            .try_for_each(|(n, out)| run(n, out, Threads::Pool))
     }
 }
 
@@ -275,8 +314,16 @@ fn pointwise_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [
 fn pointwise_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let rows = g.batches * g.out_plane();
     for grp in 0..g.groups {
-        let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
-        let l = Mat { offset: grp * g.cig, rs: g.in_c, cs: 1 };
+        let d = Mat {
+            offset: grp * g.cog,
+            rs: g.out_c,
+            cs: 1,
+        };
+        let l = Mat {
+            offset: grp * g.cig,
+            rs: g.in_c,
+            cs: 1,
+        };
         let r = fm.of(grp).t();
         sgemm(rows, g.cog, g.cig, dst, d, true, x, l, w, r, 1.0, Threads::Pool)?;
     }
@@ -302,10 +349,15 @@ fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
     let pc = block_size(p, k, g.batches * g.groups, budget);
     let blocks = p.div_ceil(pc);
     let tasks = g.batches * g.groups * blocks;
-    let threads = if tasks >= rayon::current_num_threads() { Threads::One } else { Threads::Pool };
+    let threads = if tasks >= rayon::current_num_threads() {
+        Threads::One
+    } else {
+        Threads::Pool
+    };
     // Valid output columns per filter column (they do not depend on the row).
-    let x_ranges: Vec<(usize, usize)> =
-        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+    let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
+        .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
+        .collect();
     let out = SharedMut::new(dst);
     (0..tasks).into_par_iter().try_for_each_init(
         || alloc_f32(k * pc),
@@ -321,18 +373,45 @@ fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
             let width = p1 - p0;
             let base = (n * g.in_c + grp * g.cig) * g.in_plane();
             im2col_nchw(x, base, g, &x_ranges, p0, p1, &mut col[..k * width]);
-            let d = Mat { offset: (n * g.out_c + grp * g.cog) * p + p0, rs: p, cs: 1 };
+            let d = Mat {
+                offset: (n * g.out_c + grp * g.cog) * p + p0,
+                rs: p,
+                cs: 1,
+            };
             let l = fm.of(grp);
             // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
             // batch n at pixels [p0, p1).
-            unsafe { sgemm_shared(g.cog, width, k, out, d, true, w, l, col, Mat::rows(0, width), 1.0, threads) }
+            unsafe {
+                sgemm_shared(
+                    g.cog,
+                    width,
+                    k,
+                    out,
+                    d,
+                    true,
+                    w,
+                    l,
+                    col,
+                    Mat::rows(0, width),
+                    1.0,
+                    threads,
+                )
+            }
         },
     )
 }
 
 /// The im2col rows of output pixels [p0, p1) for one (batch, group) of an nchw
 /// input whose group starts at `base`: row (ci, ky, kx), column p - p0.
-fn im2col_nchw(x: &[f32], base: usize, g: &Geometry, x_ranges: &[(usize, usize)], p0: usize, p1: usize, col: &mut [f32]) {
+fn im2col_nchw(
+    x: &[f32],
+    base: usize,
+    g: &Geometry,
+    x_ranges: &[(usize, usize)],
+    p0: usize,
+    p1: usize,
+    col: &mut [f32],
+) {
     let width = p1 - p0;
     let mut rows = col.chunks_mut(width);
     for ci in 0..g.cig {
@@ -348,7 +427,17 @@ fn im2col_nchw(x: &[f32], base: usize, g: &Geometry, x_ranges: &[(usize, usize)]
 
 /// One im2col row (fixed ci, ky, kx) over output pixels [p0, p1).
 #[allow(clippy::too_many_arguments)]
-fn fill_row_nchw(plane: &[f32], g: &Geometry, ky: usize, kx: usize, lo: usize, hi: usize, p0: usize, p1: usize, row: &mut [f32]) {
+fn fill_row_nchw(
+    plane: &[f32],
+    g: &Geometry,
+    ky: usize,
+    kx: usize,
+    lo: usize,
+    hi: usize,
+    p0: usize,
+    p1: usize,
+    row: &mut [f32],
+) {
     let (sy, sx) = (g.stride[0], g.stride[1]);
     let mut p = p0;
     while p < p1 {
@@ -388,9 +477,14 @@ fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
     let k = g.k_h * g.k_w * g.cig;
     let rc = block_size(rows, k, 1, budget);
     let tasks = rows.div_ceil(rc);
-    let threads = if tasks >= rayon::current_num_threads() { Threads::One } else { Threads::Pool };
-    let x_ranges: Vec<(usize, usize)> =
-        (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+    let threads = if tasks >= rayon::current_num_threads() {
+        Threads::One
+    } else {
+        Threads::Pool
+    };
+    let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
+        .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
+        .collect();
     dst.par_chunks_mut(rc * g.out_c).enumerate().try_for_each_init(
         || alloc_f32(k * rc),
         |col, (t, out)| {
@@ -402,7 +496,11 @@ fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
             let height = out.len() / g.out_c;
             for grp in 0..g.groups {
                 im2col_nhwc(x, g, grp, &x_ranges, r0, height, &mut col[..height * k]);
-                let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
+                let d = Mat {
+                    offset: grp * g.cog,
+                    rs: g.out_c,
+                    cs: 1,
+                };
                 let r = fm.of(grp).t();
                 sgemm(height, g.cog, k, out, d, true, col, Mat::rows(0, k), w, r, 1.0, threads)?;
             }
@@ -413,7 +511,15 @@ fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
 
 /// im2col rows of output pixels [r0, r0 + height) (flattened over batches) for
 /// group `grp` of an nhwc input: row r, column (ky, kx, ci).
-fn im2col_nhwc(x: &[f32], g: &Geometry, grp: usize, x_ranges: &[(usize, usize)], r0: usize, height: usize, col: &mut [f32]) {
+fn im2col_nhwc(
+    x: &[f32],
+    g: &Geometry,
+    grp: usize,
+    x_ranges: &[(usize, usize)],
+    r0: usize,
+    height: usize,
+    col: &mut [f32],
+) {
     let k = g.k_h * g.k_w * g.cig;
     let plane = g.out_plane();
     for (r, row) in col.chunks_mut(k).take(height).enumerate() {
@@ -452,11 +558,18 @@ struct Depthwise<'a> {
 
 impl<'a> Depthwise<'a> {
     fn new(x: &'a [f32], w: &'a [f32], g: &'a Geometry) -> Self {
-        let x_ranges: Vec<(usize, usize)> =
-            (0..g.k_w).map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1])).collect();
+        let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
+            .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
+            .collect();
         let lo = x_ranges.iter().map(|r| r.0).max().unwrap_or(0);
         let hi = x_ranges.iter().map(|r| r.1).min().unwrap_or(0).max(lo);
-        Depthwise { x, w, g, x_ranges, inner: (lo, hi) }
+        Depthwise {
+            x,
+            w,
+            g,
+            x_ranges,
+            inner: (lo, hi),
+        }
     }
 }
 
@@ -487,7 +600,9 @@ macro_rules! avx2_dispatch {
 /// taps `LANES` outputs at a time in registers; the edges element by element.
 fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let d = Depthwise::new(x, w, g);
-    split_rows(dst, g.out_w, g.out_w * g.k_h * g.k_w, |first, chunk| avx2_dispatch!(depthwise_nchw_rows, &d, first, chunk))
+    split_rows(dst, g.out_w, g.out_w * g.k_h * g.k_w, |first, chunk| {
+        avx2_dispatch!(depthwise_nchw_rows, &d, first, chunk)
+    })
 }
 
 /// One output of an nchw depthwise row, with bounds checks.
@@ -533,7 +648,9 @@ fn depthwise_nchw_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
             while ox < inner_hi {
                 let start = ox.min(inner_hi - LANES);
                 let acc = depthwise_block(&rows, d.w, g, start);
-                let out: &mut [f32; LANES] = (&mut out_row[start..start + LANES]).try_into().unwrap_or_else(|_| unreachable!());
+                let out: &mut [f32; LANES] = (&mut out_row[start..start + LANES])
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!());
                 if start == ox {
                     for j in 0..LANES {
                         out[j] += acc[j];
@@ -586,7 +703,9 @@ fn depthwise_block(rows: &[(&[f32], usize)], w: &[f32], g: &Geometry, ox0: usize
 fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
     let d = Depthwise::new(x, w, g);
     let row_len = g.out_w * g.in_c;
-    split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| avx2_dispatch!(depthwise_nhwc_rows, &d, first, chunk))
+    split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| {
+        avx2_dispatch!(depthwise_nhwc_rows, &d, first, chunk)
+    })
 }
 
 /// Output rows `first..` (rows of `out_w * channels` over batches and heights).
@@ -618,8 +737,12 @@ fn depthwise_nhwc_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
             for block in &mut blocks {
                 let mut acc = [0f32; LANES];
                 for &(wo, xo) in &taps {
-                    let wv: &[f32; LANES] = w[wo + base..wo + base + LANES].try_into().unwrap_or_else(|_| unreachable!());
-                    let xv: &[f32; LANES] = x[xo + base..xo + base + LANES].try_into().unwrap_or_else(|_| unreachable!());
+                    let wv: &[f32; LANES] = w[wo + base..wo + base + LANES]
+                        .try_into()
+                        .unwrap_or_else(|_| unreachable!());
+                    let xv: &[f32; LANES] = x[xo + base..xo + base + LANES]
+                        .try_into()
+                        .unwrap_or_else(|_| unreachable!());
                     for j in 0..LANES {
                         acc[j] += wv[j] * xv[j];
                     }
@@ -749,15 +872,53 @@ fn transpose_gemm(
                         match layout {
                             InputLayout::Nchw => {
                                 // T[cog, width] = W_tap^T[cog, cig] * X[cig, rows r0..r1].
-                                let l = Mat { offset: tap, rs: fst[1], cs: fst[0] };
+                                let l = Mat {
+                                    offset: tap,
+                                    rs: fst[1],
+                                    cs: fst[0],
+                                };
                                 let r = Mat::rows((n * g.in_c + grp * g.cig) * p_in + r0 * g.in_w, p_in);
-                                sgemm(g.cog, width, g.cig, t, Mat::rows(0, width), false, fs, l, xs, r, 1.0, threads)?;
+                                sgemm(
+                                    g.cog,
+                                    width,
+                                    g.cig,
+                                    t,
+                                    Mat::rows(0, width),
+                                    false,
+                                    fs,
+                                    l,
+                                    xs,
+                                    r,
+                                    1.0,
+                                    threads,
+                                )?;
                             }
                             InputLayout::Nhwc => {
                                 // T[width, cog] = X[rows r0..r1, cig] * W_tap[cig, cog].
-                                let l = Mat { offset: (n * p_in + r0 * g.in_w) * g.in_c + grp * g.cig, rs: g.in_c, cs: 1 };
-                                let r = Mat { offset: tap, rs: fst[0], cs: fst[1] };
-                                sgemm(width, g.cog, g.cig, t, Mat::rows(0, g.cog), false, xs, l, fs, r, 1.0, threads)?;
+                                let l = Mat {
+                                    offset: (n * p_in + r0 * g.in_w) * g.in_c + grp * g.cig,
+                                    rs: g.in_c,
+                                    cs: 1,
+                                };
+                                let r = Mat {
+                                    offset: tap,
+                                    rs: fst[0],
+                                    cs: fst[1],
+                                };
+                                sgemm(
+                                    width,
+                                    g.cog,
+                                    g.cig,
+                                    t,
+                                    Mat::rows(0, g.cog),
+                                    false,
+                                    xs,
+                                    l,
+                                    fs,
+                                    r,
+                                    1.0,
+                                    threads,
+                                )?;
                             }
                         }
                         let t = &*t;
@@ -773,7 +934,9 @@ fn transpose_gemm(
                             (InputLayout::Nchw, Threads::One) => {
                                 add(0, &mut out[grp * g.cog * g.out_plane()..][..g.cog * g.out_plane()])?;
                             }
-                            (InputLayout::Nhwc, Threads::Pool) => split_rows(out, g.out_w * g.out_c, g.out_w * g.cog, add)?,
+                            (InputLayout::Nhwc, Threads::Pool) => {
+                                split_rows(out, g.out_w * g.out_c, g.out_w * g.cog, add)?
+                            }
                             (InputLayout::Nhwc, Threads::One) => add(0, out)?,
                         }
                     }
@@ -792,7 +955,9 @@ fn transpose_gemm(
         )
     } else {
         let mut tmp = alloc_f32(tmp_len)?;
-        dst.chunks_mut(per_batch).enumerate().try_for_each(|(n, out)| batch(n, out, &mut tmp, Threads::Pool))
+        dst.chunks_mut(per_batch)
+            .enumerate()
+            .try_for_each(|(n, out)| batch(n, out, &mut tmp, Threads::Pool))
     }
 }
 
@@ -801,7 +966,17 @@ fn transpose_gemm(
 /// rows oy of every channel. Output (oy, ox) receives input (iy, ix) where
 /// oy = iy * sy + ky * dy - padTop and ox = ix * sx + kx * dx - padLeft.
 #[allow(clippy::too_many_arguments)]
-fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usize, t: &[f32], (r0, r1): (usize, usize), first: usize, rows: &mut [f32]) {
+fn scatter_tap(
+    g: &Geometry,
+    layout: InputLayout,
+    grp: usize,
+    ky: usize,
+    kx: usize,
+    t: &[f32],
+    (r0, r1): (usize, usize),
+    first: usize,
+    rows: &mut [f32],
+) {
     let width = (r1 - r0) * g.in_w;
     // Input columns ix whose ox is in [0, out_w).
     let (lo, hi) = valid_range(g.in_w, g.out_w, g.stride[1], kx * g.dilation[1], g.pad[1]);
@@ -854,7 +1029,14 @@ fn scatter_tap(g: &Geometry, layout: InputLayout, grp: usize, ky: usize, kx: usi
 /// convTranspose2d output by output: each sums the input pixels and taps that
 /// land on it. No working memory; for shapes whose GEMM form would need a product
 /// buffer far larger than the tensors.
-fn transpose_direct(xs: &[f32], fs: &[f32], fst: [usize; 4], g: &Geometry, layout: InputLayout, dst: &mut [f32]) -> Result<()> {
+fn transpose_direct(
+    xs: &[f32],
+    fs: &[f32],
+    fst: [usize; 4],
+    g: &Geometry,
+    layout: InputLayout,
+    dst: &mut [f32],
+) -> Result<()> {
     // Element strides of (batch, channel, y, x) in the input and output.
     let strides = |c: usize, h: usize, w: usize| match layout {
         InputLayout::Nchw => [c * h * w, h * w, w, 1],
@@ -960,7 +1142,10 @@ mod tests {
     fn floats(b: &[u8], dt: DataType) -> Vec<f64> {
         match dt {
             DataType::Float16 => b.chunks(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
-            _ => b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+            _ => b
+                .chunks(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+                .collect(),
         }
     }
 
@@ -974,7 +1159,18 @@ mod tests {
 
     /// float64 conv2d from the definition, logical nchw input and oihw filter.
     #[allow(clippy::too_many_arguments)]
-    fn reference(x: &[f32], xd: [usize; 4], w: &[f32], wd: [usize; 4], b: Option<&[f32]>, groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], out: [usize; 4]) -> Vec<f64> {
+    fn reference(
+        x: &[f32],
+        xd: [usize; 4],
+        w: &[f32],
+        wd: [usize; 4],
+        b: Option<&[f32]>,
+        groups: usize,
+        pad: [usize; 4],
+        s: [usize; 2],
+        d: [usize; 2],
+        out: [usize; 4],
+    ) -> Vec<f64> {
         let [n, c, h, wi] = xd;
         let [o, cig, kh, kw] = wd;
         let cog = o / groups;
@@ -1007,7 +1203,16 @@ mod tests {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_conv(xd: [usize; 4], wd: [usize; 4], groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], bias: bool, dt: DataType) {
+    fn check_conv(
+        xd: [usize; 4],
+        wd: [usize; 4],
+        groups: usize,
+        pad: [usize; 4],
+        s: [usize; 2],
+        d: [usize; 2],
+        bias: bool,
+        dt: DataType,
+    ) {
         let x = round_input(seq(xd.iter().product(), 1), dt);
         let w = round_input(seq(wd.iter().product(), 2), dt);
         let b = bias.then(|| round_input(seq(wd[0], 3), dt));
@@ -1024,23 +1229,49 @@ mod tests {
                     filter_layout: fl,
                 };
                 let bdesc = OperandDesc::new(dt, vec![wd[0]]);
-                let (attrs, out) = validate(&OperandDesc::new(dt, xshape.clone()), &OperandDesc::new(dt, wshape.clone()), bias.then_some(&bdesc), &opts).unwrap();
+                let (attrs, out) = validate(
+                    &OperandDesc::new(dt, xshape.clone()),
+                    &OperandDesc::new(dt, wshape.clone()),
+                    bias.then_some(&bdesc),
+                    &opts,
+                )
+                .unwrap();
                 let logical_out = il.nchw(&out.shape);
                 let out_dims = [logical_out.0, logical_out.1, logical_out.2, logical_out.3];
                 let want = reference(&x, xd, &w, wd, b.as_deref(), groups, pad, s, d, out_dims);
-                let (want, _) = store(&want.iter().map(|v| *v as f32).collect::<Vec<_>>(), out_dims, layout_axes(il));
+                let (want, _) = store(
+                    &want.iter().map(|v| *v as f32).collect::<Vec<_>>(),
+                    out_dims,
+                    layout_axes(il),
+                );
                 let (xb, wb) = (bytes(&xs, dt), bytes(&ws, dt));
                 let bb = b.as_ref().map(|b| bytes(b, dt));
-                let tx = Tensor { data: &xb, shape: &xshape, data_type: dt };
-                let tw = Tensor { data: &wb, shape: &wshape, data_type: dt };
-                let tb = bb.as_ref().map(|bb| Tensor { data: bb, shape: std::slice::from_ref(&wd[0]), data_type: dt });
+                let tx = Tensor {
+                    data: &xb,
+                    shape: &xshape,
+                    data_type: dt,
+                };
+                let tw = Tensor {
+                    data: &wb,
+                    shape: &wshape,
+                    data_type: dt,
+                };
+                let tb = bb.as_ref().map(|bb| Tensor {
+                    data: bb,
+                    shape: std::slice::from_ref(&wd[0]),
+                    data_type: dt,
+                });
                 // Default im2col blocks, and blocks of one and of three pixels.
                 let k = wd[1] * wd[2] * wd[3];
                 for budget in [COL_BUDGET, 1, 3 * k] {
                     let mut ob = vec![0xa5u8; out.byte_length()];
                     conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape, budget).unwrap();
                     let got = floats(&ob, dt);
-                    let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
+                    let eps = if dt == DataType::Float16 {
+                        2f64.powi(-10)
+                    } else {
+                        f32::EPSILON as f64
+                    };
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                         let w = *w as f64;
                         assert!(
@@ -1075,7 +1306,16 @@ mod tests {
         check_conv([1, 2, 3, 4], [2, 2, 4, 5], 1, [0, 1, 0, 1], [1, 1], [1, 1], true, f);
         // Larger, to cross block boundaries and the parallel paths.
         check_conv([2, 16, 33, 31], [8, 16, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
-        check_conv([1, 32, 40, 40], [32, 1, 3, 3], 32, [1, 1, 1, 1], [2, 2], [1, 1], true, f);
+        check_conv(
+            [1, 32, 40, 40],
+            [32, 1, 3, 3],
+            32,
+            [1, 1, 1, 1],
+            [2, 2],
+            [1, 1],
+            true,
+            f,
+        );
     }
 
     #[test]
@@ -1089,7 +1329,18 @@ mod tests {
     /// float64 convTranspose2d from the definition (scatter form), logical nchw
     /// input and iohw filter, output of the given spatial size.
     #[allow(clippy::too_many_arguments)]
-    fn reference_t(x: &[f32], xd: [usize; 4], w: &[f32], wd: [usize; 4], b: Option<&[f32]>, groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], out: [usize; 4]) -> Vec<f64> {
+    fn reference_t(
+        x: &[f32],
+        xd: [usize; 4],
+        w: &[f32],
+        wd: [usize; 4],
+        b: Option<&[f32]>,
+        groups: usize,
+        pad: [usize; 4],
+        s: [usize; 2],
+        d: [usize; 2],
+        out: [usize; 4],
+    ) -> Vec<f64> {
         let [n, c, h, wi] = xd;
         let [_, cog, kh, kw] = wd;
         let cig = c / groups;
@@ -1127,7 +1378,18 @@ mod tests {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_t(xd: [usize; 4], wd: [usize; 4], groups: usize, pad: [usize; 4], s: [usize; 2], d: [usize; 2], op: [usize; 2], sizes: Option<[usize; 2]>, bias: bool, dt: DataType) {
+    fn check_t(
+        xd: [usize; 4],
+        wd: [usize; 4],
+        groups: usize,
+        pad: [usize; 4],
+        s: [usize; 2],
+        d: [usize; 2],
+        op: [usize; 2],
+        sizes: Option<[usize; 2]>,
+        bias: bool,
+        dt: DataType,
+    ) {
         let x = round_input(seq(xd.iter().product(), 4), dt);
         let w = round_input(seq(wd.iter().product(), 5), dt);
         let oc = wd[1] * groups;
@@ -1147,25 +1409,56 @@ mod tests {
                     filter_layout: fl,
                 };
                 let bdesc = OperandDesc::new(dt, vec![oc]);
-                let (attrs, out) = validate_t(&OperandDesc::new(dt, xshape.clone()), &OperandDesc::new(dt, wshape.clone()), bias.then_some(&bdesc), &opts).unwrap();
+                let (attrs, out) = validate_t(
+                    &OperandDesc::new(dt, xshape.clone()),
+                    &OperandDesc::new(dt, wshape.clone()),
+                    bias.then_some(&bdesc),
+                    &opts,
+                )
+                .unwrap();
                 let lo = il.nchw(&out.shape);
                 let out_dims = [lo.0, lo.1, lo.2, lo.3];
                 let want = reference_t(&x, xd, &w, wd, b.as_deref(), groups, pad, s, d, out_dims);
-                let (want, _) = store(&want.iter().map(|v| *v as f32).collect::<Vec<_>>(), out_dims, layout_axes(il));
+                let (want, _) = store(
+                    &want.iter().map(|v| *v as f32).collect::<Vec<_>>(),
+                    out_dims,
+                    layout_axes(il),
+                );
                 let (xb, wb) = (bytes(&xs, dt), bytes(&ws, dt));
                 let bb = b.as_ref().map(|b| bytes(b, dt));
-                let tx = Tensor { data: &xb, shape: &xshape, data_type: dt };
-                let tw = Tensor { data: &wb, shape: &wshape, data_type: dt };
-                let tb = bb.as_ref().map(|bb| Tensor { data: bb, shape: std::slice::from_ref(&oc), data_type: dt });
+                let tx = Tensor {
+                    data: &xb,
+                    shape: &xshape,
+                    data_type: dt,
+                };
+                let tw = Tensor {
+                    data: &wb,
+                    shape: &wshape,
+                    data_type: dt,
+                };
+                let tb = bb.as_ref().map(|bb| Tensor {
+                    data: bb,
+                    shape: std::slice::from_ref(&oc),
+                    data_type: dt,
+                });
                 // The GEMM form (in one block of input rows, and in blocks of one
                 // or two rows) and the direct form (used for extreme shapes).
                 let small = 2 * oc / groups * xd[3];
-                for mode in [TransposeMode::Auto, TransposeMode::Gemm(1), TransposeMode::Gemm(small), TransposeMode::Direct] {
+                for mode in [
+                    TransposeMode::Auto,
+                    TransposeMode::Gemm(1),
+                    TransposeMode::Gemm(small),
+                    TransposeMode::Direct,
+                ] {
                     let mut ob = vec![0xa5u8; out.byte_length()];
                     conv_transpose2d_with(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape, mode).unwrap();
                     let got = floats(&ob, dt);
                     let k = (xd[1] / groups * wd[2] * wd[3]) as f64;
-                    let eps = if dt == DataType::Float16 { 2f64.powi(-10) } else { f32::EPSILON as f64 };
+                    let eps = if dt == DataType::Float16 {
+                        2f64.powi(-10)
+                    } else {
+                        f32::EPSILON as f64
+                    };
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                         let w = *w as f64;
                         assert!(
@@ -1181,25 +1474,135 @@ mod tests {
     #[test]
     fn conv_transpose2d_matches_float64() {
         let f = DataType::Float32;
-        check_t([1, 1, 3, 3], [1, 1, 3, 3], 1, [0; 4], [1, 1], [1, 1], [0, 0], None, false, f);
-        check_t([2, 3, 4, 3], [3, 2, 3, 2], 1, [1, 0, 0, 1], [2, 3], [1, 1], [1, 2], None, true, f);
-        check_t([1, 2, 3, 4], [2, 3, 2, 3], 1, [0, 0, 1, 1], [2, 2], [2, 1], [0, 0], None, true, f);
+        check_t(
+            [1, 1, 3, 3],
+            [1, 1, 3, 3],
+            1,
+            [0; 4],
+            [1, 1],
+            [1, 1],
+            [0, 0],
+            None,
+            false,
+            f,
+        );
+        check_t(
+            [2, 3, 4, 3],
+            [3, 2, 3, 2],
+            1,
+            [1, 0, 0, 1],
+            [2, 3],
+            [1, 1],
+            [1, 2],
+            None,
+            true,
+            f,
+        );
+        check_t(
+            [1, 2, 3, 4],
+            [2, 3, 2, 3],
+            1,
+            [0, 0, 1, 1],
+            [2, 2],
+            [2, 1],
+            [0, 0],
+            None,
+            true,
+            f,
+        );
         // Grouped and depthwise-like.
-        check_t([2, 4, 3, 3], [4, 3, 3, 3], 2, [1, 1, 1, 1], [2, 2], [1, 1], [1, 0], None, true, f);
-        check_t([1, 3, 4, 4], [3, 1, 2, 2], 3, [0; 4], [2, 2], [1, 1], [0, 0], None, false, f);
+        check_t(
+            [2, 4, 3, 3],
+            [4, 3, 3, 3],
+            2,
+            [1, 1, 1, 1],
+            [2, 2],
+            [1, 1],
+            [1, 0],
+            None,
+            true,
+            f,
+        );
+        check_t(
+            [1, 3, 4, 4],
+            [3, 1, 2, 2],
+            3,
+            [0; 4],
+            [2, 2],
+            [1, 1],
+            [0, 0],
+            None,
+            false,
+            f,
+        );
         // outputSizes beyond the computed size: extra rows hold only the bias.
-        check_t([1, 2, 3, 3], [2, 2, 3, 3], 1, [0; 4], [2, 2], [1, 1], [0, 0], Some([8, 7]), true, f);
+        check_t(
+            [1, 2, 3, 3],
+            [2, 2, 3, 3],
+            1,
+            [0; 4],
+            [2, 2],
+            [1, 1],
+            [0, 0],
+            Some([8, 7]),
+            true,
+            f,
+        );
         // Padding larger than a tap's reach.
-        check_t([1, 1, 2, 2], [1, 1, 4, 4], 1, [2, 2, 2, 1], [1, 1], [1, 1], [0, 0], None, false, f);
+        check_t(
+            [1, 1, 2, 2],
+            [1, 1, 4, 4],
+            1,
+            [2, 2, 2, 1],
+            [1, 1],
+            [1, 1],
+            [0, 0],
+            None,
+            false,
+            f,
+        );
         // Larger, parallel paths.
-        check_t([1, 16, 20, 18], [16, 8, 4, 4], 1, [1, 1, 1, 1], [2, 2], [1, 1], [0, 0], None, true, f);
-        check_t([8, 8, 9, 9], [8, 4, 3, 3], 2, [1, 1, 1, 1], [2, 2], [1, 1], [1, 1], None, true, f);
+        check_t(
+            [1, 16, 20, 18],
+            [16, 8, 4, 4],
+            1,
+            [1, 1, 1, 1],
+            [2, 2],
+            [1, 1],
+            [0, 0],
+            None,
+            true,
+            f,
+        );
+        check_t(
+            [8, 8, 9, 9],
+            [8, 4, 3, 3],
+            2,
+            [1, 1, 1, 1],
+            [2, 2],
+            [1, 1],
+            [1, 1],
+            None,
+            true,
+            f,
+        );
     }
 
     #[test]
     fn conv_transpose2d_float16() {
         let h = DataType::Float16;
-        check_t([1, 3, 4, 4], [3, 2, 3, 3], 1, [1, 1, 1, 1], [2, 2], [1, 1], [1, 1], None, true, h);
+        check_t(
+            [1, 3, 4, 4],
+            [3, 2, 3, 3],
+            1,
+            [1, 1, 1, 1],
+            [2, 2],
+            [1, 1],
+            [1, 1],
+            None,
+            true,
+            h,
+        );
     }
 
     #[test]

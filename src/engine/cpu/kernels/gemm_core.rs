@@ -34,17 +34,29 @@ pub struct Mat {
 impl Mat {
     /// A row-major matrix of `cols` columns starting at `offset`.
     pub fn rows(offset: usize, cols: usize) -> Mat {
-        Mat { offset, rs: cols, cs: 1 }
+        Mat {
+            offset,
+            rs: cols,
+            cs: 1,
+        }
     }
 
     /// A column-major matrix of `rows` rows starting at `offset`.
     pub fn cols(offset: usize, rows: usize) -> Mat {
-        Mat { offset, rs: 1, cs: rows }
+        Mat {
+            offset,
+            rs: 1,
+            cs: rows,
+        }
     }
 
     /// The transposed view of the same elements.
     pub fn t(self) -> Mat {
-        Mat { offset: self.offset, rs: self.cs, cs: self.rs }
+        Mat {
+            offset: self.offset,
+            rs: self.cs,
+            cs: self.rs,
+        }
     }
 
     /// One past the last element a `rows` x `cols` view touches, or None on overflow.
@@ -80,7 +92,11 @@ unsafe impl<T: Send> Sync for SharedMut<'_, T> {}
 
 impl<'a, T> SharedMut<'a, T> {
     pub fn new(slice: &'a mut [T]) -> Self {
-        SharedMut { ptr: slice.as_mut_ptr(), len: slice.len(), _borrow: PhantomData }
+        SharedMut {
+            ptr: slice.as_mut_ptr(),
+            len: slice.len(),
+            _borrow: PhantomData,
+        }
     }
 }
 
@@ -125,7 +141,22 @@ pub fn sgemm(
     threads: Threads,
 ) -> Result<()> {
     // SAFETY: `dst` is borrowed mutably and exclusively for the call.
-    unsafe { sgemm_shared(m, n, k, SharedMut::new(dst), d, accumulate, lhs, l, rhs, r, scale, threads) }
+    unsafe {
+        sgemm_shared(
+            m,
+            n,
+            k,
+            SharedMut::new(dst),
+            d,
+            accumulate,
+            lhs,
+            l,
+            rhs,
+            r,
+            scale,
+            threads,
+        )
+    }
 }
 
 /// `sgemm` writing through a `SharedMut`.
@@ -166,8 +197,8 @@ pub unsafe fn sgemm_shared(
     check("left operand", lhs.len(), l, m, k)?;
     check("right operand", rhs.len(), r, k, n)?;
     let s = |v: usize| v as isize; // every stride is below the 2^32-byte operand limit
-    // SAFETY: the three views lie within their buffers (checked above); lhs and rhs
-    // are shared borrows, so they cannot alias the exclusively held destination.
+                                   // SAFETY: the three views lie within their buffers (checked above); lhs and rhs
+                                   // are shared borrows, so they cannot alias the exclusively held destination.
     gemm::gemm::<f32>(
         m,
         n,
@@ -197,7 +228,10 @@ pub unsafe fn sgemm_shared(
 pub fn alloc_f32(len: usize) -> Result<Vec<f32>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| {
-        WebnnError::Operation(format!("cannot allocate {} bytes of working memory", len.saturating_mul(4)))
+        WebnnError::Operation(format!(
+            "cannot allocate {} bytes of working memory",
+            len.saturating_mul(4)
+        ))
     })?;
     v.resize(len, 0.0);
     Ok(v)
@@ -216,7 +250,9 @@ pub fn f32_input<'a>(t: &Tensor<'a>) -> Result<Cow<'a, [f32]>> {
             });
             Ok(Cow::Owned(v))
         }
-        other => Err(WebnnError::Operation(format!("internal: float kernel given {other} data"))),
+        other => Err(WebnnError::Operation(format!(
+            "internal: float kernel given {other} data"
+        ))),
     }
 }
 
@@ -237,7 +273,9 @@ pub fn with_f32_output(out: &mut [u8], data_type: DataType, f: impl FnOnce(&mut 
             });
             Ok(())
         }
-        other => Err(WebnnError::Operation(format!("internal: float kernel given {other} output"))),
+        other => Err(WebnnError::Operation(format!(
+            "internal: float kernel given {other} output"
+        ))),
     }
 }
 
@@ -282,14 +320,45 @@ mod tests {
                 let l = if lt { Mat::cols(3, m) } else { Mat::rows(3, k) };
                 let r = if rt { Mat::cols(5, k) } else { Mat::rows(5, n) };
                 let mut dst = vec![f32::NAN; m * n];
-                sgemm(m, n, k, &mut dst, Mat::rows(0, n), false, &lhs, l, &rhs, r, 0.5, Threads::Pool).unwrap();
+                sgemm(
+                    m,
+                    n,
+                    k,
+                    &mut dst,
+                    Mat::rows(0, n),
+                    false,
+                    &lhs,
+                    l,
+                    &rhs,
+                    r,
+                    0.5,
+                    Threads::Pool,
+                )
+                .unwrap();
                 let want = reference(m, n, k, &lhs, l, &rhs, r, 0.5);
                 for (g, w) in dst.iter().zip(&want) {
-                    assert!((*g as f64 - w).abs() <= 1e-5 * (k as f64).sqrt() + 1e-6, "{m}x{n}x{k} {lt} {rt}: {g} vs {w}");
+                    assert!(
+                        (*g as f64 - w).abs() <= 1e-5 * (k as f64).sqrt() + 1e-6,
+                        "{m}x{n}x{k} {lt} {rt}: {g} vs {w}"
+                    );
                 }
                 // Accumulating into a column-major destination.
                 let mut acc = vec![1.0f32; m * n];
-                sgemm(m, n, k, &mut acc, Mat::cols(0, m), true, &lhs, l, &rhs, r, 2.0, Threads::One).unwrap();
+                sgemm(
+                    m,
+                    n,
+                    k,
+                    &mut acc,
+                    Mat::cols(0, m),
+                    true,
+                    &lhs,
+                    l,
+                    &rhs,
+                    r,
+                    2.0,
+                    Threads::One,
+                )
+                .unwrap();
                 for i in 0..m {
                     for j in 0..n {
                         let w = 1.0 + 4.0 * want[i * n + j];
@@ -304,9 +373,51 @@ mod tests {
     fn views_outside_their_buffers_are_errors() {
         let a = vec![1.0f32; 6];
         let mut d = vec![0.0f32; 4];
-        assert!(sgemm(2, 2, 3, &mut d, Mat::rows(0, 2), false, &a, Mat::rows(0, 3), &a, Mat::rows(1, 2), 1.0, Threads::One).is_err());
-        assert!(sgemm(2, 2, 3, &mut d, Mat::rows(1, 2), false, &a, Mat::rows(0, 3), &a, Mat::rows(0, 2), 1.0, Threads::One).is_err());
-        assert!(sgemm(2, 2, 3, &mut d, Mat::rows(0, 2), false, &a, Mat::rows(0, 3), &a, Mat::rows(0, 2), 1.0, Threads::One).is_ok());
+        assert!(sgemm(
+            2,
+            2,
+            3,
+            &mut d,
+            Mat::rows(0, 2),
+            false,
+            &a,
+            Mat::rows(0, 3),
+            &a,
+            Mat::rows(1, 2),
+            1.0,
+            Threads::One
+        )
+        .is_err());
+        assert!(sgemm(
+            2,
+            2,
+            3,
+            &mut d,
+            Mat::rows(1, 2),
+            false,
+            &a,
+            Mat::rows(0, 3),
+            &a,
+            Mat::rows(0, 2),
+            1.0,
+            Threads::One
+        )
+        .is_err());
+        assert!(sgemm(
+            2,
+            2,
+            3,
+            &mut d,
+            Mat::rows(0, 2),
+            false,
+            &a,
+            Mat::rows(0, 3),
+            &a,
+            Mat::rows(0, 2),
+            1.0,
+            Threads::One
+        )
+        .is_ok());
         assert_eq!(d, vec![3.0; 4]);
     }
 }
@@ -334,7 +445,11 @@ mod timing {
                 sgemm(m, n, k, &mut d, Mat::rows(0, n), false, &a, l, &b, r, 1.0, Threads::One).unwrap();
                 best = best.min(t.elapsed().as_secs_f64());
             }
-            println!("{name}: {:.3} ms, {:.1} GFLOP/s", best * 1e3, 2.0 * (m * n * k) as f64 / best / 1e9);
+            println!(
+                "{name}: {:.3} ms, {:.1} GFLOP/s",
+                best * 1e3,
+                2.0 * (m * n * k) as f64 / best / 1e9
+            );
         }
     }
 }

@@ -54,30 +54,75 @@ pub fn matmul(a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Re
         let b_batches: usize = b.shape[..rb - 2].iter().product();
         if b_batches == 1 && a_batches == batches {
             // A's batches are exactly the output's, in order: one [batches*M, K] GEMM.
-            return sgemm(batches * m, n, k, dst, Mat::rows(0, n), false, xa, Mat::rows(0, k), xb, Mat::rows(0, n), 1.0, Threads::Pool);
+            return sgemm(
+                batches * m,
+                n,
+                k,
+                dst,
+                Mat::rows(0, n),
+                false,
+                xa,
+                Mat::rows(0, k),
+                xb,
+                Mat::rows(0, n),
+                1.0,
+                Threads::Pool,
+            );
         }
         let one = |i: usize, chunk: &mut [f32], threads: Threads| {
             let oa = batch_offset(i, batch_shape, &sa);
             let ob = batch_offset(i, batch_shape, &sb);
-            sgemm(m, n, k, chunk, Mat::rows(0, n), false, xa, Mat::rows(oa, k), xb, Mat::rows(ob, n), 1.0, threads)
+            sgemm(
+                m,
+                n,
+                k,
+                chunk,
+                Mat::rows(0, n),
+                false,
+                xa,
+                Mat::rows(oa, k),
+                xb,
+                Mat::rows(ob, n),
+                1.0,
+                threads,
+            )
         };
         let work = m.saturating_mul(n).saturating_mul(k);
         let threads = rayon::current_num_threads();
         if batches >= threads && work.saturating_mul(batches) >= PARALLEL_MIN_WORK {
-            dst.par_chunks_mut(m * n).enumerate().try_for_each(|(i, chunk)| one(i, chunk, Threads::One))
+            dst.par_chunks_mut(m * n)
+                .enumerate()
+                .try_for_each(|(i, chunk)| one(i, chunk, Threads::One))
         } else {
-            dst.chunks_mut(m * n).enumerate().try_for_each(|(i, chunk)| one(i, chunk, Threads::Pool))
+            dst.chunks_mut(m * n)
+                .enumerate()
+                .try_for_each(|(i, chunk)| one(i, chunk, Threads::Pool))
         }
     })
 }
 
 /// gemm: `alpha * A' * B' + beta * C`, with C (rank 0 to 2) broadcast to [M, N].
-pub fn gemm(a: &Tensor, b: &Tensor, c: Option<&Tensor>, o: &GemmOptions, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+pub fn gemm(
+    a: &Tensor,
+    b: &Tensor,
+    c: Option<&Tensor>,
+    o: &GemmOptions,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
     let (m, n) = (out_shape[0], out_shape[1]);
     let k = if o.a_transpose { a.shape[0] } else { a.shape[1] };
     // A' is [M, K]: A itself, or the [K, M] A read column-wise.
-    let la = if o.a_transpose { Mat::cols(0, m) } else { Mat::rows(0, k) };
-    let lb = if o.b_transpose { Mat::cols(0, k) } else { Mat::rows(0, n) };
+    let la = if o.a_transpose {
+        Mat::cols(0, m)
+    } else {
+        Mat::rows(0, k)
+    };
+    let lb = if o.b_transpose {
+        Mat::cols(0, k)
+    } else {
+        Mat::rows(0, n)
+    };
     let xa = f32_input(a)?;
     let xb = f32_input(b)?;
     let xc = c.map(f32_input).transpose()?;
@@ -97,7 +142,20 @@ pub fn gemm(a: &Tensor, b: &Tensor, c: Option<&Tensor>, o: &GemmOptions, out: &m
                 }
             }
         }
-        sgemm(m, n, k, dst, Mat::rows(0, n), c.is_some(), &xa, la, &xb, lb, o.alpha, Threads::Pool)
+        sgemm(
+            m,
+            n,
+            k,
+            dst,
+            Mat::rows(0, n),
+            c.is_some(),
+            &xa,
+            la,
+            &xb,
+            lb,
+            o.alpha,
+            Threads::Pool,
+        )
     })
 }
 
@@ -112,7 +170,9 @@ mod tests {
     }
 
     fn floats(b: &[u8]) -> Vec<f32> {
-        b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
     }
 
     fn seq(n: usize, seed: u32) -> Vec<f32> {
@@ -167,14 +227,25 @@ mod tests {
         let a = seq(sa.iter().product(), 1);
         let b = seq(sb.iter().product(), 2);
         let (ab, bb) = (bytes(&a), bytes(&b));
-        let ta = Tensor { data: &ab, shape: sa, data_type: DataType::Float32 };
-        let tb = Tensor { data: &bb, shape: sb, data_type: DataType::Float32 };
+        let ta = Tensor {
+            data: &ab,
+            shape: sa,
+            data_type: DataType::Float32,
+        };
+        let tb = Tensor {
+            data: &bb,
+            shape: sb,
+            data_type: DataType::Float32,
+        };
         let mut out = vec![0xffu8; so.iter().product::<usize>() * 4];
         matmul(&ta, &tb, &mut out, so).unwrap();
         let want = reference(&a, sa, &b, sb, so);
         let k = sa[sa.len() - 1] as f64;
         for (g, w) in floats(&out).iter().zip(&want) {
-            assert!((*g as f64 - w).abs() <= 2.0 * k * f32::EPSILON as f64 * (1.0 + w.abs()) , "{sa:?}x{sb:?}: {g} vs {w}");
+            assert!(
+                (*g as f64 - w).abs() <= 2.0 * k * f32::EPSILON as f64 * (1.0 + w.abs()),
+                "{sa:?}x{sb:?}: {g} vs {w}"
+            );
         }
     }
 
@@ -196,11 +267,22 @@ mod tests {
         let a: Vec<u8> = [f16::from_f32(1.0); 4].iter().flat_map(|x| x.to_le_bytes()).collect();
         let small = f16::from_f64(1.0 + 2f64.powi(-10));
         let b: Vec<u8> = [small; 4].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let ta = Tensor { data: &a, shape: &[1, 4], data_type: DataType::Float16 };
-        let tb = Tensor { data: &b, shape: &[4, 1], data_type: DataType::Float16 };
+        let ta = Tensor {
+            data: &a,
+            shape: &[1, 4],
+            data_type: DataType::Float16,
+        };
+        let tb = Tensor {
+            data: &b,
+            shape: &[4, 1],
+            data_type: DataType::Float16,
+        };
         let mut out = vec![0u8; 2];
         matmul(&ta, &tb, &mut out, &[1, 1]).unwrap();
-        assert_eq!(f16::from_le_bytes([out[0], out[1]]).to_f64(), 4.0 * (1.0 + 2f64.powi(-10)));
+        assert_eq!(
+            f16::from_le_bytes([out[0], out[1]]).to_f64(),
+            4.0 * (1.0 + 2f64.powi(-10))
+        );
     }
 
     #[test]
@@ -209,19 +291,52 @@ mod tests {
         let a = seq(m * k, 3);
         let b = seq(k * n, 4);
         for (at, bt) in [(false, false), (true, false), (false, true), (true, true)] {
-            for c_shape in [None, Some(vec![]), Some(vec![n]), Some(vec![m, 1]), Some(vec![m, n]), Some(vec![1, 1])] {
+            for c_shape in [
+                None,
+                Some(vec![]),
+                Some(vec![n]),
+                Some(vec![m, 1]),
+                Some(vec![m, n]),
+                Some(vec![1, 1]),
+            ] {
                 // Store A and B transposed when asked to read them transposed.
-                let a_store: Vec<f32> = if at { (0..k * m).map(|i| a[(i % m) * k + i / m]).collect() } else { a.clone() };
-                let b_store: Vec<f32> = if bt { (0..n * k).map(|i| b[(i % k) * n + i / k]).collect() } else { b.clone() };
+                let a_store: Vec<f32> = if at {
+                    (0..k * m).map(|i| a[(i % m) * k + i / m]).collect()
+                } else {
+                    a.clone()
+                };
+                let b_store: Vec<f32> = if bt {
+                    (0..n * k).map(|i| b[(i % k) * n + i / k]).collect()
+                } else {
+                    b.clone()
+                };
                 let sa = if at { vec![k, m] } else { vec![m, k] };
                 let sb = if bt { vec![n, k] } else { vec![k, n] };
                 let c = c_shape.as_ref().map(|s| seq(s.iter().product(), 5));
                 let (ab, bb) = (bytes(&a_store), bytes(&b_store));
                 let cb = c.as_ref().map(|c| bytes(c));
-                let ta = Tensor { data: &ab, shape: &sa, data_type: DataType::Float32 };
-                let tb = Tensor { data: &bb, shape: &sb, data_type: DataType::Float32 };
-                let tc = c_shape.as_ref().map(|s| Tensor { data: cb.as_ref().unwrap(), shape: s, data_type: DataType::Float32 });
-                let o = GemmOptions { alpha: 0.5, beta: -2.0, a_transpose: at, b_transpose: bt, has_c: tc.is_some() };
+                let ta = Tensor {
+                    data: &ab,
+                    shape: &sa,
+                    data_type: DataType::Float32,
+                };
+                let tb = Tensor {
+                    data: &bb,
+                    shape: &sb,
+                    data_type: DataType::Float32,
+                };
+                let tc = c_shape.as_ref().map(|s| Tensor {
+                    data: cb.as_ref().unwrap(),
+                    shape: s,
+                    data_type: DataType::Float32,
+                });
+                let o = GemmOptions {
+                    alpha: 0.5,
+                    beta: -2.0,
+                    a_transpose: at,
+                    b_transpose: bt,
+                    has_c: tc.is_some(),
+                };
                 let mut out = vec![0xffu8; m * n * 4];
                 gemm(&ta, &tb, tc.as_ref(), &o, &mut out, &[m, n]).unwrap();
                 let got = floats(&out);

@@ -170,13 +170,18 @@ pub fn exp_f32(x: f32) -> f32 {
     const LN2_LO: f32 = -2.121_944_4e-4;
     const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
     let x = x.clamp(-104.0, 89.0); // NaN passes through
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = (x - n * LN2_HI) - n * LN2_LO;
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-    let ni = n as i32;
+    // t = 1.5 * 2^23 + n keeps n in its low mantissa bits: reading it there is an
+    // integer subtraction that vectorizes, where `n as i32` (a saturating
+    // conversion) compiles to scalar code on baseline x86-64. NaN gives garbage
+    // here, but p is NaN then, and NaN times anything stays NaN.
+    let ni = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let n1 = ni >> 1;
     let n2 = ni - n1;
     p * f32::from_bits(((n1 + 127) as u32) << 23) * f32::from_bits(((n2 + 127) as u32) << 23)

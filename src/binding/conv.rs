@@ -37,12 +37,16 @@ pub struct NativeConvTranspose2dOptions {
 }
 
 fn input_layout(op: &str, v: &str) -> Result<InputLayout> {
-    match v {
-        "nchw" => Ok(InputLayout::Nchw),
-        "nhwc" => Ok(InputLayout::Nhwc),
-        _ => Err(to_js(type_err!(
-            "{op}: options.inputLayout '{v}' is not a valid MLInputOperandLayout"
-        ))),
+    let table = [("nchw", InputLayout::Nchw), ("nhwc", InputLayout::Nhwc)];
+    enum_value(op, "inputLayout", "MLInputOperandLayout", v, &table)
+}
+
+/// The enum value named `v` in `table`, or a TypeError naming the option and its
+/// IDL enum.
+fn enum_value<T: Copy>(op: &str, option: &str, idl: &str, v: &str, table: &[(&str, T)]) -> Result<T> {
+    match table.iter().find(|(name, _)| *name == v) {
+        Some(&(_, value)) => Ok(value),
+        None => Err(to_js(type_err!("{op}: options.{option} '{v}' is not a valid {idl}"))),
     }
 }
 
@@ -54,17 +58,19 @@ fn list(v: &Option<Vec<u32>>) -> Option<Vec<usize>> {
 impl NativeBuilder {
     #[napi(js_name = "conv2d")]
     pub fn conv2d(&mut self, input: u32, filter: u32, options: NativeConv2dOptions) -> Result<u32> {
-        let filter_layout = match options.filter_layout.as_str() {
-            "oihw" => Conv2dFilterLayout::Oihw,
-            "hwio" => Conv2dFilterLayout::Hwio,
-            "ohwi" => Conv2dFilterLayout::Ohwi,
-            "ihwo" => Conv2dFilterLayout::Ihwo,
-            v => {
-                return Err(to_js(type_err!(
-                    "conv2d: options.filterLayout '{v}' is not a valid MLConv2dFilterOperandLayout"
-                )))
-            }
-        };
+        let table = [
+            ("oihw", Conv2dFilterLayout::Oihw),
+            ("hwio", Conv2dFilterLayout::Hwio),
+            ("ohwi", Conv2dFilterLayout::Ohwi),
+            ("ihwo", Conv2dFilterLayout::Ihwo),
+        ];
+        let filter_layout = enum_value(
+            "conv2d",
+            "filterLayout",
+            "MLConv2dFilterOperandLayout",
+            &options.filter_layout,
+            &table,
+        )?;
         let o = Conv2dOptions {
             padding: list(&options.padding),
             strides: list(&options.strides),
@@ -82,16 +88,18 @@ impl NativeBuilder {
 
     #[napi(js_name = "convTranspose2d")]
     pub fn conv_transpose2d(&mut self, input: u32, filter: u32, options: NativeConvTranspose2dOptions) -> Result<u32> {
-        let filter_layout = match options.filter_layout.as_str() {
-            "iohw" => ConvTranspose2dFilterLayout::Iohw,
-            "hwoi" => ConvTranspose2dFilterLayout::Hwoi,
-            "ohwi" => ConvTranspose2dFilterLayout::Ohwi,
-            v => {
-                return Err(to_js(type_err!(
-                    "convTranspose2d: options.filterLayout '{v}' is not a valid MLConvTranspose2dFilterOperandLayout"
-                )))
-            }
-        };
+        let table = [
+            ("iohw", ConvTranspose2dFilterLayout::Iohw),
+            ("hwoi", ConvTranspose2dFilterLayout::Hwoi),
+            ("ohwi", ConvTranspose2dFilterLayout::Ohwi),
+        ];
+        let filter_layout = enum_value(
+            "convTranspose2d",
+            "filterLayout",
+            "MLConvTranspose2dFilterOperandLayout",
+            &options.filter_layout,
+            &table,
+        )?;
         let o = ConvTranspose2dOptions {
             padding: list(&options.padding),
             strides: list(&options.strides),

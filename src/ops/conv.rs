@@ -228,6 +228,37 @@ fn check_nonzero(op: &str, name: &str, v: [usize; 2]) -> Result<()> {
     Ok(())
 }
 
+/// Step 5 of both operators: the filter has the input's data type.
+fn check_filter_type(op: &str, filter: &OperandDesc, input: &OperandDesc) -> Result<()> {
+    ensure!(
+        filter.data_type == input.data_type,
+        "{op}: filter's data type '{}' differs from input's '{}'",
+        filter.data_type,
+        input.data_type
+    );
+    Ok(())
+}
+
+/// Steps 6-12 of both operators: padding, strides and dilations with their
+/// defaults, sizes and (strides, and Chromium's dilations) non-zero values.
+#[allow(clippy::type_complexity)]
+fn window(
+    op: &str,
+    padding: &Option<Vec<usize>>,
+    strides: &Option<Vec<usize>>,
+    dilations: &Option<Vec<usize>>,
+) -> Result<([usize; 4], [usize; 2], [usize; 2])> {
+    // Steps 6-7.
+    let padding = fixed(op, "padding", padding, [0; 4])?;
+    // Steps 8-10.
+    let strides = fixed(op, "strides", strides, [1, 1])?;
+    check_nonzero(op, "strides", strides)?;
+    // Steps 11-12 (and Chromium's non-zero dilations).
+    let dilations = fixed(op, "dilations", dilations, [1, 1])?;
+    check_nonzero(op, "dilations", dilations)?;
+    Ok((padding, strides, dilations))
+}
+
 /// `(filterSize - 1) * dilation + 1` without overflow (both are at most 2^32 - 1).
 fn effective(filter: usize, dilation: usize) -> i128 {
     (filter as i128 - 1) * dilation as i128 + 1
@@ -258,20 +289,9 @@ pub fn conv2d(
     // Step 4.
     check_rank(OP, "filter", filter)?;
     // Step 5.
-    ensure!(
-        filter.data_type == input.data_type,
-        "conv2d: filter's data type '{}' differs from input's '{}'",
-        filter.data_type,
-        input.data_type
-    );
-    // Steps 6-7.
-    let padding = fixed(OP, "padding", &options.padding, [0; 4])?;
-    // Steps 8-10.
-    let strides = fixed(OP, "strides", &options.strides, [1, 1])?;
-    check_nonzero(OP, "strides", strides)?;
-    // Steps 11-12 (and Chromium's non-zero dilations).
-    let dilations = fixed(OP, "dilations", &options.dilations, [1, 1])?;
-    check_nonzero(OP, "dilations", dilations)?;
+    check_filter_type(OP, filter, input)?;
+    // Steps 6-12 (and Chromium's non-zero dilations).
+    let (padding, strides, dilations) = window(OP, &options.padding, &options.strides, &options.dilations)?;
     // Step 13.
     let groups = options.groups;
     ensure!(groups != 0, "conv2d: options.groups is 0");
@@ -381,20 +401,9 @@ pub fn conv_transpose2d(
     // Step 4.
     check_rank(OP, "filter", filter)?;
     // Step 5.
-    ensure!(
-        filter.data_type == input.data_type,
-        "convTranspose2d: filter's data type '{}' differs from input's '{}'",
-        filter.data_type,
-        input.data_type
-    );
-    // Steps 6-7.
-    let padding = fixed(OP, "padding", &options.padding, [0; 4])?;
-    // Steps 8-10.
-    let strides = fixed(OP, "strides", &options.strides, [1, 1])?;
-    check_nonzero(OP, "strides", strides)?;
-    // Steps 11-12 (and Chromium's non-zero dilations).
-    let dilations = fixed(OP, "dilations", &options.dilations, [1, 1])?;
-    check_nonzero(OP, "dilations", dilations)?;
+    check_filter_type(OP, filter, input)?;
+    // Steps 6-12 (and Chromium's non-zero dilations).
+    let (padding, strides, dilations) = window(OP, &options.padding, &options.strides, &options.dilations)?;
     // Steps 13-14.
     let output_padding = fixed(OP, "outputPadding", &options.output_padding, [0, 0])?;
     // Step 15.
@@ -518,11 +527,7 @@ impl GraphBuilder {
         bias: Option<OperandId>,
         options: &Conv2dOptions,
     ) -> Result<OperandId> {
-        let bias_desc = bias.map(|b| self.desc(b)).transpose()?;
-        let (attrs, out) = conv2d(self.desc(input)?, self.desc(filter)?, bias_desc, options)?;
-        let mut inputs = vec![input, filter];
-        inputs.extend(bias);
-        Ok(self.connect1(Op::Conv2d(attrs), inputs, out))
+        self.connect_conv(input, filter, bias, |i, f, b| conv2d(i, f, b, options), Op::Conv2d)
     }
 
     pub fn conv_transpose2d(
@@ -532,11 +537,23 @@ impl GraphBuilder {
         bias: Option<OperandId>,
         options: &ConvTranspose2dOptions,
     ) -> Result<OperandId> {
+        self.connect_conv(input, filter, bias, |i, f, b| conv_transpose2d(i, f, b, options), Op::ConvTranspose2d)
+    }
+
+    /// Validates either convolution and connects input, filter and [bias].
+    fn connect_conv<A>(
+        &mut self,
+        input: OperandId,
+        filter: OperandId,
+        bias: Option<OperandId>,
+        validate: impl FnOnce(&OperandDesc, &OperandDesc, Option<&OperandDesc>) -> Result<(A, OperandDesc)>,
+        op: impl FnOnce(A) -> Op,
+    ) -> Result<OperandId> {
         let bias_desc = bias.map(|b| self.desc(b)).transpose()?;
-        let (attrs, out) = conv_transpose2d(self.desc(input)?, self.desc(filter)?, bias_desc, options)?;
+        let (attrs, out) = validate(self.desc(input)?, self.desc(filter)?, bias_desc)?;
         let mut inputs = vec![input, filter];
         inputs.extend(bias);
-        Ok(self.connect1(Op::ConvTranspose2d(attrs), inputs, out))
+        Ok(self.connect1(op(attrs), inputs, out))
     }
 }
 

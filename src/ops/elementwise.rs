@@ -77,16 +77,22 @@ fn broadcast(op: &str, a: &OperandDesc, b: &OperandDesc, what: &str) -> Result<V
     })
 }
 
-/// 7.8.12 "create element-wise binary operation", steps 3-6.
-pub fn binary(k: BinaryKind, a: &OperandDesc, b: &OperandDesc) -> Result<OperandDesc> {
-    let op = binary_name(k);
-    // Step 3.
+/// Binary step 3 and logical step 3.2: a and b have one data type.
+fn check_same_type(op: &str, a: &OperandDesc, b: &OperandDesc) -> Result<()> {
     ensure!(
         a.data_type == b.data_type,
         "{op}: data types of a ('{}') and b ('{}') differ",
         a.data_type,
         b.data_type
     );
+    Ok(())
+}
+
+/// 7.8.12 "create element-wise binary operation", steps 3-6.
+pub fn binary(k: BinaryKind, a: &OperandDesc, b: &OperandDesc) -> Result<OperandDesc> {
+    let op = binary_name(k);
+    // Step 3.
+    check_same_type(op, a, b)?;
     // Steps 4-6.
     Ok(OperandDesc::new(a.data_type, broadcast(op, a, b, "input")?))
 }
@@ -95,12 +101,7 @@ pub fn binary(k: BinaryKind, a: &OperandDesc, b: &OperandDesc) -> Result<Operand
 pub fn logical(k: LogicalKind, a: &OperandDesc, b: &OperandDesc) -> Result<OperandDesc> {
     let op = logical_name(k);
     // Step 3.2.
-    ensure!(
-        a.data_type == b.data_type,
-        "{op}: data types of a ('{}') and b ('{}') differ",
-        a.data_type,
-        b.data_type
-    );
+    check_same_type(op, a, b)?;
     // Step 3.3, then 5-6: the output is always uint8.
     Ok(OperandDesc::new(Uint8, broadcast(op, a, b, "input")?))
 }

@@ -47,17 +47,23 @@ fn check_float(op: &str, what: &str, d: &OperandDesc) -> Result<()> {
     Ok(())
 }
 
+/// Step 3 of matmul and gemm: b has a's data type.
+fn check_b_type(op: &str, a: &OperandDesc, b: &OperandDesc) -> Result<()> {
+    ensure!(
+        b.data_type == a.data_type,
+        "{op}: b's data type '{}' differs from a's '{}'",
+        b.data_type,
+        a.data_type
+    );
+    Ok(())
+}
+
 /// 7.8.30 matmul(a, b), steps 2-7, with "calculate matmul output sizes".
 pub fn matmul(a: &OperandDesc, b: &OperandDesc) -> Result<OperandDesc> {
     // Step 2.
     check_float("matmul", "a", a)?;
     // Step 3.
-    ensure!(
-        b.data_type == a.data_type,
-        "matmul: b's data type '{}' differs from a's '{}'",
-        b.data_type,
-        a.data_type
-    );
+    check_b_type("matmul", a, b)?;
     // Output sizes, steps 1-5.
     let (ra, rb) = (a.rank(), b.rank());
     ensure!(
@@ -100,12 +106,7 @@ pub fn gemm(a: &OperandDesc, b: &OperandDesc, c: Option<&OperandDesc>, options: 
     // Step 2.
     check_float("gemm", "a", a)?;
     // Step 3.
-    ensure!(
-        b.data_type == a.data_type,
-        "gemm: b's data type '{}' differs from a's '{}'",
-        b.data_type,
-        a.data_type
-    );
+    check_b_type("gemm", a, b)?;
     // Step 4.
     ensure!(
         a.rank() == 2,

@@ -360,6 +360,75 @@ fn gate_rows(hidden_size: usize, gates: usize) -> Option<usize> {
     hidden_size.checked_mul(gates)
 }
 
+/// The weight, bias and state shape checks all four operators share. The sequence
+/// operators (gru, lstm) lead each of those shapes with numDirections (`dirs`); the
+/// cells (gruCell, lstmCell) do not. `gates` is 3 for GRU and 4 for LSTM.
+struct GateShapes<'a> {
+    op: &'a str,
+    input: &'a OperandDesc,
+    dirs: Option<usize>,
+    gates: usize,
+    hidden_size: usize,
+}
+
+impl GateShapes<'_> {
+    /// `d`'s shape is `dims` after the leading numDirections, if any; `formula`
+    /// names `dims` in the message.
+    fn check(&self, what: &str, d: &OperandDesc, dims: &[Option<usize>], formula: &str) -> Result<()> {
+        let mut expected: Vec<Option<usize>> = self.dirs.into_iter().map(Some).collect();
+        expected.extend_from_slice(dims);
+        let formula = match self.dirs {
+            Some(_) => format!("[numDirections, {formula}]"),
+            None => format!("[{formula}]"),
+        };
+        check_shape(self.op, what, d, &expected, &formula)
+    }
+
+    /// An optional operand: input's data type and the shape of `check`.
+    fn check_optional(&self, what: &str, d: Option<&OperandDesc>, dims: &[Option<usize>], formula: &str) -> Result<()> {
+        if let Some(d) = d {
+            check_type(self.op, what, d, self.input)?;
+            self.check(what, d, dims, formula)?;
+        }
+        Ok(())
+    }
+
+    /// weight is [gates * hiddenSize, inputSize], then recurrentWeight is
+    /// [gates * hiddenSize, hiddenSize].
+    fn check_weights(&self, weight: &OperandDesc, recurrent_weight: &OperandDesc, input_size: usize) -> Result<()> {
+        let (rows, g) = (gate_rows(self.hidden_size, self.gates), self.gates);
+        self.check("weight", weight, &[rows, Some(input_size)], &format!("{g} * hiddenSize, inputSize"))?;
+        self.check(
+            "recurrentWeight",
+            recurrent_weight,
+            &[rows, Some(self.hidden_size)],
+            &format!("{g} * hiddenSize, hiddenSize"),
+        )
+    }
+
+    /// An optional vector of `gates` blocks of hiddenSize (`gates` is 3 for the
+    /// LSTM peephole weight whatever the operator's gate count).
+    fn check_vector(&self, what: &str, d: Option<&OperandDesc>, gates: usize) -> Result<()> {
+        self.check_optional(what, d, &[gate_rows(self.hidden_size, gates)], &format!("{gates} * hiddenSize"))
+    }
+
+    /// options.bias, then options.recurrentBias: [gates * hiddenSize] each.
+    fn check_biases(&self, bias: Option<&OperandDesc>, recurrent_bias: Option<&OperandDesc>) -> Result<()> {
+        self.check_vector("options.bias", bias, self.gates)?;
+        self.check_vector("options.recurrentBias", recurrent_bias, self.gates)
+    }
+
+    /// A state: [batchSize, hiddenSize].
+    fn check_state(&self, what: &str, d: &OperandDesc, batch_size: usize) -> Result<()> {
+        self.check(what, d, &[Some(batch_size), Some(self.hidden_size)], "batchSize, hiddenSize")
+    }
+
+    /// An optional initial state: input's data type and the shape of `check_state`.
+    fn check_initial_state(&self, what: &str, d: Option<&OperandDesc>, batch_size: usize) -> Result<()> {
+        self.check_optional(what, d, &[Some(batch_size), Some(self.hidden_size)], "batchSize, hiddenSize")
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Validation and output shapes. "Validating operand" (step 1) and "validating
 // activation" (step 2) are the builder's and the facade's: operands and activations
@@ -387,46 +456,15 @@ pub fn gru(
     // Steps 7-9.
     let (batch_size, input_size) = (input.shape[1], input.shape[2]);
     let dirs = options.direction.num_directions();
-    let rows = gate_rows(hidden_size, 3);
-    // Step 10.
-    check_shape(
-        OP,
-        "weight",
-        weight,
-        &[Some(dirs), rows, Some(input_size)],
-        "[numDirections, 3 * hiddenSize, inputSize]",
-    )?;
-    // Step 11.
-    check_shape(
-        OP,
-        "recurrentWeight",
-        recurrent_weight,
-        &[Some(dirs), rows, Some(hidden_size)],
-        "[numDirections, 3 * hiddenSize, hiddenSize]",
-    )?;
+    let g = GateShapes { op: OP, input, dirs: Some(dirs), gates: 3, hidden_size };
+    // Steps 10-11.
+    g.check_weights(weight, recurrent_weight, input_size)?;
     // Step 12.
     check_hidden_size(OP, hidden_size, 6)?;
-    // Step 13.
-    if let Some(bias) = options.bias {
-        check_type(OP, "options.bias", bias, input)?;
-        check_shape(OP, "options.bias", bias, &[Some(dirs), rows], "[numDirections, 3 * hiddenSize]")?;
-    }
-    // Step 14.
-    if let Some(bias) = options.recurrent_bias {
-        check_type(OP, "options.recurrentBias", bias, input)?;
-        check_shape(OP, "options.recurrentBias", bias, &[Some(dirs), rows], "[numDirections, 3 * hiddenSize]")?;
-    }
+    // Steps 13-14.
+    g.check_biases(options.bias, options.recurrent_bias)?;
     // Step 15.
-    if let Some(state) = options.initial_hidden_state {
-        check_type(OP, "options.initialHiddenState", state, input)?;
-        check_shape(
-            OP,
-            "options.initialHiddenState",
-            state,
-            &[Some(dirs), Some(batch_size), Some(hidden_size)],
-            "[numDirections, batchSize, hiddenSize]",
-        )?;
-    }
+    g.check_initial_state("options.initialHiddenState", options.initial_hidden_state, batch_size)?;
     // Steps 16-17.
     let activations = check_activations(OP, &options.activations, GRU_DEFAULT_ACTIVATIONS)?;
     // Step 18.
@@ -470,25 +508,15 @@ pub fn gru_cell(
     check_type(OP, "weight", weight, input)?;
     check_type(OP, "recurrentWeight", recurrent_weight, input)?;
     check_type(OP, "hiddenState", hidden_state, input)?;
-    let rows = gate_rows(hidden_size, 3);
-    // Step 8.
-    check_shape(OP, "weight", weight, &[rows, Some(input_size)], "[3 * hiddenSize, inputSize]")?;
-    // Step 9.
-    check_shape(OP, "recurrentWeight", recurrent_weight, &[rows, Some(hidden_size)], "[3 * hiddenSize, hiddenSize]")?;
+    let g = GateShapes { op: OP, input, dirs: None, gates: 3, hidden_size };
+    // Steps 8-9.
+    g.check_weights(weight, recurrent_weight, input_size)?;
     // Step 10.
-    check_shape(OP, "hiddenState", hidden_state, &[Some(batch_size), Some(hidden_size)], "[batchSize, hiddenSize]")?;
+    g.check_state("hiddenState", hidden_state, batch_size)?;
     // Step 11.
     check_hidden_size(OP, hidden_size, 6)?;
-    // Step 12.
-    if let Some(bias) = options.bias {
-        check_type(OP, "options.bias", bias, input)?;
-        check_shape(OP, "options.bias", bias, &[rows], "[3 * hiddenSize]")?;
-    }
-    // Step 13.
-    if let Some(bias) = options.recurrent_bias {
-        check_type(OP, "options.recurrentBias", bias, input)?;
-        check_shape(OP, "options.recurrentBias", bias, &[rows], "[3 * hiddenSize]")?;
-    }
+    // Steps 12-13.
+    g.check_biases(options.bias, options.recurrent_bias)?;
     // Steps 14 and 18.
     let activations = check_activations(OP, &options.activations, GRU_DEFAULT_ACTIVATIONS)?;
     // Steps 15-17.
@@ -528,57 +556,18 @@ pub fn lstm(
     check_type(OP, "recurrentWeight", recurrent_weight, input)?;
     // Steps 8-9.
     let (batch_size, input_size) = (input.shape[1], input.shape[2]);
-    let rows = gate_rows(hidden_size, 4);
-    // Step 11.
-    check_shape(
-        OP,
-        "weight",
-        weight,
-        &[Some(dirs), rows, Some(input_size)],
-        "[numDirections, 4 * hiddenSize, inputSize]",
-    )?;
-    // Step 12.
-    check_shape(
-        OP,
-        "recurrentWeight",
-        recurrent_weight,
-        &[Some(dirs), rows, Some(hidden_size)],
-        "[numDirections, 4 * hiddenSize, hiddenSize]",
-    )?;
+    let g = GateShapes { op: OP, input, dirs: Some(dirs), gates: 4, hidden_size };
+    // Steps 11-12.
+    g.check_weights(weight, recurrent_weight, input_size)?;
     // Step 13.
     check_hidden_size(OP, hidden_size, 8)?;
-    // Step 14.
-    if let Some(bias) = options.bias {
-        check_type(OP, "options.bias", bias, input)?;
-        check_shape(OP, "options.bias", bias, &[Some(dirs), rows], "[numDirections, 4 * hiddenSize]")?;
-    }
-    // Step 15.
-    if let Some(bias) = options.recurrent_bias {
-        check_type(OP, "options.recurrentBias", bias, input)?;
-        check_shape(OP, "options.recurrentBias", bias, &[Some(dirs), rows], "[numDirections, 4 * hiddenSize]")?;
-    }
+    // Steps 14-15.
+    g.check_biases(options.bias, options.recurrent_bias)?;
     // Step 16.
-    if let Some(peephole) = options.peephole_weight {
-        check_type(OP, "options.peepholeWeight", peephole, input)?;
-        check_shape(
-            OP,
-            "options.peepholeWeight",
-            peephole,
-            &[Some(dirs), gate_rows(hidden_size, 3)],
-            "[numDirections, 3 * hiddenSize]",
-        )?;
-    }
+    g.check_vector("options.peepholeWeight", options.peephole_weight, 3)?;
     // Steps 17-18.
-    let state_shape = [Some(dirs), Some(batch_size), Some(hidden_size)];
-    for (what, state) in [
-        ("options.initialHiddenState", options.initial_hidden_state),
-        ("options.initialCellState", options.initial_cell_state),
-    ] {
-        if let Some(state) = state {
-            check_type(OP, what, state, input)?;
-            check_shape(OP, what, state, &state_shape, "[numDirections, batchSize, hiddenSize]")?;
-        }
-    }
+    g.check_initial_state("options.initialHiddenState", options.initial_hidden_state, batch_size)?;
+    g.check_initial_state("options.initialCellState", options.initial_cell_state, batch_size)?;
     // Step 19.
     let activations = check_activations(OP, &options.activations, LSTM_DEFAULT_ACTIVATIONS)?;
     // Step 20.
@@ -626,32 +615,19 @@ pub fn lstm_cell(
     check_type(OP, "cellState", cell_state, input)?;
     // Steps 6-7.
     let (batch_size, input_size) = (input.shape[0], input.shape[1]);
-    let rows = gate_rows(hidden_size, 4);
-    // Step 8.
-    check_shape(OP, "weight", weight, &[rows, Some(input_size)], "[4 * hiddenSize, inputSize]")?;
-    // Step 9.
-    check_shape(OP, "recurrentWeight", recurrent_weight, &[rows, Some(hidden_size)], "[4 * hiddenSize, hiddenSize]")?;
+    let g = GateShapes { op: OP, input, dirs: None, gates: 4, hidden_size };
+    // Steps 8-9.
+    g.check_weights(weight, recurrent_weight, input_size)?;
     // Step 10.
-    check_shape(OP, "hiddenState", hidden_state, &[Some(batch_size), Some(hidden_size)], "[batchSize, hiddenSize]")?;
+    g.check_state("hiddenState", hidden_state, batch_size)?;
     // Step 11.
-    check_shape(OP, "cellState", cell_state, &[Some(batch_size), Some(hidden_size)], "[batchSize, hiddenSize]")?;
+    g.check_state("cellState", cell_state, batch_size)?;
     // Step 12.
     check_hidden_size(OP, hidden_size, 8)?;
-    // Step 13.
-    if let Some(bias) = options.bias {
-        check_type(OP, "options.bias", bias, input)?;
-        check_shape(OP, "options.bias", bias, &[rows], "[4 * hiddenSize]")?;
-    }
-    // Step 14.
-    if let Some(bias) = options.recurrent_bias {
-        check_type(OP, "options.recurrentBias", bias, input)?;
-        check_shape(OP, "options.recurrentBias", bias, &[rows], "[4 * hiddenSize]")?;
-    }
+    // Steps 13-14.
+    g.check_biases(options.bias, options.recurrent_bias)?;
     // Step 15.
-    if let Some(peephole) = options.peephole_weight {
-        check_type(OP, "options.peepholeWeight", peephole, input)?;
-        check_shape(OP, "options.peepholeWeight", peephole, &[gate_rows(hidden_size, 3)], "[3 * hiddenSize]")?;
-    }
+    g.check_vector("options.peepholeWeight", options.peephole_weight, 3)?;
     // Steps 16 and 20.
     let activations = check_activations(OP, &options.activations, LSTM_DEFAULT_ACTIVATIONS)?;
     // Steps 17-19.

@@ -179,20 +179,61 @@ fn f32_to_f16(f: f32) -> u32 {
   return s | k;
 }
 
-// e^x: Cody-Waite reduction x = n ln2 + r and a degree-7 polynomial (the CPU
-// engine's exp_f32, within 2 ULP); 2^n is applied in two halves so subnormal
-// results and overflow round correctly.
-fn exp_f(x0: f32) -> f32 {
+// e^(x + lo) * 2^extra, rounded once: Cody-Waite reduction x = n ln2 + r and a
+// degree-7 polynomial (the CPU engine's exp_f32, within 2 ULP); 2^(n + extra)
+// is applied in three parts of one sign, so only the last product can round
+// (subnormal results) or overflow. `lo` carries the low part of an argument
+// known to more than float32 precision (pow).
+fn exp_n(x0: f32, lo: f32, extra: i32) -> f32 {
   if (is_nan(x0)) { return x0; }
-  let x = clamp(x0, -104.0, 89.0);
-  let n = floor(x * 1.44269504088896341 + 0.5);
-  let r = (x - n * 0.693359375) - n * -2.12194440e-4;
+  let x = clamp(x0, -200.0, 200.0);
+  let n = floor((x + lo) * 1.44269504088896341 + 0.5);
+  let r = ((x - n * 0.693359375) - n * -2.12194440e-4) + lo;
   let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166666666666666667 + r * (0.0416666666666666667
     + r * (0.00833333333333333333 + r * (0.00138888888888888889 + r * 0.000198412698412698413))))));
-  let ni = i32(n);
-  let n1 = ni >> 1u;
-  let n2 = ni - n1;
-  return p * bitcast<f32>(u32(n1 + 127) << 23u) * bitcast<f32>(u32(n2 + 127) << 23u);
+  let ni = clamp(i32(n) + extra, -300, 300);
+  let n1 = ni / 3;
+  let n2 = (ni - n1) / 2;
+  let n3 = ni - n1 - n2;
+  return p * bitcast<f32>(u32(n1 + 127) << 23u) * bitcast<f32>(u32(n2 + 127) << 23u) * bitcast<f32>(u32(n3 + 127) << 23u);
+}
+
+fn exp_f(x: f32) -> f32 { return exp_n(x, 0.0, 0); }
+
+// Splits a positive finite x into m 2^k with m in [sqrt(1/2), sqrt(2)) (musl's
+// reduction; subnormals are normalized with integer operations).
+fn split_m(x: f32) -> vec2<f32> {
+  var ix = bitcast<u32>(x);
+  var k = 0i;
+  if (ix < 0x00800000u) {
+    let sh = countLeadingZeros(ix) - 8u;
+    ix = ((ix << sh) & 0x7fffffu) | 0x3f800000u;
+    k = -126 - i32(sh);
+  }
+  ix = ix + (0x3f800000u - 0x3f3504f3u);
+  k = k + i32(ix >> 23u) - 127;
+  ix = (ix & 0x007fffffu) + 0x3f3504f3u;
+  return vec2<f32>(bitcast<f32>(ix), f32(k));
+}
+
+// ln m for m in [sqrt(1/2), sqrt(2)) as hi + lo: musl's polynomial, keeping the
+// rounding errors of its two leading terms (f - f^2/2) where the GPU fuses fma.
+fn ln_m(m: f32) -> vec2<f32> {
+  let f = m - 1.0;
+  let s = f / (2.0 + f);
+  let z = s * s;
+  let w = z * z;
+  let rr = z * (0.66666662693 + w * 0.28498786688) + w * (0.40000972152 + w * 0.24279078841);
+  let hf = 0.5 * f;
+  let hfsq = hf * f;
+  let hfsq_err = fma(hf, f, -hfsq);
+  // f - hfsq exactly as h0 + e0 (|f| > |hfsq|), then the small term added.
+  let h0 = f - hfsq;
+  let e0 = ((f - h0) - hfsq) - hfsq_err;
+  let small = s * (hfsq + rr);
+  let hi = h0 + small;
+  let lo = (small - (hi - h0)) + e0;
+  return vec2<f32>(hi, lo);
 }
 
 // ln x (musl's logf): subnormal inputs are normalized with integer operations.
@@ -278,7 +319,19 @@ fn pow_f(x: f32, y: f32) -> f32 {
     return select(r, -r, neg_result);
   }
   if (x_neg && !y_int) { return qnan(); }
-  let r = exp_f(y * log_f(bitcast<f32>(xb)));
+  // |x|^y = 2^(y k) m^y = 2^n e^((y k - n) ln2 + y ln m), with y k and y ln m
+  // carried to more than float32 precision (fma), so results near the ends of
+  // the range keep their accuracy.
+  let mk = split_m(bitcast<f32>(xb));
+  let p = y * mk.y;
+  if (p > 300.0) { return select(inf, -inf, neg_result); }
+  if (p < -300.0) { return select(0.0, -0.0, neg_result); }
+  let pe = fma(y, mk.y, -p);
+  let n = round(p);
+  let l = ln_m(mk.x);
+  let q = y * l.x;
+  let qe = fma(y, l.x, -q) + y * l.y;
+  let r = exp_n(q, qe + ((p - n) + pe) * 0.693147180559945309, i32(n));
   return select(r, -r, neg_result);
 }
 

@@ -228,3 +228,32 @@ gpuTest('float16 and packed uint8 tensors of odd lengths round-trip exactly (ide
   for (let i = 0; i < 3; i++) uc.push(uv[i * 3], uv[i * 3 + 1], uv[i * 3 + 2], uv[i], uv[3 + i], uv[6 + i], uv[i * 3], uv[i * 3 + 1], uv[i * 3 + 2])
   assertExact(t, r.outputs.uc, uc)
 })
+
+gpuTest('terminating workers mid-compute on the GPU leaves the process and other GPU contexts working', async (t, context) => {
+  const { Worker } = require('node:worker_threads')
+  const code = `
+const { ml, MLGraphBuilder } = require(${JSON.stringify(INDEX)})
+const { parentPort } = require('node:worker_threads')
+;(async () => {
+  const ctx = await ml.createContext({ deviceType: 'gpu' })
+  const b = new MLGraphBuilder(ctx)
+  let y = b.input('x', { dataType: 'float32', dimensions: [1 << 18] })
+  for (let i = 0; i < 30; i++) y = b.sin(b.exp(y))
+  const g = await b.build({ y })
+  parentPort.postMessage('computing')
+  for (;;) await ctx.compute(g, { x: new Float32Array(1 << 18).fill(0.1) }, { y: new Float32Array(1 << 18) })
+})()`
+  for (let round = 0; round < 2; round++) {
+    const workers = [0, 1].map(() => new Worker(code, { eval: true }))
+    await Promise.all(workers.map((w) => new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })))
+    await new Promise((resolve) => setTimeout(resolve, 20 + 30 * round))
+    const start = Date.now()
+    await Promise.all(workers.map((w) => w.terminate()))
+    t.true(Date.now() - start < 10000, `termination took ${Date.now() - start} ms`)
+  }
+  const b = new MLGraphBuilder(context)
+  const a = b.input('a', F32([3]))
+  const graph = await b.build({ y: b.mul(a, b.constant(3)) })
+  const r = await context.compute(graph, { a: new Float32Array([1, -2, 0.5]) }, { y: new Float32Array(3) })
+  assertExact(t, r.outputs.y, [3, -6, 1.5])
+})

@@ -216,23 +216,27 @@ fn split_m(x: f32) -> vec2<f32> {
   return vec2<f32>(bitcast<f32>(ix), f32(k));
 }
 
-// ln m for m in [sqrt(1/2), sqrt(2)) as hi + lo: musl's polynomial, keeping the
-// rounding errors of its two leading terms (f - f^2/2) where the GPU fuses fma.
+// The top 12 significant bits of x: products of two such halves (or of one and
+// a small integer) are exact in float32. Masking bits, rather than the usual
+// error-free transformations, keeps the splits exact where a compiler fuses or
+// folds float expressions and where fma is not fused (lavapipe).
+fn hi12(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) & 0xfffff000u); }
+
+// ln m for m in [sqrt(1/2), sqrt(2)) as hi + lo, to about 2^-34 relative: musl's
+// polynomial, with f - f^2/2 carried exactly. hi has 12 significant bits.
 fn ln_m(m: f32) -> vec2<f32> {
   let f = m - 1.0;
   let s = f / (2.0 + f);
   let z = s * s;
   let w = z * z;
   let rr = z * (0.66666662693 + w * 0.28498786688) + w * (0.40000972152 + w * 0.24279078841);
-  let hf = 0.5 * f;
-  let hfsq = hf * f;
-  let hfsq_err = fma(hf, f, -hfsq);
-  // f - hfsq exactly as h0 + e0 (|f| > |hfsq|), then the small term added.
-  let h0 = f - hfsq;
-  let e0 = ((f - h0) - hfsq) - hfsq_err;
-  let small = s * (hfsq + rr);
-  let hi = h0 + small;
-  let lo = (small - (hi - h0)) + e0;
+  let fh = hi12(f);
+  let fl = f - fh;
+  let ha = 0.5 * fh * fh;
+  let hb = fh * fl + 0.5 * fl * fl;
+  let hfsq = ha + hb;
+  let hi = hi12(f - hfsq + s * (hfsq + rr));
+  let lo = ((f - hi) - ha) - hb + s * (hfsq + rr);
   return vec2<f32>(hi, lo);
 }
 
@@ -320,17 +324,19 @@ fn pow_f(x: f32, y: f32) -> f32 {
   }
   if (x_neg && !y_int) { return qnan(); }
   // |x|^y = 2^(y k) m^y = 2^n e^((y k - n) ln2 + y ln m), with y k and y ln m
-  // carried to more than float32 precision (fma), so results near the ends of
-  // the range keep their accuracy.
+  // carried to more than float32 precision (exact partial products of 12-bit
+  // halves), so results near the ends of the range keep their accuracy.
   let mk = split_m(bitcast<f32>(xb));
-  let p = y * mk.y;
+  let yh = hi12(y);
+  let yl = y - yh;
+  let p = yh * mk.y;
   if (p > 300.0) { return select(inf, -inf, neg_result); }
   if (p < -300.0) { return select(0.0, -0.0, neg_result); }
-  let pe = fma(y, mk.y, -p);
+  let pe = yl * mk.y;
   let n = round(p);
   let l = ln_m(mk.x);
-  let q = y * l.x;
-  let qe = fma(y, l.x, -q) + y * l.y;
+  let q = yh * l.x;
+  let qe = yl * l.x + y * l.y;
   let r = exp_n(q, qe + ((p - n) + pe) * 0.693147180559945309, i32(n));
   return select(r, -r, neg_result);
 }

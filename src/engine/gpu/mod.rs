@@ -125,7 +125,10 @@ impl Shared {
                     label: Some("webnn kernel"),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
                 },
-                wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() },
+                wgpu::ShaderRuntimeChecks {
+                    force_loop_bounding: false,
+                    ..wgpu::ShaderRuntimeChecks::checked()
+                },
             )
         };
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -194,8 +197,13 @@ impl GpuEngine {
             .enumerate()
             .filter(|(_, a)| {
                 let info = a.get_info();
-                matches!(info.backend, wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12)
-                    && a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+                matches!(
+                    info.backend,
+                    wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12
+                ) && a
+                    .get_downlevel_capabilities()
+                    .flags
+                    .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
             })
             .map(|(i, a)| (rank(&a.get_info(), pref), i, a))
             .collect();
@@ -218,7 +226,9 @@ impl GpuEngine {
             required_limits: limits.clone(),
             ..Default::default()
         }))
-        .map_err(|e| WebnnError::NotSupported(format!("createContext: cannot open the GPU device {adapter_name}: {e}")))?;
+        .map_err(|e| {
+            WebnnError::NotSupported(format!("createContext: cannot open the GPU device {adapter_name}: {e}"))
+        })?;
 
         let lost = Arc::new(Mutex::new(None));
         {
@@ -236,7 +246,13 @@ impl GpuEngine {
             });
         }
         let (tx, rx) = mpsc::channel();
-        let worker = Worker { device: device.clone(), queue: queue.clone(), lost: lost.clone(), jobs: rx, pending: Vec::new() };
+        let worker = Worker {
+            device: device.clone(),
+            queue: queue.clone(),
+            lost: lost.clone(),
+            jobs: rx,
+            pending: Vec::new(),
+        };
         let thread = std::thread::Builder::new()
             .name("webnn-gpu".into())
             .spawn(move || worker.run())
@@ -249,7 +265,10 @@ impl GpuEngine {
                 adapter: adapter_name,
                 lost,
                 pipelines: Mutex::new(HashMap::new()),
-                jobs: WorkerHandle { tx: Some(tx), thread: Some(thread) },
+                jobs: WorkerHandle {
+                    tx: Some(tx),
+                    thread: Some(thread),
+                },
             }),
         })
     }
@@ -276,14 +295,20 @@ struct Job {
 impl Executable for GpuPlan {
     fn execute(self: Arc<Self>, bindings: Bindings, done: Completion) {
         let shared = self.shared.clone();
-        if let Err(job) = shared.jobs.send(Job { plan: self, bindings, done }) {
+        if let Err(job) = shared.jobs.send(Job {
+            plan: self,
+            bindings,
+            done,
+        }) {
             (job.done)(Err(WebnnError::Operation("compute: the GPU thread has stopped".into())));
         }
     }
 
     fn run_inline(&self, _bindings: &Bindings) -> Result<()> {
         // prefers_inline() is false: the binding never calls this.
-        Err(WebnnError::Operation("internal: the GPU engine does not run inline".into()))
+        Err(WebnnError::Operation(
+            "internal: the GPU engine does not run inline".into(),
+        ))
     }
 }
 
@@ -338,14 +363,25 @@ impl Worker {
             return;
         }
         if job.bindings.cancel.load(Ordering::Relaxed) {
-            (job.done)(Err(WebnnError::Operation("compute cancelled: the JS environment is shutting down".into())));
+            (job.done)(Err(WebnnError::Operation(
+                "compute cancelled: the JS environment is shutting down".into(),
+            )));
             return;
         }
         let state = Arc::new(AtomicU8::new(WAITING));
-        let submitted = catch_unwind(AssertUnwindSafe(|| job.plan.submit(&job.bindings, &state)))
-            .unwrap_or_else(|p| Err(WebnnError::Operation(format!("internal error in the GPU engine: {}", panic_message(&*p)))));
+        let submitted = catch_unwind(AssertUnwindSafe(|| job.plan.submit(&job.bindings, &state))).unwrap_or_else(|p| {
+            Err(WebnnError::Operation(format!(
+                "internal error in the GPU engine: {}",
+                panic_message(&*p)
+            )))
+        });
         match submitted {
-            Ok((submission, staging)) => self.pending.push(Pending { job, submission, staging, state }),
+            Ok((submission, staging)) => self.pending.push(Pending {
+                job,
+                submission,
+                staging,
+                state,
+            }),
             Err(e) => (job.done)(Err(e)),
         }
     }
@@ -355,28 +391,47 @@ impl Worker {
     fn wait_oldest(&mut self) {
         let index = self.pending[0].submission.clone();
         let polled = catch_unwind(AssertUnwindSafe(|| {
-            self.device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
+            self.device.poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
         }));
         let failure = match polled {
             Ok(Ok(_)) => None,
             Ok(Err(e)) => Some(format!("waiting for the GPU failed: {e}")),
-            Err(p) => Some(format!("internal error while waiting for the GPU: {}", panic_message(&*p))),
+            Err(p) => Some(format!(
+                "internal error while waiting for the GPU: {}",
+                panic_message(&*p)
+            )),
         };
         if let Some(reason) = failure.or_else(|| self.lost_reason()) {
-            self.lost.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| reason.clone());
+            self.lost
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| reason.clone());
             for p in self.pending.drain(..) {
                 (p.job.done)(Err(WebnnError::Operation(format!("compute: {reason}"))));
             }
             return;
         }
         // Finish in submission order.
-        while self.pending.first().is_some_and(|p| p.state.load(Ordering::Acquire) != WAITING) {
+        while self
+            .pending
+            .first()
+            .is_some_and(|p| p.state.load(Ordering::Acquire) != WAITING)
+        {
             let p = self.pending.remove(0);
             let result = if p.state.load(Ordering::Acquire) == READY {
-                catch_unwind(AssertUnwindSafe(|| p.job.plan.finish(&p.job.bindings, p.staging)))
-                    .unwrap_or_else(|e| Err(WebnnError::Operation(format!("internal error in the GPU engine: {}", panic_message(&*e)))))
+                catch_unwind(AssertUnwindSafe(|| p.job.plan.finish(&p.job.bindings, p.staging))).unwrap_or_else(|e| {
+                    Err(WebnnError::Operation(format!(
+                        "internal error in the GPU engine: {}",
+                        panic_message(&*e)
+                    )))
+                })
             } else {
-                Err(WebnnError::Operation("compute: reading the results back from the GPU failed".into()))
+                Err(WebnnError::Operation(
+                    "compute: reading the results back from the GPU failed".into(),
+                ))
             };
             (p.job.done)(result);
         }

@@ -29,7 +29,8 @@ fn padded(bytes: usize) -> u64 {
 }
 
 fn u32_of(v: usize, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| WebnnError::Operation(format!("build: {what} ({v}) exceeds what a GPU kernel can index")))
+    u32::try_from(v)
+        .map_err(|_| WebnnError::Operation(format!("build: {what} ({v}) exceeds what a GPU kernel can index")))
 }
 
 fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
@@ -45,7 +46,9 @@ fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
 fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
     let cs = contiguous_strides(input);
     let pad = out.len() - input.len();
-    (0..out.len()).map(|i| if i < pad || input[i - pad] == 1 { 0 } else { cs[i - pad] }).collect()
+    (0..out.len())
+        .map(|i| if i < pad || input[i - pad] == 1 { 0 } else { cs[i - pad] })
+        .collect()
 }
 
 /// Merges adjacent dimensions that every stride list walks contiguously, drops
@@ -76,8 +79,17 @@ fn collapse(out: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize
 
 /// What one operator becomes.
 enum Lowered {
-    Dispatch { wgsl: String, inputs: Vec<OperandId>, output: OperandId, params: Vec<u32>, invocations: usize },
-    Copy { src: OperandId, dst: OperandId },
+    Dispatch {
+        wgsl: String,
+        inputs: Vec<OperandId>,
+        output: OperandId,
+        params: Vec<u32>,
+        invocations: usize,
+    },
+    Copy {
+        src: OperandId,
+        dst: OperandId,
+    },
 }
 
 fn not_supported(op: &Op, t: DataType) -> WebnnError {
@@ -107,7 +119,10 @@ fn map_launch(
 ) -> Result<Lowered> {
     let (out_id, out_desc, out_decoded) = out;
     let n = out_desc.element_count();
-    let strides: Vec<Vec<usize>> = ins.iter().map(|(_, d, _)| broadcast_strides(&d.shape, &out_desc.shape)).collect();
+    let strides: Vec<Vec<usize>> = ins
+        .iter()
+        .map(|(_, d, _)| broadcast_strides(&d.shape, &out_desc.shape))
+        .collect();
     let (dims, st) = collapse(&out_desc.shape, &strides);
     let mut params = params_with(n, &dims)?;
     let mut inputs = Vec::new();
@@ -139,7 +154,13 @@ fn map_launch(
 
 /// The strided gather: output element at coordinates c reads input element
 /// base + sum(c_d strides_d).
-fn gather_launch(src: OperandId, dst: OperandId, out: &OperandDesc, strides: Vec<usize>, base: usize) -> Result<Lowered> {
+fn gather_launch(
+    src: OperandId,
+    dst: OperandId,
+    out: &OperandDesc,
+    strides: Vec<usize>,
+    base: usize,
+) -> Result<Lowered> {
     let (dims, st) = collapse(&out.shape, &[strides]);
     let mut params = params_with(out.element_count(), &dims)?;
     for (j, &s) in st[0].iter().enumerate() {
@@ -179,11 +200,11 @@ fn clamp_params(t: DataType, min: Option<f32>, max: Option<f32>) -> [u32; 3] {
     [bits(min, true), bits(max, false), flags]
 }
 
-fn dec<'a>((id, d): (OperandId, &'a OperandDesc)) -> (OperandId, &'a OperandDesc, bool) {
+fn dec((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
     (id, d, true)
 }
 
-fn raw<'a>((id, d): (OperandId, &'a OperandDesc)) -> (OperandId, &'a OperandDesc, bool) {
+fn raw((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
     (id, d, false)
 }
 
@@ -192,14 +213,23 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
     let unsupported = || not_supported(op, t);
     let wide = |d: &OperandDesc| Storage::of(d.data_type) == Storage::W64;
     let one = |v: Lowered| Ok(vec![v]);
-    let out = outs.first().copied().ok_or_else(|| WebnnError::Operation("internal: operator without outputs".into()))?;
+    let out = outs
+        .first()
+        .copied()
+        .ok_or_else(|| WebnnError::Operation("internal: operator without outputs".into()))?;
     match (op, ins) {
-        (Op::Binary(k), [a, b]) if !wide(a.1) => {
-            one(map_launch(&[dec(*a), dec(*b)], dec(out), wgsl::binary_body(*k, Storage::of(t)), &[])?)
-        }
-        (Op::Logical(k), [a, b]) if !wide(a.1) => {
-            one(map_launch(&[dec(*a), dec(*b)], dec(out), wgsl::logical_body(*k, Storage::of(t)), &[])?)
-        }
+        (Op::Binary(k), [a, b]) if !wide(a.1) => one(map_launch(
+            &[dec(*a), dec(*b)],
+            dec(out),
+            wgsl::binary_body(*k, Storage::of(t)),
+            &[],
+        )?),
+        (Op::Logical(k), [a, b]) if !wide(a.1) => one(map_launch(
+            &[dec(*a), dec(*b)],
+            dec(out),
+            wgsl::logical_body(*k, Storage::of(t)),
+            &[],
+        )?),
         (Op::Unary(UnaryKind::Identity), [a]) => one(Lowered::Copy { src: a.0, dst: out.0 }),
         (Op::Unary(k), [a]) if !wide(a.1) => {
             let body = wgsl::unary_body(*k, Storage::of(t)).ok_or_else(unsupported)?;
@@ -208,7 +238,12 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
         (Op::Cast(to), [a]) if *to == t => one(Lowered::Copy { src: a.0, dst: out.0 }),
         (Op::Cast(to), [a]) if !wide(a.1) && !wide(out.1) => {
             let to = Storage::of(*to);
-            one(map_launch(&[dec(*a)], dec(out), wgsl::cast_body(Storage::of(t), to), &[])?)
+            one(map_launch(
+                &[dec(*a)],
+                dec(out),
+                wgsl::cast_body(Storage::of(t), to),
+                &[],
+            )?)
         }
         (Op::Cast(to), [_]) => Err(WebnnError::NotSupported(format!(
             "build: the GPU engine does not support cast from {} to {} yet",
@@ -217,11 +252,19 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
         ))),
         (Op::Clamp { min, max }, [a]) if !wide(a.1) => {
             let extra = clamp_params(t, *min, *max);
-            one(map_launch(&[dec(*a)], dec(out), wgsl::clamp_body(Storage::of(t)), &extra)?)
+            one(map_launch(
+                &[dec(*a)],
+                dec(out),
+                wgsl::clamp_body(Storage::of(t)),
+                &extra,
+            )?)
         }
-        (Op::Where, [c, a, b]) => {
-            one(map_launch(&[dec(*c), raw(*a), raw(*b)], raw(out), wgsl::where_body(), &[])?)
-        }
+        (Op::Where, [c, a, b]) => one(map_launch(
+            &[dec(*c), raw(*a), raw(*b)],
+            raw(out),
+            wgsl::where_body(),
+            &[],
+        )?),
         (Op::Reshape, [a]) => one(Lowered::Copy { src: a.0, dst: out.0 }),
         (Op::Transpose { permutation }, [a]) => {
             let cs = contiguous_strides(&a.1.shape);
@@ -243,7 +286,13 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
             }
             Ok(v)
         }
-        (Op::Expand, [a]) => one(gather_launch(a.0, out.0, out.1, broadcast_strides(&a.1.shape, &out.1.shape), 0)?),
+        (Op::Expand, [a]) => one(gather_launch(
+            a.0,
+            out.0,
+            out.1,
+            broadcast_strides(&a.1.shape, &out.1.shape),
+            0,
+        )?),
         (Op::Concat { axis }, ins) => {
             let storage = Storage::of(out.1.data_type);
             let lanes = storage.lanes() as usize;
@@ -301,8 +350,16 @@ impl Pool {
 }
 
 enum Command {
-    Dispatch { pipeline: wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: (u32, u32) },
-    Copy { src: wgpu::Buffer, dst: wgpu::Buffer, size: u64 },
+    Dispatch {
+        pipeline: wgpu::ComputePipeline,
+        bind_group: wgpu::BindGroup,
+        groups: (u32, u32),
+    },
+    Copy {
+        src: wgpu::Buffer,
+        dst: wgpu::Buffer,
+        size: u64,
+    },
 }
 
 pub struct GpuPlan {
@@ -335,7 +392,9 @@ fn groups_for(invocations: usize) -> Result<(u32, u32)> {
     let x = groups.min(65535);
     let y = groups.div_ceil(x);
     if y > 65535 {
-        return Err(WebnnError::Operation(format!("build: a GPU kernel of {invocations} invocations is too large to dispatch")));
+        return Err(WebnnError::Operation(format!(
+            "build: a GPU kernel of {invocations} invocations is too large to dispatch"
+        )));
     }
     Ok((x as u32, y as u32))
 }
@@ -343,7 +402,9 @@ fn groups_for(invocations: usize) -> Result<(u32, u32)> {
 fn scope_error(e: Option<wgpu::Error>, what: &str) -> Result<()> {
     match e {
         None => Ok(()),
-        Some(wgpu::Error::OutOfMemory { .. }) => Err(WebnnError::Operation(format!("{what}: the GPU is out of memory"))),
+        Some(wgpu::Error::OutOfMemory { .. }) => {
+            Err(WebnnError::Operation(format!("{what}: the GPU is out of memory")))
+        }
         Some(e) => Err(WebnnError::Operation(format!("{what}: the GPU reported an error: {e}"))),
     }
 }
@@ -356,12 +417,21 @@ impl GpuPlan {
         // Everything the engine does not support fails before any GPU work.
         let mut lowered = Vec::with_capacity(graph.operators.len());
         for operator in &graph.operators {
-            let ins: Vec<(OperandId, &OperandDesc)> = operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
-            let outs: Vec<(OperandId, &OperandDesc)> = operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
+            let ins: Vec<(OperandId, &OperandDesc)> =
+                operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
+            let outs: Vec<(OperandId, &OperandDesc)> =
+                operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
             lowered.push(lower(&operator.op, &ins, &outs)?);
         }
-        let limit = shared.limits.max_storage_buffer_binding_size.min(shared.limits.max_buffer_size);
-        let mut touched: Vec<OperandId> = graph.operators.iter().flat_map(|o| o.inputs.iter().chain(&o.outputs).copied()).collect();
+        let limit = shared
+            .limits
+            .max_storage_buffer_binding_size
+            .min(shared.limits.max_buffer_size);
+        let mut touched: Vec<OperandId> = graph
+            .operators
+            .iter()
+            .flat_map(|o| o.inputs.iter().chain(&o.outputs).copied())
+            .collect();
         touched.sort_unstable();
         touched.dedup();
         for &id in &touched {
@@ -390,9 +460,17 @@ impl GpuPlan {
         let device = &shared.device;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let new_buffer = |size: u64, label: &str| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
         };
-        let limit = shared.limits.max_storage_buffer_binding_size.min(shared.limits.max_buffer_size);
+        let limit = shared
+            .limits
+            .max_storage_buffer_binding_size
+            .min(shared.limits.max_buffer_size);
         let desc = |id: OperandId| &graph.operands[id].desc;
 
         let mut buffers: HashMap<OperandId, wgpu::Buffer> = HashMap::new();
@@ -405,7 +483,10 @@ impl GpuPlan {
         let mut outputs = Vec::with_capacity(graph.outputs.len());
         let mut staging_size = 0u64;
         for (_, id) in &graph.outputs {
-            let b = buffers.entry(*id).or_insert_with(|| new_buffer(padded(desc(*id).byte_length()), "webnn output")).clone();
+            let b = buffers
+                .entry(*id)
+                .or_insert_with(|| new_buffer(padded(desc(*id).byte_length()), "webnn output"))
+                .clone();
             outputs.push((b, desc(*id).byte_length(), staging_size));
             staging_size += padded(desc(*id).byte_length()).div_ceil(8) * 8;
         }
@@ -427,19 +508,20 @@ impl GpuPlan {
         for (s, (operator, steps)) in graph.operators.iter().zip(lowered).enumerate() {
             for &i in &operator.inputs {
                 if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
-                    if !buffers.contains_key(&i) {
+                    buffers.entry(i).or_insert_with(|| {
                         let b = new_buffer(padded(bytes.len()), "webnn constant");
                         write_padded(&shared.queue, &b, bytes);
-                        buffers.insert(i, b);
-                    }
+                        b
+                    });
                 }
             }
             for &o in &operator.outputs {
-                if !buffers.contains_key(&o) {
+                buffers.entry(o).or_insert_with(|| {
                     let size = padded(desc(o).byte_length());
-                    let b = pool.take(size).unwrap_or_else(|| new_buffer((size.div_ceil(256) * 256).min(limit).max(size), "webnn intermediate"));
-                    buffers.insert(o, b);
-                }
+                    pool.take(size).unwrap_or_else(|| {
+                        new_buffer((size.div_ceil(256) * 256).min(limit).max(size), "webnn intermediate")
+                    })
+                });
             }
             for step in steps {
                 match step {
@@ -448,7 +530,13 @@ impl GpuPlan {
                         dst: buffers[&dst].clone(),
                         size: padded(desc(src).byte_length()),
                     }),
-                    Lowered::Dispatch { wgsl, inputs: ins, output, params, invocations } => {
+                    Lowered::Dispatch {
+                        wgsl,
+                        inputs: ins,
+                        output,
+                        params,
+                        invocations,
+                    } => {
                         let pipeline = shared.pipeline(&wgsl);
                         let pbuf = new_buffer((params.len() * 4) as u64, "webnn params");
                         let bytes: Vec<u8> = params.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -456,16 +544,29 @@ impl GpuPlan {
                         let mut entries: Vec<wgpu::BindGroupEntry> = ins
                             .iter()
                             .enumerate()
-                            .map(|(k, id)| wgpu::BindGroupEntry { binding: k as u32, resource: buffers[id].as_entire_binding() })
+                            .map(|(k, id)| wgpu::BindGroupEntry {
+                                binding: k as u32,
+                                resource: buffers[id].as_entire_binding(),
+                            })
                             .collect();
-                        entries.push(wgpu::BindGroupEntry { binding: ins.len() as u32, resource: buffers[&output].as_entire_binding() });
-                        entries.push(wgpu::BindGroupEntry { binding: ins.len() as u32 + 1, resource: pbuf.as_entire_binding() });
+                        entries.push(wgpu::BindGroupEntry {
+                            binding: ins.len() as u32,
+                            resource: buffers[&output].as_entire_binding(),
+                        });
+                        entries.push(wgpu::BindGroupEntry {
+                            binding: ins.len() as u32 + 1,
+                            resource: pbuf.as_entire_binding(),
+                        });
                         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some("webnn step"),
                             layout: &pipeline.get_bind_group_layout(0),
                             entries: &entries,
                         });
-                        commands.push(Command::Dispatch { pipeline, bind_group, groups: groups_for(invocations)? });
+                        commands.push(Command::Dispatch {
+                            pipeline,
+                            bind_group,
+                            groups: groups_for(invocations)?,
+                        });
                     }
                 }
             }
@@ -474,7 +575,8 @@ impl GpuPlan {
             let mut freed = HashSet::new();
             for &v in operator.inputs.iter().chain(&operator.outputs) {
                 let dead = last_use.get(&v).is_none_or(|&l| l == s);
-                let intermediate = matches!(graph.operands[v].kind, OperandKind::Output { .. }) && !graph_outputs.contains(&v);
+                let intermediate =
+                    matches!(graph.operands[v].kind, OperandKind::Output { .. }) && !graph_outputs.contains(&v);
                 if dead && intermediate && freed.insert(v) {
                     if let Some(b) = buffers.get(&v) {
                         pool.free.push((b.size(), b.clone()));
@@ -482,28 +584,45 @@ impl GpuPlan {
                 }
             }
         }
-        Ok(GpuPlan { shared: shared.clone(), inputs, outputs, commands, staging_size, staging: Mutex::new(Vec::new()) })
+        Ok(GpuPlan {
+            shared: shared.clone(),
+            inputs,
+            outputs,
+            commands,
+            staging_size,
+            staging: Mutex::new(Vec::new()),
+        })
     }
 
     fn take_staging(&self) -> wgpu::Buffer {
-        self.staging.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| {
-            self.shared.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("webnn readback"),
-                size: self.staging_size.max(8),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
+        self.staging
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_else(|| {
+                self.shared.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("webnn readback"),
+                    size: self.staging_size.max(8),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
             })
-        })
     }
 
     /// Uploads the inputs, encodes every step and the output copies into one
     /// command buffer, submits it and asks for the results to be mapped; `state`
     /// becomes READY or FAILED during a later `poll`. Runs on the worker thread.
-    pub(super) fn submit(&self, b: &Bindings, state: &Arc<AtomicU8>) -> Result<(wgpu::SubmissionIndex, Option<wgpu::Buffer>)> {
+    pub(super) fn submit(
+        &self,
+        b: &Bindings,
+        state: &Arc<AtomicU8>,
+    ) -> Result<(wgpu::SubmissionIndex, Option<wgpu::Buffer>)> {
         let device = &self.shared.device;
         let queue = &self.shared.queue;
         if b.inputs.len() != self.inputs.len() || b.outputs.len() != self.outputs.len() {
-            return Err(WebnnError::Operation("internal: compute() binding count mismatch".into()));
+            return Err(WebnnError::Operation(
+                "internal: compute() binding count mismatch".into(),
+            ));
         }
         for (host, (_, len)) in b.inputs.iter().zip(&self.inputs) {
             if host.len < *len || host.ptr.is_null() {
@@ -518,7 +637,9 @@ impl GpuPlan {
             let bytes = unsafe { std::slice::from_raw_parts(host.ptr as *const u8, *len) };
             write_padded(queue, buffer, bytes);
         }
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("webnn compute") });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("webnn compute"),
+        });
         let mut i = 0;
         while i < self.commands.len() {
             if let Command::Copy { src, dst, size } = &self.commands[i] {
@@ -526,8 +647,16 @@ impl GpuPlan {
                 i += 1;
                 continue;
             }
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-            while let Some(Command::Dispatch { pipeline, bind_group, groups }) = self.commands.get(i) {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
+            while let Some(Command::Dispatch {
+                pipeline,
+                bind_group,
+                groups,
+            }) = self.commands.get(i)
+            {
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, bind_group, &[]);
                 pass.dispatch_workgroups(groups.0, groups.1, 1);
@@ -595,7 +724,10 @@ mod tests {
         let (d, s) = collapse(&[2, 3, 4], &[contiguous_strides(&[2, 3, 4])]);
         assert_eq!((d, s), (vec![24], vec![vec![1]]));
         // A row broadcast keeps two dimensions.
-        let (d, s) = collapse(&[3, 4], &[broadcast_strides(&[4], &[3, 4]), broadcast_strides(&[3, 1], &[3, 4])]);
+        let (d, s) = collapse(
+            &[3, 4],
+            &[broadcast_strides(&[4], &[3, 4]), broadcast_strides(&[3, 1], &[3, 4])],
+        );
         assert_eq!(d, vec![4, 3]);
         assert_eq!(s, vec![vec![1, 0], vec![0, 1]]);
         // Size-1 dimensions vanish; rank 0 stays empty.
@@ -608,6 +740,9 @@ mod tests {
         assert_eq!(clamp_params(DataType::Int32, Some(0.5), Some(2.5)), [1, 2, 3]);
         assert_eq!(clamp_params(DataType::Uint8, Some(-3.0), Some(300.0)), [0, 255, 3]);
         assert_eq!(clamp_params(DataType::Int8, None, Some(-200.0))[1] as i32, -128);
-        assert_eq!(clamp_params(DataType::Float32, Some(1.5), None), [1.5f32.to_bits(), 0, 1]);
+        assert_eq!(
+            clamp_params(DataType::Float32, Some(1.5), None),
+            [1.5f32.to_bits(), 0, 1]
+        );
     }
 }

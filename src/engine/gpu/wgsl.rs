@@ -420,7 +420,11 @@ fn load_fn(name: &str, binding: &str, s: Storage, decoded: bool) -> String {
     };
     let _ = ty;
     if decoded {
-        format!("fn {name}(i: u32) -> {} {{ return {}; }}\n", s.compute_type(), s.decode(&raw))
+        format!(
+            "fn {name}(i: u32) -> {} {{ return {}; }}\n",
+            s.compute_type(),
+            s.decode(&raw)
+        )
     } else {
         format!("fn {name}(i: u32) -> u32 {{ return {raw}; }}\n")
     }
@@ -438,13 +442,22 @@ impl MapKernel {
         for k in 0..n_in {
             let _ = writeln!(s, "@group(0) @binding({k}) var<storage, read> in{k}: array<u32>;");
         }
-        let _ = writeln!(s, "@group(0) @binding({n_in}) var<storage, read_write> dst: array<u32>;");
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({n_in}) var<storage, read_write> dst: array<u32>;"
+        );
         let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> p: array<u32>;", n_in + 1);
-        assert!(self.output.0 != Storage::W64 || !self.output.1, "64-bit elements are never computed on");
+        assert!(
+            self.output.0 != Storage::W64 || !self.output.1,
+            "64-bit elements are never computed on"
+        );
         let ty = |st: Storage, decoded: bool| if decoded { st.compute_type() } else { "u32" };
         for (k, &(st, dec, _)) in self.inputs.iter().enumerate() {
             if st == Storage::W64 {
-                let _ = writeln!(s, "fn ld{k}(i: u32) -> vec2<u32> {{ return vec2<u32>(in{k}[2u * i], in{k}[2u * i + 1u]); }}");
+                let _ = writeln!(
+                    s,
+                    "fn ld{k}(i: u32) -> vec2<u32> {{ return vec2<u32>(in{k}[2u * i], in{k}[2u * i + 1u]); }}"
+                );
             } else {
                 s.push_str(&load_fn(&format!("ld{k}"), &format!("in{k}"), st, dec));
             }
@@ -461,15 +474,25 @@ impl MapKernel {
                 }
             })
             .collect();
-        let out_ty = if self.output.0 == Storage::W64 { "vec2<u32>" } else { ty(self.output.0, self.output.1) };
+        let out_ty = if self.output.0 == Storage::W64 {
+            "vec2<u32>"
+        } else {
+            ty(self.output.0, self.output.1)
+        };
         let _ = writeln!(s, "fn apply({}) -> {out_ty} {{\n{}\n}}", params.join(", "), self.body);
         s.push_str(MAIN_HEAD);
         let lanes = self.output.0.lanes();
         let bits = self.output.0.bits();
-        let _ = writeln!(s, "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}");
+        let _ = writeln!(
+            s,
+            "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}"
+        );
         let strided = self.inputs.iter().any(|i| i.2 == Access::Strided);
         let _ = writeln!(s, "  var word = 0u;");
-        let _ = writeln!(s, "  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = first + l;\n    if (e >= n) {{ break; }}");
+        let _ = writeln!(
+            s,
+            "  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = first + l;\n    if (e >= n) {{ break; }}"
+        );
         for (k, inp) in self.inputs.iter().enumerate() {
             let init = match inp.2 {
                 Access::Same => "e",
@@ -495,7 +518,11 @@ impl MapKernel {
             let _ = writeln!(s, "    dst[2u * e] = v.x;\n    dst[2u * e + 1u] = v.y;\n  }}\n}}");
             return s;
         }
-        let enc = if self.output.1 { self.output.0.encode("v") } else { "v".to_string() };
+        let enc = if self.output.1 {
+            self.output.0.encode("v")
+        } else {
+            "v".to_string()
+        };
         if lanes == 1 {
             let _ = writeln!(s, "    word = {enc};");
         } else {
@@ -526,10 +553,15 @@ pub fn gather_wgsl(st: Storage) -> String {
     }
     s.push_str(MAIN_HEAD);
     let lanes = st.lanes();
-    let _ = writeln!(s, "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}");
+    let _ = writeln!(
+        s,
+        "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}"
+    );
     match st {
         Storage::W64 => {
-            s.push_str("  let i = src_index(g);\n  dst[2u * g] = src[2u * i];\n  dst[2u * g + 1u] = src[2u * i + 1u];\n}\n");
+            s.push_str(
+                "  let i = src_index(g);\n  dst[2u * g] = src[2u * i];\n  dst[2u * g + 1u] = src[2u * i + 1u];\n}\n",
+            );
         }
         _ if lanes == 1 => s.push_str("  dst[g] = src[src_index(g)];\n}\n"),
         _ => {
@@ -566,7 +598,9 @@ pub fn concat_wgsl(st: Storage) -> String {
     let lanes = st.lanes();
     if lanes == 1 {
         // u is an input element.
-        s.push_str("  let t = u / inner;\n  let o = (t / len) * total + lo + t % len;\n  let out = o * inner + u % inner;\n");
+        s.push_str(
+            "  let t = u / inner;\n  let o = (t / len) * total + lo + t % len;\n  let out = o * inner + u % inner;\n",
+        );
         if st == Storage::W64 {
             s.push_str("  dst[2u * out] = src[2u * u];\n  dst[2u * out + 1u] = src[2u * u + 1u];\n}\n");
         } else {
@@ -716,7 +750,14 @@ mod tests {
         v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
     }
 
-    const ALL: [Storage; 6] = [Storage::F32, Storage::F16, Storage::I32, Storage::U32, Storage::I8, Storage::U8];
+    const ALL: [Storage; 6] = [
+        Storage::F32,
+        Storage::F16,
+        Storage::I32,
+        Storage::U32,
+        Storage::I8,
+        Storage::U8,
+    ];
 
     #[test]
     fn every_kernel_is_valid_wgsl() {
@@ -736,21 +777,50 @@ mod tests {
             };
             validate(&kern.wgsl());
             for to in ALL {
-                let kern = MapKernel { inputs: vec![(st, true, Access::Same)], output: (to, true), body: cast_body(st, to) };
+                let kern = MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (to, true),
+                    body: cast_body(st, to),
+                };
                 validate(&kern.wgsl());
             }
-            validate(&MapKernel { inputs: vec![(st, true, Access::Same)], output: (st, true), body: clamp_body(st) }.wgsl());
+            validate(
+                &MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (st, true),
+                    body: clamp_body(st),
+                }
+                .wgsl(),
+            );
             validate(&gather_wgsl(st));
             validate(&concat_wgsl(st));
         }
-        for k in [UnaryKind::Exp, UnaryKind::Log, UnaryKind::Tanh, UnaryKind::Erf, UnaryKind::Relu, UnaryKind::Sin] {
+        for k in [
+            UnaryKind::Exp,
+            UnaryKind::Log,
+            UnaryKind::Tanh,
+            UnaryKind::Erf,
+            UnaryKind::Relu,
+            UnaryKind::Sin,
+        ] {
             let body = unary_body(k, Storage::F32).unwrap();
-            validate(&MapKernel { inputs: vec![(Storage::F16, true, Access::Same)], output: (Storage::F16, true), body }.wgsl());
+            validate(
+                &MapKernel {
+                    inputs: vec![(Storage::F16, true, Access::Same)],
+                    output: (Storage::F16, true),
+                    body,
+                }
+                .wgsl(),
+            );
         }
         validate(&gather_wgsl(Storage::W64));
         validate(&concat_wgsl(Storage::W64));
         let w = MapKernel {
-            inputs: vec![(Storage::U8, true, Access::Strided), (Storage::W64, false, Access::Same), (Storage::W64, false, Access::Scalar)],
+            inputs: vec![
+                (Storage::U8, true, Access::Strided),
+                (Storage::W64, false, Access::Same),
+                (Storage::W64, false, Access::Scalar),
+            ],
             output: (Storage::W64, false),
             body: where_body(),
         };

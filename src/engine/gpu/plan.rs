@@ -177,27 +177,29 @@ fn gather_launch(
     })
 }
 
-/// Clamp bounds in the compute type's bits, as the CPU engine rounds them:
-/// floats to the data type, integers to the integers inside [min, max] saturated
-/// to the type's range.
-fn clamp_params(t: DataType, min: Option<f32>, max: Option<f32>) -> [u32; 3] {
+/// Clamp bounds in the compute type's bits (two words each, low first), as the
+/// CPU engine rounds them: floats to the data type, integers to the integers
+/// inside [min, max] saturated to the type's range; then the flags word.
+fn clamp_params(t: DataType, min: Option<f32>, max: Option<f32>) -> [u32; 5] {
     let flags = min.is_some() as u32 | ((max.is_some() as u32) << 1);
-    let int_range = |lo: f64, hi: f64, v: f64| -> f64 { v.clamp(lo, hi) };
-    let bits = |v: Option<f32>, up: bool| -> u32 {
+    // Float-to-integer `as` casts saturate (and the bounds are never NaN).
+    let bits = |v: Option<f32>, up: bool| -> u64 {
         let Some(v) = v else { return 0 };
         let v = v as f64;
         let r = if up { v.ceil() } else { v.floor() };
         match t {
-            DataType::Float32 => (v as f32).to_bits(),
-            DataType::Float16 => half::f16::from_f64(v).to_f32().to_bits(),
-            DataType::Int32 => (int_range(i32::MIN as f64, i32::MAX as f64, r) as i32) as u32,
-            DataType::Int8 => (int_range(-128.0, 127.0, r) as i32) as u32,
-            DataType::Uint32 => int_range(0.0, u32::MAX as f64, r) as u32,
-            DataType::Uint8 => int_range(0.0, 255.0, r) as u32,
-            DataType::Int64 | DataType::Uint64 => 0,
+            DataType::Float32 => (v as f32).to_bits() as u64,
+            DataType::Float16 => half::f16::from_f64(v).to_f32().to_bits() as u64,
+            DataType::Int32 => r as i32 as u32 as u64,
+            DataType::Int8 => r as i8 as i32 as u32 as u64,
+            DataType::Uint32 => r as u32 as u64,
+            DataType::Uint8 => r as u8 as u64,
+            DataType::Int64 => r as i64 as u64,
+            DataType::Uint64 => r as u64,
         }
     };
-    [bits(min, true), bits(max, false), flags]
+    let (lo, hi) = (bits(min, true), bits(max, false));
+    [lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32, flags]
 }
 
 fn dec((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
@@ -208,10 +210,17 @@ fn raw((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
     (id, d, false)
 }
 
-fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &OperandDesc)]) -> Result<Vec<Lowered>> {
+/// Turns one operator into dispatches and copies. `int64`: the device computes on
+/// 64-bit integers (SHADER_INT64); without it, int64 and uint64 are only moved.
+fn lower(
+    op: &Op,
+    ins: &[(OperandId, &OperandDesc)],
+    outs: &[(OperandId, &OperandDesc)],
+    int64: bool,
+) -> Result<Vec<Lowered>> {
     let t = ins.first().map_or(DataType::Float32, |i| i.1.data_type);
     let unsupported = || not_supported(op, t);
-    let wide = |d: &OperandDesc| Storage::of(d.data_type) == Storage::W64;
+    let wide = |d: &OperandDesc| Storage::of(d.data_type).wide() && !int64;
     let one = |v: Lowered| Ok(vec![v]);
     let out = outs
         .first()
@@ -246,7 +255,7 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
             )?)
         }
         (Op::Cast(to), [_]) => Err(WebnnError::NotSupported(format!(
-            "build: the GPU engine does not support cast from {} to {} yet",
+            "build: the GPU engine does not support cast from {} to {} on this adapter (no 64-bit integer shaders)",
             t.name(),
             to.name()
         ))),
@@ -326,6 +335,13 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
                 lo += len;
             }
             Ok(v)
+        }
+        (Op::Binary(_) | Op::Logical(_) | Op::Unary(_) | Op::Clamp { .. }, _) if Storage::of(t).wide() => {
+            Err(WebnnError::NotSupported(format!(
+                "build: the GPU engine does not support {} on {} on this adapter (no 64-bit integer shaders)",
+                op.name(),
+                t.name()
+            )))
         }
         _ => Err(unsupported()),
     }
@@ -415,13 +431,14 @@ impl GpuPlan {
             return Err(WebnnError::Operation(format!("build: {reason}")));
         }
         // Everything the engine does not support fails before any GPU work.
+        let int64 = shared.device.features().contains(wgpu::Features::SHADER_INT64);
         let mut lowered = Vec::with_capacity(graph.operators.len());
         for operator in &graph.operators {
             let ins: Vec<(OperandId, &OperandDesc)> =
                 operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
             let outs: Vec<(OperandId, &OperandDesc)> =
                 operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
-            lowered.push(lower(&operator.op, &ins, &outs)?);
+            lowered.push(lower(&operator.op, &ins, &outs, int64)?);
         }
         let limit = shared
             .limits
@@ -737,12 +754,21 @@ mod tests {
 
     #[test]
     fn clamp_bounds_round_like_the_cpu() {
-        assert_eq!(clamp_params(DataType::Int32, Some(0.5), Some(2.5)), [1, 2, 3]);
-        assert_eq!(clamp_params(DataType::Uint8, Some(-3.0), Some(300.0)), [0, 255, 3]);
-        assert_eq!(clamp_params(DataType::Int8, None, Some(-200.0))[1] as i32, -128);
+        assert_eq!(clamp_params(DataType::Int32, Some(0.5), Some(2.5)), [1, 0, 2, 0, 3]);
+        assert_eq!(
+            clamp_params(DataType::Uint8, Some(-3.0), Some(300.0)),
+            [0, 0, 255, 0, 3]
+        );
+        assert_eq!(clamp_params(DataType::Int8, None, Some(-200.0))[2] as i32, -128);
         assert_eq!(
             clamp_params(DataType::Float32, Some(1.5), None),
-            [1.5f32.to_bits(), 0, 1]
+            [1.5f32.to_bits(), 0, 0, 0, 1]
         );
+        let (m3, mx) = ((-3i64) as u64, u32::MAX);
+        assert_eq!(
+            clamp_params(DataType::Int64, Some(-1e30), Some(-2.5)),
+            [0, 0x8000_0000, m3 as u32, mx, 3]
+        );
+        assert_eq!(clamp_params(DataType::Uint64, Some(1e30), None), [mx, mx, 0, 0, 1]);
     }
 }

@@ -6,7 +6,10 @@
 //! narrower than a word are packed: 2 float16 or 4 int8/uint8 per u32, and an
 //! invocation always writes whole words, so no two invocations of a dispatch write
 //! the same word (WGSL has no 8- or 16-bit stores without extensions). 64-bit
-//! elements take two words and are only moved, never computed on (yet).
+//! elements take two words (low first); kernels compute on them as i64/u64 only
+//! where the adapter has 64-bit integer shaders, and otherwise only move them.
+//! The logical operators' uint8 outputs are packed like any uint8 tensor, so they
+//! are read back (and fed to where/not/cast) with no conversion.
 //!
 //! float16 is computed in float32 and rounded once (as the CPU engine does): the
 //! conversions are done with integer operations in the shader, round to nearest
@@ -41,7 +44,7 @@ pub const P_STRIDES: usize = P_DIMS + MAX_RANK;
 /// Extra scalar parameters of a map kernel (clamp bounds) follow the strides of
 /// up to three inputs.
 pub const P_EXTRA: usize = P_STRIDES + 3 * MAX_RANK;
-pub const P_WORDS: usize = P_EXTRA + 4;
+pub const P_WORDS: usize = P_EXTRA + 6;
 
 /// How elements of a data type sit in a buffer and which WGSL type computes on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,8 +55,10 @@ pub enum Storage {
     U32,
     I8,
     U8,
-    /// int64/uint64: two words per element, moved but not computed on.
-    W64,
+    /// int64/uint64: two words per element, computed on only where the adapter
+    /// has 64-bit integer shaders (`SHADER_INT64`).
+    I64,
+    U64,
 }
 
 impl Storage {
@@ -65,7 +70,8 @@ impl Storage {
             DataType::Uint32 => Storage::U32,
             DataType::Int8 => Storage::I8,
             DataType::Uint8 => Storage::U8,
-            DataType::Int64 | DataType::Uint64 => Storage::W64,
+            DataType::Int64 => Storage::I64,
+            DataType::Uint64 => Storage::U64,
         }
     }
 
@@ -74,8 +80,13 @@ impl Storage {
             Storage::F32 | Storage::I32 | Storage::U32 => 32,
             Storage::F16 => 16,
             Storage::I8 | Storage::U8 => 8,
-            Storage::W64 => 64,
+            Storage::I64 | Storage::U64 => 64,
         }
+    }
+
+    /// Two words per element.
+    pub fn wide(self) -> bool {
+        self.bits() == 64
     }
 
     /// Elements per u32 word (1 for 32- and 64-bit elements).
@@ -88,7 +99,9 @@ impl Storage {
         match self {
             Storage::F32 | Storage::F16 => "f32",
             Storage::I32 | Storage::I8 => "i32",
-            Storage::U32 | Storage::U8 | Storage::W64 => "u32",
+            Storage::U32 | Storage::U8 => "u32",
+            Storage::I64 => "i64",
+            Storage::U64 => "u64",
         }
     }
 
@@ -100,30 +113,35 @@ impl Storage {
             Storage::U32 => "u32",
             Storage::I8 => "i8",
             Storage::U8 => "u8",
-            Storage::W64 => "w64",
+            Storage::I64 => "i64",
+            Storage::U64 => "u64",
         }
     }
 
-    /// WGSL expression turning the element bits `raw` (u32, zero-extended) into the
-    /// compute type.
+    /// WGSL expression turning the element bits `raw` (u32, zero-extended; for
+    /// 64-bit elements a vec2<u32>, low word first) into the compute type.
     fn decode(self, raw: &str) -> String {
         match self {
             Storage::F32 => format!("bitcast<f32>({raw})"),
             Storage::F16 => format!("f16_to_f32({raw})"),
             Storage::I32 => format!("bitcast<i32>({raw})"),
-            Storage::U32 | Storage::U8 | Storage::W64 => raw.to_string(),
+            Storage::U32 | Storage::U8 => raw.to_string(),
+            Storage::U64 => format!("w2u64({raw})"),
+            Storage::I64 => format!("bitcast<i64>(w2u64({raw}))"),
             Storage::I8 => format!("(bitcast<i32>({raw} << 24u) >> 24u)"),
         }
     }
 
     /// WGSL expression turning a compute-type value into element bits (u32, only
-    /// the element's low bits set).
+    /// the element's low bits set; vec2<u32> for 64-bit elements).
     fn encode(self, v: &str) -> String {
         match self {
             Storage::F32 => format!("bitcast<u32>({v})"),
             Storage::F16 => format!("f32_to_f16({v})"),
             Storage::I32 => format!("bitcast<u32>({v})"),
-            Storage::U32 | Storage::W64 => v.to_string(),
+            Storage::U32 => v.to_string(),
+            Storage::U64 => format!("u64w2({v})"),
+            Storage::I64 => format!("u64w2(bitcast<u64>({v}))"),
             Storage::I8 => format!("(bitcast<u32>({v}) & 0xffu)"),
             Storage::U8 => format!("({v} & 0xffu)"),
         }
@@ -386,6 +404,54 @@ fn f_to_u32(x: f32) -> u32 {
 }
 "#;
 
+/// Helpers on 64-bit integers, included only in kernels that compute on them
+/// (a shader that names i64 or u64 needs the adapter's SHADER_INT64).
+const PRELUDE64: &str = r#"
+fn w2u64(r: vec2<u32>) -> u64 { return u64(r.x) | (u64(r.y) << 32u); }
+fn u64w2(v: u64) -> vec2<u32> { return vec2<u32>(u32(v & 0xfffffffflu), u32(v >> 32u)); }
+fn pow_i64(b0: i64, e0: i64) -> i64 {
+  if (e0 < 0li) {
+    if (b0 == 1li) { return 1li; }
+    if (b0 == -1li) { return select(-1li, 1li, (e0 & 1li) == 0li); }
+    return 0li;
+  }
+  var b = b0;
+  var e = bitcast<u64>(e0);
+  var acc = 1li;
+  for (var i = 0u; i < 64u; i = i + 1u) {
+    if (e == 0lu) { break; }
+    if ((e & 1lu) == 1lu) { acc = acc * b; }
+    b = b * b;
+    e = e >> 1u;
+  }
+  return acc;
+}
+fn pow_u64(b0: u64, e0: u64) -> u64 {
+  var b = b0;
+  var e = e0;
+  var acc = 1lu;
+  for (var i = 0u; i < 64u; i = i + 1u) {
+    if (e == 0lu) { break; }
+    if ((e & 1lu) == 1lu) { acc = acc * b; }
+    b = b * b;
+    e = e >> 1u;
+  }
+  return acc;
+}
+// Float to 64-bit integer: truncation toward zero with saturation, NaN -> 0.
+fn f_to_i64(x: f32) -> i64 {
+  if (is_nan(x)) { return 0li; }
+  if (x >= 9223372036854775808.0) { return 9223372036854775807li; }
+  if (x <= -9223372036854775808.0) { return -9223372036854775807li - 1li; }
+  return i64(x);
+}
+fn f_to_u64(x: f32) -> u64 {
+  if (is_nan(x) || x <= 0.0) { return 0lu; }
+  if (x >= 18446744073709551616.0) { return 18446744073709551615lu; }
+  return u64(x);
+}
+"#;
+
 /// Where an input element of a map kernel comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Access {
@@ -438,6 +504,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 impl MapKernel {
     pub fn wgsl(&self) -> String {
         let mut s = String::from(PRELUDE);
+        let computes64 = self
+            .inputs
+            .iter()
+            .map(|i| (i.0, i.1))
+            .chain([self.output])
+            .any(|(st, dec)| st.wide() && dec);
+        if computes64 {
+            s.push_str(PRELUDE64);
+        }
         let n_in = self.inputs.len();
         for k in 0..n_in {
             let _ = writeln!(s, "@group(0) @binding({k}) var<storage, read> in{k}: array<u32>;");
@@ -447,17 +522,16 @@ impl MapKernel {
             "@group(0) @binding({n_in}) var<storage, read_write> dst: array<u32>;"
         );
         let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> p: array<u32>;", n_in + 1);
-        assert!(
-            self.output.0 != Storage::W64 || !self.output.1,
-            "64-bit elements are never computed on"
-        );
-        let ty = |st: Storage, decoded: bool| if decoded { st.compute_type() } else { "u32" };
+        let ty = |st: Storage, decoded: bool| match (decoded, st.wide()) {
+            (true, _) => st.compute_type(),
+            (false, true) => "vec2<u32>",
+            (false, false) => "u32",
+        };
         for (k, &(st, dec, _)) in self.inputs.iter().enumerate() {
-            if st == Storage::W64 {
-                let _ = writeln!(
-                    s,
-                    "fn ld{k}(i: u32) -> vec2<u32> {{ return vec2<u32>(in{k}[2u * i], in{k}[2u * i + 1u]); }}"
-                );
+            if st.wide() {
+                let raw = format!("vec2<u32>(in{k}[2u * i], in{k}[2u * i + 1u])");
+                let v = if dec { st.decode(&raw) } else { raw };
+                let _ = writeln!(s, "fn ld{k}(i: u32) -> {} {{ return {v}; }}", ty(st, dec));
             } else {
                 s.push_str(&load_fn(&format!("ld{k}"), &format!("in{k}"), st, dec));
             }
@@ -466,19 +540,9 @@ impl MapKernel {
             .inputs
             .iter()
             .enumerate()
-            .map(|(k, &(st, dec, _))| {
-                if st == Storage::W64 {
-                    format!("x{k}: vec2<u32>")
-                } else {
-                    format!("x{k}: {}", ty(st, dec))
-                }
-            })
+            .map(|(k, &(st, dec, _))| format!("x{k}: {}", ty(st, dec)))
             .collect();
-        let out_ty = if self.output.0 == Storage::W64 {
-            "vec2<u32>"
-        } else {
-            ty(self.output.0, self.output.1)
-        };
+        let out_ty = ty(self.output.0, self.output.1);
         let _ = writeln!(s, "fn apply({}) -> {out_ty} {{\n{}\n}}", params.join(", "), self.body);
         s.push_str(MAIN_HEAD);
         let lanes = self.output.0.lanes();
@@ -514,15 +578,18 @@ impl MapKernel {
         }
         let args: Vec<String> = (0..n_in).map(|k| format!("ld{k}(i{k})")).collect();
         let _ = writeln!(s, "    let v = apply({});", args.join(", "));
-        if self.output.0 == Storage::W64 {
-            let _ = writeln!(s, "    dst[2u * e] = v.x;\n    dst[2u * e + 1u] = v.y;\n  }}\n}}");
-            return s;
-        }
         let enc = if self.output.1 {
             self.output.0.encode("v")
         } else {
             "v".to_string()
         };
+        if self.output.0.wide() {
+            let _ = writeln!(
+                s,
+                "    let w = {enc};\n    dst[2u * e] = w.x;\n    dst[2u * e + 1u] = w.y;\n  }}\n}}"
+            );
+            return s;
+        }
         if lanes == 1 {
             let _ = writeln!(s, "    word = {enc};");
         } else {
@@ -548,7 +615,7 @@ pub fn gather_wgsl(st: Storage) -> String {
         s,
         "fn src_index(e: u32) -> u32 {{\n  var rem = e;\n  var i = p[{P_EXTRA}u];\n  for (var d = 0u; d < {MAX_RANK}u; d = d + 1u) {{\n    if (d >= p[1]) {{ break; }}\n    let dim = p[{P_DIMS}u + d];\n    i = i + (rem % dim) * p[{P_STRIDES}u + d];\n    rem = rem / dim;\n  }}\n  return i;\n}}"
     );
-    if st != Storage::W64 {
+    if !st.wide() {
         s.push_str(&load_fn("ld", "src", st, false));
     }
     s.push_str(MAIN_HEAD);
@@ -558,7 +625,7 @@ pub fn gather_wgsl(st: Storage) -> String {
         "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}"
     );
     match st {
-        Storage::W64 => {
+        _ if st.wide() => {
             s.push_str(
                 "  let i = src_index(g);\n  dst[2u * g] = src[2u * i];\n  dst[2u * g + 1u] = src[2u * i + 1u];\n}\n",
             );
@@ -590,7 +657,7 @@ pub fn concat_wgsl(st: Storage) -> String {
     s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
     s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
     s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
-    if st != Storage::W64 {
+    if !st.wide() {
         s.push_str(&load_fn("ld", "src", st, false));
     }
     s.push_str(MAIN_HEAD);
@@ -601,7 +668,7 @@ pub fn concat_wgsl(st: Storage) -> String {
         s.push_str(
             "  let t = u / inner;\n  let o = (t / len) * total + lo + t % len;\n  let out = o * inner + u % inner;\n",
         );
-        if st == Storage::W64 {
+        if st.wide() {
             s.push_str("  dst[2u * out] = src[2u * u];\n  dst[2u * out + 1u] = src[2u * u + 1u];\n}\n");
         } else {
             s.push_str("  dst[out] = src[u];\n}\n");
@@ -620,24 +687,38 @@ pub fn concat_wgsl(st: Storage) -> String {
 // ---------------------------------------------------------------------------
 // Operator bodies for `MapKernel::body`.
 
+/// A zero of a compute type.
+fn zero(t: &str) -> &'static str {
+    match t {
+        "f32" => "0.0",
+        "i32" => "0i",
+        "u32" => "0u",
+        "i64" => "0li",
+        _ => "0lu",
+    }
+}
+
 pub fn binary_body(k: BinaryKind, st: Storage) -> String {
     let t = st.compute_type();
     let float = t == "f32";
+    let z = zero(t);
     let expr = match k {
         BinaryKind::Add => "x0 + x1".to_string(),
         BinaryKind::Sub => "x0 - x1".to_string(),
         BinaryKind::Mul => "x0 * x1".to_string(),
         BinaryKind::Div if float => "x0 / x1".to_string(),
-        BinaryKind::Div => format!("select(x0 / x1, {t}(0), x1 == {t}(0))"),
+        BinaryKind::Div => format!("select(x0 / x1, {z}, x1 == {z})"),
         // NaN propagates from either side (CPU: a if a is NaN or a > b, else b).
         BinaryKind::Max if float => "select(x1, x0, is_nan(x0) || f_lt(x1, x0))".to_string(),
         BinaryKind::Min if float => "select(x1, x0, is_nan(x0) || f_lt(x0, x1))".to_string(),
-        BinaryKind::Max => "max(x0, x1)".to_string(),
-        BinaryKind::Min => "min(x0, x1)".to_string(),
+        BinaryKind::Max => "select(x1, x0, x0 > x1)".to_string(),
+        BinaryKind::Min => "select(x1, x0, x0 < x1)".to_string(),
         BinaryKind::Pow if float => "pow_f(x0, x1)".to_string(),
         // int8 wraps like int32 in its low bits; uint8 likewise with u32.
         BinaryKind::Pow if t == "i32" => "pow_i(x0, x1)".to_string(),
-        BinaryKind::Pow => "pow_u(x0, x1)".to_string(),
+        BinaryKind::Pow if t == "u32" => "pow_u(x0, x1)".to_string(),
+        BinaryKind::Pow if t == "i64" => "pow_i64(x0, x1)".to_string(),
+        BinaryKind::Pow => "pow_u64(x0, x1)".to_string(),
     };
     format!("  return {expr};")
 }
@@ -685,6 +766,9 @@ pub fn unary_body(k: UnaryKind, st: Storage) -> Option<String> {
         ("i32", UnaryKind::Abs) => "select(x0, -x0, x0 < 0i)".to_string(),
         ("i32", UnaryKind::Neg) => "-x0".to_string(),
         ("i32", UnaryKind::Relu) => "max(x0, 0i)".to_string(),
+        ("i64", UnaryKind::Abs) => "select(x0, -x0, x0 < 0li)".to_string(),
+        ("i64", UnaryKind::Neg) => "-x0".to_string(),
+        ("i64", UnaryKind::Relu) => "select(x0, 0li, x0 < 0li)".to_string(),
         _ => return None,
     };
     Some(format!("  return {expr};"))
@@ -697,29 +781,44 @@ pub fn unary_body(k: UnaryKind, st: Storage) -> Option<String> {
 /// it is then far beyond float16's range and becomes infinity either way).
 pub fn cast_body(from: Storage, to: Storage) -> String {
     let (ft, tt) = (from.compute_type(), to.compute_type());
+    // The low 32 bits of a 64-bit value.
+    let low = |x: &str| {
+        if ft == "i64" {
+            format!("u32(bitcast<u64>({x}) & 0xfffffffflu)")
+        } else {
+            format!("u32({x} & 0xfffffffflu)")
+        }
+    };
     let expr = match (ft, tt) {
-        (a, b) if a == b => match (from, to) {
-            (Storage::I32, Storage::I8) | (Storage::U32, Storage::U8) => "x0".to_string(),
-            _ => "x0".to_string(),
-        },
-        ("f32", "i32") => match to {
-            Storage::I8 => "clamp(f_to_i32(x0), -128i, 127i)".to_string(),
-            _ => "f_to_i32(x0)".to_string(),
-        },
-        ("f32", "u32") => match to {
-            Storage::U8 => "min(f_to_u32(x0), 255u)".to_string(),
-            _ => "f_to_u32(x0)".to_string(),
-        },
+        (a, b) if a == b => "x0".to_string(),
+        ("f32", "i32") if to == Storage::I8 => "clamp(f_to_i32(x0), -128i, 127i)".to_string(),
+        ("f32", "i32") => "f_to_i32(x0)".to_string(),
+        ("f32", "u32") if to == Storage::U8 => "min(f_to_u32(x0), 255u)".to_string(),
+        ("f32", "u32") => "f_to_u32(x0)".to_string(),
+        ("f32", "i64") => "f_to_i64(x0)".to_string(),
+        ("f32", "u64") => "f_to_u64(x0)".to_string(),
         (_, "f32") => "f32(x0)".to_string(),
         ("i32", "u32") => "bitcast<u32>(x0)".to_string(),
         ("u32", "i32") => "bitcast<i32>(x0)".to_string(),
+        // Widening: signed sources sign-extend, unsigned ones zero-extend.
+        ("i32", "i64") => "i64(x0)".to_string(),
+        // (Not i64(x0): naga converts u32 to i64 with a sign extension.)
+        ("u32", "i64") => "bitcast<i64>(u64(x0))".to_string(),
+        ("u32", "u64") => "u64(x0)".to_string(),
+        ("i32", "u64") => "bitcast<u64>(i64(x0))".to_string(),
+        ("i64", "u64") => "bitcast<u64>(x0)".to_string(),
+        ("u64", "i64") => "bitcast<i64>(x0)".to_string(),
+        // Narrowing keeps the low bits (the output encoding drops the rest).
+        (_, "u32") => low("x0"),
+        (_, "i32") => format!("bitcast<i32>({})", low("x0")),
         _ => "x0".to_string(),
     };
     format!("  return {expr};")
 }
 
-/// clamp: the bounds arrive as compute-type bits in `p[P_EXTRA]`, `p[P_EXTRA+1]`
-/// with flags in `p[P_EXTRA+2]` (bit 0: has min, bit 1: has max).
+/// clamp: the bounds arrive as compute-type bits in `p[P_EXTRA..+2]` (min) and
+/// `p[P_EXTRA+2..+4]` (max), low word first, with flags in `p[P_EXTRA+4]` (bit 0:
+/// has min, bit 1: has max).
 pub fn clamp_body(st: Storage) -> String {
     let t = st.compute_type();
     let (lt, gt) = if t == "f32" {
@@ -727,11 +826,16 @@ pub fn clamp_body(st: Storage) -> String {
     } else {
         ("x0 < lo", "v > hi")
     };
+    let bound = |at: usize| match t {
+        "u64" => format!("w2u64(vec2<u32>(p[{at}], p[{}]))", at + 1),
+        "i64" => format!("bitcast<i64>(w2u64(vec2<u32>(p[{at}], p[{}])))", at + 1),
+        _ => format!("bitcast<{t}>(p[{at}])"),
+    };
     format!(
-        "  let flags = p[{f}];\n  let lo = bitcast<{t}>(p[{lo}]);\n  let hi = bitcast<{t}>(p[{hi}]);\n  var v = x0;\n  if ((flags & 1u) != 0u && {lt}) {{ v = lo; }}\n  if ((flags & 2u) != 0u && {gt}) {{ v = hi; }}\n  return v;",
-        f = P_EXTRA + 2,
-        lo = P_EXTRA,
-        hi = P_EXTRA + 1,
+        "  let flags = p[{f}];\n  let lo = {lo};\n  let hi = {hi};\n  var v = x0;\n  if ((flags & 1u) != 0u && {lt}) {{ v = lo; }}\n  if ((flags & 2u) != 0u && {gt}) {{ v = hi; }}\n  return v;",
+        f = P_EXTRA + 4,
+        lo = bound(P_EXTRA),
+        hi = bound(P_EXTRA + 2),
     )
 }
 
@@ -813,15 +917,61 @@ mod tests {
                 .wgsl(),
             );
         }
-        validate(&gather_wgsl(Storage::W64));
-        validate(&concat_wgsl(Storage::W64));
+        for st in [Storage::I64, Storage::U64] {
+            validate(&gather_wgsl(st));
+            validate(&concat_wgsl(st));
+            for k in [BinaryKind::Add, BinaryKind::Div, BinaryKind::Max, BinaryKind::Pow] {
+                let kern = MapKernel {
+                    inputs: vec![(st, true, Access::Same), (st, true, Access::Strided)],
+                    output: (st, true),
+                    body: binary_body(k, st),
+                };
+                validate(&kern.wgsl());
+            }
+            for other in ALL.into_iter().chain([Storage::I64, Storage::U64]) {
+                for (a, b) in [(st, other), (other, st)] {
+                    let kern = MapKernel {
+                        inputs: vec![(a, true, Access::Same)],
+                        output: (b, true),
+                        body: cast_body(a, b),
+                    };
+                    validate(&kern.wgsl());
+                }
+            }
+            validate(
+                &MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (st, true),
+                    body: clamp_body(st),
+                }
+                .wgsl(),
+            );
+            let body = unary_body(UnaryKind::Identity, st).unwrap();
+            validate(
+                &MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (st, true),
+                    body,
+                }
+                .wgsl(),
+            );
+        }
+        let body = unary_body(UnaryKind::Abs, Storage::I64).unwrap();
+        validate(
+            &MapKernel {
+                inputs: vec![(Storage::I64, true, Access::Same)],
+                output: (Storage::I64, true),
+                body,
+            }
+            .wgsl(),
+        );
         let w = MapKernel {
             inputs: vec![
                 (Storage::U8, true, Access::Strided),
-                (Storage::W64, false, Access::Same),
-                (Storage::W64, false, Access::Scalar),
+                (Storage::I64, false, Access::Same),
+                (Storage::I64, false, Access::Scalar),
             ],
-            output: (Storage::W64, false),
+            output: (Storage::U64, false),
             body: where_body(),
         };
         validate(&w.wgsl());

@@ -771,4 +771,109 @@ mod tests {
         );
         assert_eq!(clamp_params(DataType::Uint64, Some(1e30), None), [mx, mx, 0, 0, 1]);
     }
+
+    fn d(t: DataType, shape: &[usize]) -> OperandDesc {
+        OperandDesc::new(t, shape.to_vec())
+    }
+
+    #[test]
+    fn unsupported_operators_and_types_name_both() {
+        let x = d(DataType::Int32, &[3, 3]);
+        let e = lower(
+            &Op::Triangular {
+                upper: true,
+                diagonal: 0,
+            },
+            &[(0, &x)],
+            &[(1, &x)],
+            true,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.js_name(), "NotSupportedError");
+        assert!(e.to_string().contains("triangular on int32"), "{e}");
+        // 64-bit arithmetic needs SHADER_INT64; moving 64-bit tensors does not.
+        let a = d(DataType::Int64, &[2]);
+        let add = Op::Binary(crate::ops::BinaryKind::Add);
+        let e = lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], false).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("add on int64 on this adapter (no 64-bit integer shaders)"),
+            "{e}"
+        );
+        assert!(lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], true).is_ok());
+        let f = d(DataType::Float32, &[2]);
+        let e = lower(
+            &Op::Cast(DataType::Uint64),
+            &[(0, &f)],
+            &[(1, &d(DataType::Uint64, &[2]))],
+            false,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("cast from float32 to uint64"), "{e}");
+        let t = d(DataType::Uint64, &[2, 3]);
+        let moved = lower(
+            &Op::Transpose {
+                permutation: vec![1, 0],
+            },
+            &[(0, &t)],
+            &[(1, &d(DataType::Uint64, &[3, 2]))],
+            false,
+        );
+        assert!(moved.is_ok());
+    }
+
+    fn dispatch_params(l: &Lowered) -> (&[u32], usize) {
+        match l {
+            Lowered::Dispatch {
+                params, invocations, ..
+            } => (params, *invocations),
+            Lowered::Copy { .. } => panic!("expected a dispatch"),
+        }
+    }
+
+    #[test]
+    fn concat_windows_cover_their_words() {
+        // uint8 [2,3] ++ [2,5] along axis 1 into [2,8]: 16 elements, 4 words.
+        let (a, b, out) = (
+            d(DataType::Uint8, &[2, 3]),
+            d(DataType::Uint8, &[2, 5]),
+            d(DataType::Uint8, &[2, 8]),
+        );
+        let steps = lower(&Op::Concat { axis: 1 }, &[(0, &a), (1, &b)], &[(2, &out)], true).unwrap();
+        // [first unit, units, inner, total, lo, len, output elements]
+        let (p, n) = dispatch_params(&steps[0]);
+        assert_eq!((&p[..7], n), (&[0, 3, 1, 8, 0, 3, 16][..], 3)); // elements 0..=10: words 0..=2
+        let (p, n) = dispatch_params(&steps[1]);
+        assert_eq!((&p[..7], n), (&[0, 4, 1, 8, 3, 5, 16][..], 4)); // elements 3..=15: words 0..=3
+                                                                    // float32: one unit per input element.
+        let (a, out) = (d(DataType::Float32, &[2, 3]), d(DataType::Float32, &[4, 3]));
+        let steps = lower(&Op::Concat { axis: 0 }, &[(0, &a), (1, &a)], &[(2, &out)], true).unwrap();
+        let (p, n) = dispatch_params(&steps[1]);
+        assert_eq!((&p[..7], n), (&[0, 6, 3, 4, 2, 2, 12][..], 6));
+    }
+
+    #[test]
+    fn split_and_slice_start_at_their_offsets() {
+        let x = d(DataType::Float16, &[4, 6]);
+        let outs = [d(DataType::Float16, &[4, 2]), d(DataType::Float16, &[4, 4])];
+        let steps = lower(
+            &Op::Split { axis: 1 },
+            &[(0, &x)],
+            &[(1, &outs[0]), (2, &outs[1])],
+            true,
+        )
+        .unwrap();
+        assert_eq!(dispatch_params(&steps[0]).0[P_EXTRA], 0);
+        assert_eq!(dispatch_params(&steps[1]).0[P_EXTRA], 2);
+        // Two float16 per invocation.
+        assert_eq!(dispatch_params(&steps[1]).1, 8);
+        let slice = Op::Slice {
+            starts: vec![1, 2],
+            sizes: vec![2, 3],
+        };
+        let steps = lower(&slice, &[(0, &x)], &[(1, &d(DataType::Float16, &[2, 3]))], true).unwrap();
+        assert_eq!(dispatch_params(&steps[0]).0[P_EXTRA], 8);
+    }
 }

@@ -248,7 +248,6 @@ impl GpuEngine {
         let (tx, rx) = mpsc::channel();
         let worker = Worker {
             device: device.clone(),
-            queue: queue.clone(),
             lost: lost.clone(),
             jobs: rx,
             pending: Vec::new(),
@@ -327,7 +326,6 @@ pub(crate) struct Pending {
 
 struct Worker {
     device: wgpu::Device,
-    queue: wgpu::Queue,
     lost: Arc<Mutex<Option<String>>>,
     jobs: Receiver<Job>,
     pending: Vec<Pending>,
@@ -435,6 +433,5 @@ impl Worker {
             };
             (p.job.done)(result);
         }
-        let _ = &self.queue;
     }
 }

@@ -206,6 +206,11 @@ class ML {
         ? 'default'
         : toEnum(o.powerPreference, POWER_PREFERENCES, 'createContext: options.powerPreference')
       const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
+      if (deviceType === 'gpu') {
+        // Choosing an adapter and opening its device runs off the JS thread.
+        return native.NativeContext.createGpu(powerPreference)
+          .then((nativeContext) => new MLContext(kToken, nativeContext, deviceType, powerPreference))
+      }
       const nativeContext = call(() => native.NativeContext.create(deviceType, numThreads))
       return new MLContext(kToken, nativeContext, deviceType, powerPreference)
     })

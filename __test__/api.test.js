@@ -64,10 +64,8 @@ test('createContext with options that are not a dictionary rejects with a TypeEr
   await t.throwsAsync(ml.createContext('cpu'), { instanceOf: TypeError, message: /createContext.*options/ })
 })
 
-test('createContext deviceType gpu rejects with NotSupportedError (7.2.2 step 5.1)', async (t) => {
-  await rejectsDOMException(t, ml.createContext({ deviceType: 'gpu' }), 'NotSupportedError', /createContext.*gpu/)
-  await rejectsDOMException(t, ml.createContext({ deviceType: 'gpu', powerPreference: 'low-power' }), 'NotSupportedError', /gpu/)
-})
+// deviceType 'gpu' (and its NotSupportedError where no adapter exists, 7.2.2
+// step 5.1) is tested in gpu.test.js.
 
 test('createContext numThreads: 0, 1, 2 and fractional values work; others are TypeErrors', async (t) => {
   const rng = mulberry32(11)

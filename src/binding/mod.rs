@@ -11,6 +11,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::engine::cpu::CpuEngine;
+use crate::engine::gpu::{GpuEngine, PowerPreference};
 use crate::engine::{Bindings, Engine, Executable, HostBuffer};
 use crate::error::WebnnError;
 use crate::graph::{DataType, GraphBuilder, OperandDesc};
@@ -116,21 +117,56 @@ impl Drop for InFlightGuard {
 pub struct NativeContext {
     engine: Arc<dyn Engine>,
     in_flight: Arc<InFlight>,
+    /// The GPU adapter's description; `None` on the CPU device.
+    adapter: Option<String>,
 }
 
 #[napi]
 impl NativeContext {
-    /// `device` is "cpu" or "gpu"; `threads` 0 means all cores.
+    /// A CPU context: `device` is "cpu" (a GPU context comes from `createGpu`);
+    /// `threads` 0 means all cores.
     #[napi(factory)]
     pub fn create(env: Env, device: String, threads: u32) -> Result<Self> {
         let in_flight = InFlight::of(&env)?;
         match device.as_str() {
-            "cpu" => Ok(NativeContext { engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?), in_flight }),
-            "gpu" => Err(to_js(WebnnError::NotSupported(
-                "createContext: deviceType 'gpu' is not supported yet by webnn-node; use 'cpu'".into(),
-            ))),
+            "cpu" => Ok(NativeContext {
+                engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?),
+                in_flight,
+                adapter: None,
+            }),
+            "gpu" => Err(to_js(WebnnError::Operation("internal: GPU contexts are created by createGpu".into()))),
             other => Err(to_js(type_err!("createContext: '{other}' is not a valid MLDeviceType"))),
         }
+    }
+
+    /// A GPU context, resolved once an adapter is chosen and its device opened (on
+    /// the blocking pool: driver start-up can take a while). Rejects with
+    /// NotSupportedError where no usable adapter exists.
+    #[napi(ts_return_type = "Promise<NativeContext>")]
+    pub fn create_gpu<'env>(env: &'env Env, power_preference: String) -> Result<Object<'env>> {
+        let pref = PowerPreference::from_name(&power_preference)
+            .ok_or_else(|| to_js(type_err!("createContext: '{power_preference}' is not a valid MLPowerPreference")))?;
+        let in_flight = InFlight::of(env)?;
+        let (deferred, promise) = env.create_deferred()?;
+        runtime()?.spawn_blocking(move || {
+            let created = catch_unwind(AssertUnwindSafe(|| GpuEngine::new(pref))).unwrap_or_else(|p| {
+                Err(WebnnError::NotSupported(format!("createContext: the GPU driver failed: {}", panic_message(p))))
+            });
+            match created {
+                Ok(engine) => {
+                    let adapter = Some(engine.adapter().to_string());
+                    deferred.resolve(move |_| Ok(NativeContext { engine: Arc::new(engine), in_flight, adapter }))
+                }
+                Err(e) => deferred.reject(to_js(e)),
+            }
+        });
+        Ok(promise)
+    }
+
+    /// The GPU adapter (name, backend, type), or null on the CPU device.
+    #[napi(getter)]
+    pub fn adapter(&self) -> Option<String> {
+        self.adapter.clone()
     }
 }
 

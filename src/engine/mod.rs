@@ -4,6 +4,7 @@
 //! guaranteed, and never block the thread that calls them.
 
 pub mod cpu;
+pub mod gpu;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

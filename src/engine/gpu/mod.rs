@@ -1,0 +1,437 @@
+//! The wgpu GPU engine.
+//!
+//! A `GpuEngine` owns one wgpu device and queue per context, a cache of compute
+//! pipelines keyed by their WGSL text, and one worker thread ("webnn-gpu") that
+//! uploads inputs, encodes and submits every execution and waits for its results.
+//! `compile` (plan.rs) runs on the build pool and creates everything an execution
+//! needs: buffers, pipelines, bind groups, parameters and constants. Kernels are
+//! generated in wgsl.rs.
+//!
+//! Threads: the JS thread only hands jobs to the worker (`execute` returns at
+//! once); the worker is the only thread that submits or polls the device, so
+//! waiting for the GPU never blocks the JS thread, the build pool or the CPU
+//! engine's rayon pool. Jobs queue in order, so several computes may be in flight.
+//!
+//! Must never: panic across the FFI boundary (worker steps run under
+//! `catch_unwind`), or leave a compute promise unsettled (every job's `done` is
+//! called exactly once, with an error if the device is lost).
+
+mod plan;
+pub mod wgsl;
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use super::{Bindings, Completion, Engine, Executable};
+use crate::error::{Result, WebnnError};
+use crate::graph::builder::Graph;
+
+pub use plan::GpuPlan;
+
+/// `powerPreference` of createContext.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerPreference {
+    Default,
+    HighPerformance,
+    LowPower,
+}
+
+impl PowerPreference {
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "default" => Some(PowerPreference::Default),
+            "high-performance" => Some(PowerPreference::HighPerformance),
+            "low-power" => Some(PowerPreference::LowPower),
+            _ => None,
+        }
+    }
+}
+
+/// Set in tests (and by users) to pretend no adapter exists.
+const FORCE_NONE_ENV: &str = "WEBNN_GPU_FORCE_NONE";
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// What a context knows about its device, shared by the engine, its plans and
+/// the worker.
+pub(crate) struct Shared {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub limits: wgpu::Limits,
+    pub adapter: String,
+    /// First uncaptured error or device loss: every later execution fails with it.
+    pub lost: Arc<Mutex<Option<String>>>,
+    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+    jobs: WorkerHandle,
+}
+
+/// The worker's job queue and thread. Dropping it (with the last plan or engine
+/// of a context) stops the worker and, unless the worker itself drops it, waits
+/// for it, so the device is destroyed on the dropping thread and not while the
+/// process exits.
+struct WorkerHandle {
+    tx: Option<Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WorkerHandle {
+    fn send(&self, job: Job) -> std::result::Result<(), Job> {
+        match &self.tx {
+            Some(tx) => tx.send(job).map_err(|mpsc::SendError(j)| j),
+            None => Err(job),
+        }
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Shared {
+    pub fn lost_reason(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The pipeline of a WGSL kernel, compiled on first use. Holding the lock while
+    /// compiling keeps two builds from compiling the same shader twice (software
+    /// drivers take up to seconds per pipeline).
+    pub fn pipeline(&self, source: &str) -> wgpu::ComputePipeline {
+        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = cache.get(source) {
+            return p.clone();
+        }
+        // SAFETY: bounds checks stay on; the engine's shaders contain only loops
+        // whose bounds are constants (see wgsl.rs), so they terminate without
+        // wgpu's forced loop bounding.
+        let module = unsafe {
+            self.device.create_shader_module_trusted(
+                wgpu::ShaderModuleDescriptor {
+                    label: Some("webnn kernel"),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                },
+                wgpu::ShaderRuntimeChecks {
+                    force_loop_bounding: false,
+                    ..wgpu::ShaderRuntimeChecks::checked()
+                },
+            )
+        };
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("webnn kernel"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        cache.insert(source.to_string(), pipeline.clone());
+        pipeline
+    }
+}
+
+pub struct GpuEngine {
+    shared: Arc<Shared>,
+}
+
+/// The process's wgpu instance and its adapters, created on first use and never
+/// dropped: dropping the last instance unloads the Vulkan driver, and a driver
+/// unloaded by one thread while the process runs the driver's exit handlers on
+/// another crashes the process. Enumerating once also keeps driver start-up
+/// (and the Mesa device-select layer's display probing) to one time per process.
+fn adapters() -> &'static (wgpu::Instance, Vec<wgpu::Adapter>) {
+    static INSTANCE: OnceLock<(wgpu::Instance, Vec<wgpu::Adapter>)> = OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        let backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+        (instance, adapters)
+    })
+}
+
+/// Orders adapters by preference: lower is better.
+fn rank(info: &wgpu::AdapterInfo, pref: PowerPreference) -> u8 {
+    use wgpu::DeviceType as T;
+    match (pref, info.device_type) {
+        (PowerPreference::HighPerformance, T::DiscreteGpu) => 0,
+        (PowerPreference::HighPerformance, T::IntegratedGpu) => 1,
+        (PowerPreference::LowPower, T::IntegratedGpu) => 0,
+        (PowerPreference::LowPower, T::DiscreteGpu) => 1,
+        // 'default': any hardware adapter first, in the platform's order.
+        (PowerPreference::Default, T::DiscreteGpu | T::IntegratedGpu) => 0,
+        (_, T::VirtualGpu) => 2,
+        (_, T::Other) => 3,
+        (_, T::Cpu) => 4,
+    }
+}
+
+impl GpuEngine {
+    /// Picks an adapter and opens a device. Blocks (adapter and device requests,
+    /// driver start-up): call it on a background thread.
+    pub fn new(pref: PowerPreference) -> Result<Self> {
+        if std::env::var_os(FORCE_NONE_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+            return Err(WebnnError::NotSupported(format!(
+                "createContext: no GPU adapter is available ({FORCE_NONE_ENV} is set)"
+            )));
+        }
+        let adapters = &adapters().1;
+        let mut candidates: Vec<(u8, usize, &wgpu::Adapter)> = adapters
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| {
+                let info = a.get_info();
+                matches!(
+                    info.backend,
+                    wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12
+                ) && a
+                    .get_downlevel_capabilities()
+                    .flags
+                    .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+            })
+            .map(|(i, a)| (rank(&a.get_info(), pref), i, a))
+            .collect();
+        candidates.sort_by_key(|(r, i, _)| (*r, *i));
+        let Some((_, _, adapter)) = candidates.into_iter().next() else {
+            return Err(WebnnError::NotSupported(
+                "createContext: no Vulkan, Metal or DirectX 12 adapter with compute shaders was found \
+                 (on Linux without a GPU, install Mesa's lavapipe: mesa-vulkan-drivers and libvulkan1)"
+                    .into(),
+            ));
+        };
+        let info = adapter.get_info();
+        let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
+        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        let features = adapter.features() & wanted;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("webnn-node"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| {
+            WebnnError::NotSupported(format!("createContext: cannot open the GPU device {adapter_name}: {e}"))
+        })?;
+
+        let lost = Arc::new(Mutex::new(None));
+        {
+            let lost = lost.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                let mut l = lost.lock().unwrap_or_else(|e| e.into_inner());
+                l.get_or_insert_with(|| format!("GPU error: {e}"));
+            }));
+        }
+        {
+            let lost = lost.clone();
+            device.set_device_lost_callback(move |reason, msg| {
+                let mut l = lost.lock().unwrap_or_else(|e| e.into_inner());
+                l.get_or_insert_with(|| format!("the GPU device was lost ({reason:?}): {msg}"));
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        let worker = Worker {
+            device: device.clone(),
+            lost: lost.clone(),
+            jobs: rx,
+            pending: Vec::new(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("webnn-gpu".into())
+            .spawn(move || worker.run())
+            .map_err(|e| WebnnError::NotSupported(format!("createContext: cannot start the GPU thread: {e}")))?;
+        Ok(GpuEngine {
+            shared: Arc::new(Shared {
+                device,
+                queue,
+                limits,
+                adapter: adapter_name,
+                lost,
+                pipelines: Mutex::new(HashMap::new()),
+                jobs: WorkerHandle {
+                    tx: Some(tx),
+                    thread: Some(thread),
+                },
+            }),
+        })
+    }
+
+    /// The adapter's name, backend and type, for messages and tests.
+    pub fn adapter(&self) -> &str {
+        &self.shared.adapter
+    }
+}
+
+impl Engine for GpuEngine {
+    fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
+        Ok(Arc::new(GpuPlan::new(self.shared.clone(), graph)?))
+    }
+}
+
+/// One execution handed to the worker.
+struct Job {
+    plan: Arc<GpuPlan>,
+    bindings: Bindings,
+    done: Completion,
+}
+
+impl Executable for GpuPlan {
+    fn execute(self: Arc<Self>, bindings: Bindings, done: Completion) {
+        let shared = self.shared.clone();
+        if let Err(job) = shared.jobs.send(Job {
+            plan: self,
+            bindings,
+            done,
+        }) {
+            (job.done)(Err(WebnnError::Operation("compute: the GPU thread has stopped".into())));
+        }
+    }
+
+    fn run_inline(&self, _bindings: &Bindings) -> Result<()> {
+        // prefers_inline() is false: the binding never calls this.
+        Err(WebnnError::Operation(
+            "internal: the GPU engine does not run inline".into(),
+        ))
+    }
+}
+
+/// Map state of a pending execution, set by wgpu's callbacks during `poll`.
+const WAITING: u8 = 0;
+const READY: u8 = 1;
+const FAILED: u8 = 2;
+
+/// An execution submitted to the queue, waiting for its results.
+pub(crate) struct Pending {
+    job: Job,
+    submission: wgpu::SubmissionIndex,
+    staging: Option<wgpu::Buffer>,
+    state: Arc<AtomicU8>,
+}
+
+struct Worker {
+    device: wgpu::Device,
+    lost: Arc<Mutex<Option<String>>>,
+    jobs: Receiver<Job>,
+    pending: Vec<Pending>,
+}
+
+impl Worker {
+    fn run(mut self) {
+        loop {
+            // Take every job that is waiting; block only when nothing is in flight.
+            let job = if self.pending.is_empty() {
+                match self.jobs.recv() {
+                    Ok(j) => Some(j),
+                    Err(_) => return, // the engine and all its plans are gone
+                }
+            } else {
+                self.jobs.try_recv().ok()
+            };
+            if let Some(job) = job {
+                self.start(job);
+                continue;
+            }
+            self.wait_oldest();
+        }
+    }
+
+    fn lost_reason(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn start(&mut self, job: Job) {
+        if let Some(reason) = self.lost_reason() {
+            (job.done)(Err(WebnnError::Operation(format!("compute: {reason}"))));
+            return;
+        }
+        if job.bindings.cancel.load(Ordering::Relaxed) {
+            (job.done)(Err(WebnnError::Operation(
+                "compute cancelled: the JS environment is shutting down".into(),
+            )));
+            return;
+        }
+        let state = Arc::new(AtomicU8::new(WAITING));
+        let submitted = catch_unwind(AssertUnwindSafe(|| job.plan.submit(&job.bindings, &state))).unwrap_or_else(|p| {
+            Err(WebnnError::Operation(format!(
+                "internal error in the GPU engine: {}",
+                panic_message(&*p)
+            )))
+        });
+        match submitted {
+            Ok((submission, staging)) => self.pending.push(Pending {
+                job,
+                submission,
+                staging,
+                state,
+            }),
+            Err(e) => (job.done)(Err(e)),
+        }
+    }
+
+    /// Waits for the oldest submission, then finishes every execution whose
+    /// results are mapped.
+    fn wait_oldest(&mut self) {
+        let index = self.pending[0].submission.clone();
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            self.device.poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+        }));
+        let failure = match polled {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(format!("waiting for the GPU failed: {e}")),
+            Err(p) => Some(format!(
+                "internal error while waiting for the GPU: {}",
+                panic_message(&*p)
+            )),
+        };
+        if let Some(reason) = failure.or_else(|| self.lost_reason()) {
+            self.lost
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| reason.clone());
+            for p in self.pending.drain(..) {
+                (p.job.done)(Err(WebnnError::Operation(format!("compute: {reason}"))));
+            }
+            return;
+        }
+        // Finish in submission order.
+        while self
+            .pending
+            .first()
+            .is_some_and(|p| p.state.load(Ordering::Acquire) != WAITING)
+        {
+            let p = self.pending.remove(0);
+            let result = if p.state.load(Ordering::Acquire) == READY {
+                catch_unwind(AssertUnwindSafe(|| p.job.plan.finish(&p.job.bindings, p.staging))).unwrap_or_else(|e| {
+                    Err(WebnnError::Operation(format!(
+                        "internal error in the GPU engine: {}",
+                        panic_message(&*e)
+                    )))
+                })
+            } else {
+                Err(WebnnError::Operation(
+                    "compute: reading the results back from the GPU failed".into(),
+                ))
+            };
+            (p.job.done)(result);
+        }
+    }
+}

@@ -1,0 +1,879 @@
+//! A compiled GPU graph: buffers, pipelines and bind groups created at build, and
+//! the per-execution steps (upload, one command encoder, one submit, readback).
+//!
+//! Buffers: one per graph input (written from the caller's memory at each
+//! compute), one per constant (uploaded once here), one per graph output, and a
+//! pool for the other intermediates reused by lifetime (a buffer is free again
+//! after the last step that reads it). Every buffer holds its tensor in the data
+//! type's element layout, padded to a whole number of u32 words.
+//!
+//! Executions of one plan share its buffers: the worker thread submits them in
+//! order on one queue, so each sees only its own inputs. Readback staging buffers
+//! are per execution, from a pool.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::wgsl::{self, Access, MapKernel, Storage, MAX_RANK, P_DIMS, P_EXTRA, P_STRIDES, P_WORDS, WORKGROUP};
+use super::{Shared, FAILED, READY};
+use crate::engine::Bindings;
+use crate::error::{Result, WebnnError};
+use crate::graph::builder::{Graph, OperandKind};
+use crate::graph::{DataType, OperandDesc, OperandId};
+use crate::ops::{Op, UnaryKind};
+
+/// Bytes of a tensor's buffer: whole u32 words, at least one.
+fn padded(bytes: usize) -> u64 {
+    (bytes.div_ceil(4).max(1) * 4) as u64
+}
+
+fn u32_of(v: usize, what: &str) -> Result<u32> {
+    u32::try_from(v)
+        .map_err(|_| WebnnError::Operation(format!("build: {what} ({v}) exceeds what a GPU kernel can index")))
+}
+
+fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Strides of `input` (bidirectionally broadcast to `out`) per output dimension:
+/// 0 along broadcast dimensions.
+fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
+    let cs = contiguous_strides(input);
+    let pad = out.len() - input.len();
+    (0..out.len())
+        .map(|i| if i < pad || input[i - pad] == 1 { 0 } else { cs[i - pad] })
+        .collect()
+}
+
+/// Merges adjacent dimensions that every stride list walks contiguously, drops
+/// dimensions of size 1, and returns dimensions and strides innermost first.
+fn collapse(out: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut dims: Vec<usize> = Vec::new();
+    let mut st: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    for i in (0..out.len()).rev() {
+        if out[i] == 1 {
+            continue;
+        }
+        let merge = !dims.is_empty() && {
+            let last = dims.len() - 1;
+            strides.iter().zip(&st).all(|(s, cur)| s[i] == cur[last] * dims[last])
+        };
+        if merge {
+            let last = dims.len() - 1;
+            dims[last] *= out[i];
+        } else {
+            dims.push(out[i]);
+            for (k, s) in strides.iter().enumerate() {
+                st[k].push(s[i]);
+            }
+        }
+    }
+    (dims, st)
+}
+
+/// What one operator becomes.
+enum Lowered {
+    Dispatch {
+        wgsl: String,
+        inputs: Vec<OperandId>,
+        output: OperandId,
+        params: Vec<u32>,
+        invocations: usize,
+    },
+    Copy {
+        src: OperandId,
+        dst: OperandId,
+    },
+}
+
+fn not_supported(op: &Op, t: DataType) -> WebnnError {
+    WebnnError::NotSupported(format!(
+        "build: the GPU engine does not support {} on {} yet",
+        op.name(),
+        t.name()
+    ))
+}
+
+fn params_with(n: usize, dims: &[usize]) -> Result<Vec<u32>> {
+    let mut p = vec![0u32; P_WORDS];
+    p[0] = u32_of(n, "the element count")?;
+    p[1] = dims.len() as u32;
+    for (d, &v) in dims.iter().enumerate() {
+        p[P_DIMS + d] = u32_of(v, "a dimension")?;
+    }
+    Ok(p)
+}
+
+/// An element-wise kernel over inputs broadcast to `out`.
+fn map_launch(
+    ins: &[(OperandId, &OperandDesc, bool)],
+    out: (OperandId, &OperandDesc, bool),
+    body: String,
+    extra: &[u32],
+) -> Result<Lowered> {
+    let (out_id, out_desc, out_decoded) = out;
+    let n = out_desc.element_count();
+    let strides: Vec<Vec<usize>> = ins
+        .iter()
+        .map(|(_, d, _)| broadcast_strides(&d.shape, &out_desc.shape))
+        .collect();
+    let (dims, st) = collapse(&out_desc.shape, &strides);
+    let mut params = params_with(n, &dims)?;
+    let mut inputs = Vec::new();
+    for (k, (_, d, decoded)) in ins.iter().enumerate() {
+        let count = d.element_count();
+        let access = if count == n {
+            Access::Same
+        } else if count == 1 {
+            Access::Scalar
+        } else {
+            for (j, &s) in st[k].iter().enumerate() {
+                params[P_STRIDES + MAX_RANK * k + j] = u32_of(s, "a stride")?;
+            }
+            Access::Strided
+        };
+        inputs.push((Storage::of(d.data_type), *decoded, access));
+    }
+    params[P_EXTRA..P_EXTRA + extra.len()].copy_from_slice(extra);
+    let output = (Storage::of(out_desc.data_type), out_decoded);
+    let kernel = MapKernel { inputs, output, body };
+    Ok(Lowered::Dispatch {
+        wgsl: kernel.wgsl(),
+        inputs: ins.iter().map(|i| i.0).collect(),
+        output: out_id,
+        params,
+        invocations: n.div_ceil(output.0.lanes() as usize),
+    })
+}
+
+/// The strided gather: output element at coordinates c reads input element
+/// base + sum(c_d strides_d).
+fn gather_launch(
+    src: OperandId,
+    dst: OperandId,
+    out: &OperandDesc,
+    strides: Vec<usize>,
+    base: usize,
+) -> Result<Lowered> {
+    let (dims, st) = collapse(&out.shape, &[strides]);
+    let mut params = params_with(out.element_count(), &dims)?;
+    for (j, &s) in st[0].iter().enumerate() {
+        params[P_STRIDES + j] = u32_of(s, "a stride")?;
+    }
+    params[P_EXTRA] = u32_of(base, "an offset")?;
+    let storage = Storage::of(out.data_type);
+    Ok(Lowered::Dispatch {
+        wgsl: wgsl::gather_wgsl(storage),
+        inputs: vec![src],
+        output: dst,
+        params,
+        invocations: out.element_count().div_ceil(storage.lanes() as usize),
+    })
+}
+
+/// Clamp bounds in the compute type's bits (two words each, low first), as the
+/// CPU engine rounds them: floats to the data type, integers to the integers
+/// inside [min, max] saturated to the type's range; then the flags word.
+fn clamp_params(t: DataType, min: Option<f32>, max: Option<f32>) -> [u32; 5] {
+    let flags = min.is_some() as u32 | ((max.is_some() as u32) << 1);
+    // Float-to-integer `as` casts saturate (and the bounds are never NaN).
+    let bits = |v: Option<f32>, up: bool| -> u64 {
+        let Some(v) = v else { return 0 };
+        let v = v as f64;
+        let r = if up { v.ceil() } else { v.floor() };
+        match t {
+            DataType::Float32 => (v as f32).to_bits() as u64,
+            DataType::Float16 => half::f16::from_f64(v).to_f32().to_bits() as u64,
+            DataType::Int32 => r as i32 as u32 as u64,
+            DataType::Int8 => r as i8 as i32 as u32 as u64,
+            DataType::Uint32 => r as u32 as u64,
+            DataType::Uint8 => r as u8 as u64,
+            DataType::Int64 => r as i64 as u64,
+            DataType::Uint64 => r as u64,
+        }
+    };
+    let (lo, hi) = (bits(min, true), bits(max, false));
+    [lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32, flags]
+}
+
+fn dec((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
+    (id, d, true)
+}
+
+fn raw((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
+    (id, d, false)
+}
+
+/// Turns one operator into dispatches and copies. `int64`: the device computes on
+/// 64-bit integers (SHADER_INT64); without it, int64 and uint64 are only moved.
+fn lower(
+    op: &Op,
+    ins: &[(OperandId, &OperandDesc)],
+    outs: &[(OperandId, &OperandDesc)],
+    int64: bool,
+) -> Result<Vec<Lowered>> {
+    let t = ins.first().map_or(DataType::Float32, |i| i.1.data_type);
+    let unsupported = || not_supported(op, t);
+    let wide = |d: &OperandDesc| Storage::of(d.data_type).wide() && !int64;
+    let one = |v: Lowered| Ok(vec![v]);
+    let out = outs
+        .first()
+        .copied()
+        .ok_or_else(|| WebnnError::Operation("internal: operator without outputs".into()))?;
+    match (op, ins) {
+        (Op::Binary(k), [a, b]) if !wide(a.1) => one(map_launch(
+            &[dec(*a), dec(*b)],
+            dec(out),
+            wgsl::binary_body(*k, Storage::of(t)),
+            &[],
+        )?),
+        (Op::Logical(k), [a, b]) if !wide(a.1) => one(map_launch(
+            &[dec(*a), dec(*b)],
+            dec(out),
+            wgsl::logical_body(*k, Storage::of(t)),
+            &[],
+        )?),
+        (Op::Unary(UnaryKind::Identity), [a]) => one(Lowered::Copy { src: a.0, dst: out.0 }),
+        (Op::Unary(k), [a]) if !wide(a.1) => {
+            let body = wgsl::unary_body(*k, Storage::of(t)).ok_or_else(unsupported)?;
+            one(map_launch(&[dec(*a)], dec(out), body, &[])?)
+        }
+        (Op::Cast(to), [a]) if *to == t => one(Lowered::Copy { src: a.0, dst: out.0 }),
+        (Op::Cast(to), [a]) if !wide(a.1) && !wide(out.1) => {
+            let to = Storage::of(*to);
+            one(map_launch(
+                &[dec(*a)],
+                dec(out),
+                wgsl::cast_body(Storage::of(t), to),
+                &[],
+            )?)
+        }
+        (Op::Cast(to), [_]) => Err(WebnnError::NotSupported(format!(
+            "build: the GPU engine does not support cast from {} to {} on this adapter (no 64-bit integer shaders)",
+            t.name(),
+            to.name()
+        ))),
+        (Op::Clamp { min, max }, [a]) if !wide(a.1) => {
+            let extra = clamp_params(t, *min, *max);
+            one(map_launch(
+                &[dec(*a)],
+                dec(out),
+                wgsl::clamp_body(Storage::of(t)),
+                &extra,
+            )?)
+        }
+        (Op::Where, [c, a, b]) => one(map_launch(
+            &[dec(*c), raw(*a), raw(*b)],
+            raw(out),
+            wgsl::where_body(),
+            &[],
+        )?),
+        (Op::Reshape, [a]) => one(Lowered::Copy { src: a.0, dst: out.0 }),
+        (Op::Transpose { permutation }, [a]) => {
+            let cs = contiguous_strides(&a.1.shape);
+            let strides = permutation.iter().map(|&p| cs[p]).collect();
+            one(gather_launch(a.0, out.0, out.1, strides, 0)?)
+        }
+        (Op::Slice { starts, .. }, [a]) => {
+            let cs = contiguous_strides(&a.1.shape);
+            let base = starts.iter().zip(&cs).map(|(s, c)| s * c).sum();
+            one(gather_launch(a.0, out.0, out.1, cs, base)?)
+        }
+        (Op::Split { axis }, [a]) => {
+            let cs = contiguous_strides(&a.1.shape);
+            let mut offset = 0;
+            let mut v = Vec::with_capacity(outs.len());
+            for &(id, d) in outs {
+                v.push(gather_launch(a.0, id, d, cs.clone(), offset * cs[*axis])?);
+                offset += d.shape[*axis];
+            }
+            Ok(v)
+        }
+        (Op::Expand, [a]) => one(gather_launch(
+            a.0,
+            out.0,
+            out.1,
+            broadcast_strides(&a.1.shape, &out.1.shape),
+            0,
+        )?),
+        (Op::Concat { axis }, ins) => {
+            let storage = Storage::of(out.1.data_type);
+            let lanes = storage.lanes() as usize;
+            let shape = &out.1.shape;
+            let inner: usize = shape[axis + 1..].iter().product();
+            let outer: usize = shape[..*axis].iter().product();
+            let total = shape[*axis];
+            let n_out = out.1.element_count();
+            let mut lo = 0;
+            let mut v = Vec::with_capacity(ins.len());
+            for &(id, d) in ins {
+                let len = d.shape[*axis];
+                let (first, count) = if lanes == 1 {
+                    (0, d.element_count())
+                } else {
+                    let first = lo * inner;
+                    let last = ((outer - 1) * total + lo + len - 1) * inner + inner - 1;
+                    (first / lanes, last / lanes - first / lanes + 1)
+                };
+                let mut params = vec![0u32; P_WORDS];
+                for (i, x) in [first, count, inner, total, lo, len, n_out].into_iter().enumerate() {
+                    params[i] = u32_of(x, "a concat size")?;
+                }
+                v.push(Lowered::Dispatch {
+                    wgsl: wgsl::concat_wgsl(storage),
+                    inputs: vec![id],
+                    output: out.0,
+                    params,
+                    invocations: count,
+                });
+                lo += len;
+            }
+            Ok(v)
+        }
+        (Op::Binary(_) | Op::Logical(_) | Op::Unary(_) | Op::Clamp { .. }, _) if Storage::of(t).wide() => {
+            Err(WebnnError::NotSupported(format!(
+                "build: the GPU engine does not support {} on {} on this adapter (no 64-bit integer shaders)",
+                op.name(),
+                t.name()
+            )))
+        }
+        _ => Err(unsupported()),
+    }
+}
+
+/// Best-fit pool of intermediate buffers, by capacity.
+struct Pool {
+    free: Vec<(u64, wgpu::Buffer)>,
+}
+
+impl Pool {
+    fn take(&mut self, size: u64) -> Option<wgpu::Buffer> {
+        let best = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|(_, (cap, _))| *cap >= size)
+            .min_by_key(|(_, (cap, _))| *cap)
+            .map(|(i, _)| i)?;
+        Some(self.free.swap_remove(best).1)
+    }
+}
+
+enum Command {
+    Dispatch {
+        pipeline: wgpu::ComputePipeline,
+        bind_group: wgpu::BindGroup,
+        groups: (u32, u32),
+    },
+    Copy {
+        src: wgpu::Buffer,
+        dst: wgpu::Buffer,
+        size: u64,
+    },
+}
+
+pub struct GpuPlan {
+    pub(super) shared: Arc<Shared>,
+    /// Per graph input: its buffer and byte length.
+    inputs: Vec<(wgpu::Buffer, usize)>,
+    /// Per graph output: its buffer, byte length and offset in the staging buffer.
+    outputs: Vec<(wgpu::Buffer, usize, u64)>,
+    commands: Vec<Command>,
+    staging_size: u64,
+    staging: Mutex<Vec<wgpu::Buffer>>,
+}
+
+/// Writes bytes into a buffer through the queue; a length that is not a whole
+/// number of words is padded (queue writes move whole words).
+fn write_padded(queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: &[u8]) {
+    let whole = bytes.len() / 4 * 4;
+    if whole > 0 {
+        queue.write_buffer(buffer, 0, &bytes[..whole]);
+    }
+    if whole < bytes.len() {
+        let mut tail = [0u8; 4];
+        tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+        queue.write_buffer(buffer, whole as u64, &tail);
+    }
+}
+
+fn groups_for(invocations: usize) -> Result<(u32, u32)> {
+    let groups = invocations.div_ceil(WORKGROUP as usize).max(1);
+    let x = groups.min(65535);
+    let y = groups.div_ceil(x);
+    if y > 65535 {
+        return Err(WebnnError::Operation(format!(
+            "build: a GPU kernel of {invocations} invocations is too large to dispatch"
+        )));
+    }
+    Ok((x as u32, y as u32))
+}
+
+fn scope_error(e: Option<wgpu::Error>, what: &str) -> Result<()> {
+    match e {
+        None => Ok(()),
+        Some(wgpu::Error::OutOfMemory { .. }) => {
+            Err(WebnnError::Operation(format!("{what}: the GPU is out of memory")))
+        }
+        Some(e) => Err(WebnnError::Operation(format!("{what}: the GPU reported an error: {e}"))),
+    }
+}
+
+impl GpuPlan {
+    pub(super) fn new(shared: Arc<Shared>, graph: Graph) -> Result<Self> {
+        if let Some(reason) = shared.lost_reason() {
+            return Err(WebnnError::Operation(format!("build: {reason}")));
+        }
+        // Everything the engine does not support fails before any GPU work.
+        let int64 = shared.device.features().contains(wgpu::Features::SHADER_INT64);
+        let mut lowered = Vec::with_capacity(graph.operators.len());
+        for operator in &graph.operators {
+            let ins: Vec<(OperandId, &OperandDesc)> =
+                operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
+            let outs: Vec<(OperandId, &OperandDesc)> =
+                operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
+            lowered.push(lower(&operator.op, &ins, &outs, int64)?);
+        }
+        let limit = shared
+            .limits
+            .max_storage_buffer_binding_size
+            .min(shared.limits.max_buffer_size);
+        let mut touched: Vec<OperandId> = graph
+            .operators
+            .iter()
+            .flat_map(|o| o.inputs.iter().chain(&o.outputs).copied())
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for &id in &touched {
+            let d = &graph.operands[id].desc;
+            let bytes = padded(d.byte_length());
+            if bytes > limit {
+                return Err(WebnnError::Operation(format!(
+                    "build: a {} tensor of shape {:?} takes {bytes} bytes, more than the {limit} bytes the GPU ({}) can bind to a kernel",
+                    d.data_type, d.shape, shared.adapter
+                )));
+            }
+        }
+
+        let device = &shared.device;
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let built = Self::create(&shared, &graph, lowered);
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        scope_error(v, "build")?;
+        scope_error(o, "build")?;
+        built
+    }
+
+    fn create(shared: &Arc<Shared>, graph: &Graph, lowered: Vec<Vec<Lowered>>) -> Result<Self> {
+        let device = &shared.device;
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let new_buffer = |size: u64, label: &str| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let limit = shared
+            .limits
+            .max_storage_buffer_binding_size
+            .min(shared.limits.max_buffer_size);
+        let desc = |id: OperandId| &graph.operands[id].desc;
+
+        let mut buffers: HashMap<OperandId, wgpu::Buffer> = HashMap::new();
+        let mut inputs = Vec::with_capacity(graph.inputs.len());
+        for (_, id) in &graph.inputs {
+            let b = new_buffer(padded(desc(*id).byte_length()), "webnn input");
+            inputs.push((b.clone(), desc(*id).byte_length()));
+            buffers.insert(*id, b);
+        }
+        let mut outputs = Vec::with_capacity(graph.outputs.len());
+        let mut staging_size = 0u64;
+        for (_, id) in &graph.outputs {
+            let b = buffers
+                .entry(*id)
+                .or_insert_with(|| new_buffer(padded(desc(*id).byte_length()), "webnn output"))
+                .clone();
+            outputs.push((b, desc(*id).byte_length(), staging_size));
+            staging_size += padded(desc(*id).byte_length()).div_ceil(8) * 8;
+        }
+        if staging_size > shared.limits.max_buffer_size {
+            return Err(WebnnError::Operation(format!(
+                "build: the graph's outputs take {staging_size} bytes together, more than the largest GPU buffer ({} bytes)",
+                shared.limits.max_buffer_size
+            )));
+        }
+        let graph_outputs: HashSet<OperandId> = graph.outputs.iter().map(|o| o.1).collect();
+        let mut last_use: HashMap<OperandId, usize> = HashMap::new();
+        for (s, op) in graph.operators.iter().enumerate() {
+            for &i in &op.inputs {
+                last_use.insert(i, s);
+            }
+        }
+        let mut pool = Pool { free: Vec::new() };
+        let mut commands = Vec::new();
+        for (s, (operator, steps)) in graph.operators.iter().zip(lowered).enumerate() {
+            for &i in &operator.inputs {
+                if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
+                    buffers.entry(i).or_insert_with(|| {
+                        let b = new_buffer(padded(bytes.len()), "webnn constant");
+                        write_padded(&shared.queue, &b, bytes);
+                        b
+                    });
+                }
+            }
+            for &o in &operator.outputs {
+                buffers.entry(o).or_insert_with(|| {
+                    let size = padded(desc(o).byte_length());
+                    pool.take(size).unwrap_or_else(|| {
+                        new_buffer((size.div_ceil(256) * 256).min(limit).max(size), "webnn intermediate")
+                    })
+                });
+            }
+            for step in steps {
+                match step {
+                    Lowered::Copy { src, dst } => commands.push(Command::Copy {
+                        src: buffers[&src].clone(),
+                        dst: buffers[&dst].clone(),
+                        size: padded(desc(src).byte_length()),
+                    }),
+                    Lowered::Dispatch {
+                        wgsl,
+                        inputs: ins,
+                        output,
+                        params,
+                        invocations,
+                    } => {
+                        let pipeline = shared.pipeline(&wgsl);
+                        let pbuf = new_buffer((params.len() * 4) as u64, "webnn params");
+                        let bytes: Vec<u8> = params.iter().flat_map(|w| w.to_le_bytes()).collect();
+                        shared.queue.write_buffer(&pbuf, 0, &bytes);
+                        let mut entries: Vec<wgpu::BindGroupEntry> = ins
+                            .iter()
+                            .enumerate()
+                            .map(|(k, id)| wgpu::BindGroupEntry {
+                                binding: k as u32,
+                                resource: buffers[id].as_entire_binding(),
+                            })
+                            .collect();
+                        entries.push(wgpu::BindGroupEntry {
+                            binding: ins.len() as u32,
+                            resource: buffers[&output].as_entire_binding(),
+                        });
+                        entries.push(wgpu::BindGroupEntry {
+                            binding: ins.len() as u32 + 1,
+                            resource: pbuf.as_entire_binding(),
+                        });
+                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some("webnn step"),
+                            layout: &pipeline.get_bind_group_layout(0),
+                            entries: &entries,
+                        });
+                        commands.push(Command::Dispatch {
+                            pipeline,
+                            bind_group,
+                            groups: groups_for(invocations)?,
+                        });
+                    }
+                }
+            }
+            // Free after placing this step's outputs: an output never shares a
+            // buffer with an input of its own step.
+            let mut freed = HashSet::new();
+            for &v in operator.inputs.iter().chain(&operator.outputs) {
+                let dead = last_use.get(&v).is_none_or(|&l| l == s);
+                let intermediate =
+                    matches!(graph.operands[v].kind, OperandKind::Output { .. }) && !graph_outputs.contains(&v);
+                if dead && intermediate && freed.insert(v) {
+                    if let Some(b) = buffers.get(&v) {
+                        pool.free.push((b.size(), b.clone()));
+                    }
+                }
+            }
+        }
+        Ok(GpuPlan {
+            shared: shared.clone(),
+            inputs,
+            outputs,
+            commands,
+            staging_size,
+            staging: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn take_staging(&self) -> wgpu::Buffer {
+        self.staging
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_else(|| {
+                self.shared.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("webnn readback"),
+                    size: self.staging_size.max(8),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+    }
+
+    /// Uploads the inputs, encodes every step and the output copies into one
+    /// command buffer, submits it and asks for the results to be mapped; `state`
+    /// becomes READY or FAILED during a later `poll`. Runs on the worker thread.
+    pub(super) fn submit(
+        &self,
+        b: &Bindings,
+        state: &Arc<AtomicU8>,
+    ) -> Result<(wgpu::SubmissionIndex, Option<wgpu::Buffer>)> {
+        let device = &self.shared.device;
+        let queue = &self.shared.queue;
+        if b.inputs.len() != self.inputs.len() || b.outputs.len() != self.outputs.len() {
+            return Err(WebnnError::Operation(
+                "internal: compute() binding count mismatch".into(),
+            ));
+        }
+        for (host, (_, len)) in b.inputs.iter().zip(&self.inputs) {
+            if host.len < *len || host.ptr.is_null() {
+                return Err(WebnnError::Operation("internal: an input buffer is too small".into()));
+            }
+        }
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        for (host, (buffer, len)) in b.inputs.iter().zip(&self.inputs) {
+            // SAFETY: the facade transferred the input's ArrayBuffer and keeps it
+            // alive until `done` (see `HostBuffer`); `len` bytes were checked above.
+            let bytes = unsafe { std::slice::from_raw_parts(host.ptr as *const u8, *len) };
+            write_padded(queue, buffer, bytes);
+        }
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("webnn compute"),
+        });
+        let mut i = 0;
+        while i < self.commands.len() {
+            if let Command::Copy { src, dst, size } = &self.commands[i] {
+                encoder.copy_buffer_to_buffer(src, 0, dst, 0, *size);
+                i += 1;
+                continue;
+            }
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
+            while let Some(Command::Dispatch {
+                pipeline,
+                bind_group,
+                groups,
+            }) = self.commands.get(i)
+            {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(groups.0, groups.1, 1);
+                i += 1;
+            }
+        }
+        let wanted = b.outputs.iter().any(|o| o.is_some());
+        let staging = wanted.then(|| self.take_staging());
+        if let Some(staging) = &staging {
+            for (host, (buffer, len, offset)) in b.outputs.iter().zip(&self.outputs) {
+                if host.is_some() {
+                    encoder.copy_buffer_to_buffer(buffer, 0, staging, *offset, padded(*len));
+                }
+            }
+        }
+        let submission = queue.submit([encoder.finish()]);
+        let st = state.clone();
+        let mark = move |ok: bool| st.store(if ok { READY } else { FAILED }, Ordering::Release);
+        match &staging {
+            Some(s) => s.slice(..).map_async(wgpu::MapMode::Read, move |r| mark(r.is_ok())),
+            None => queue.on_submitted_work_done(move || mark(true)),
+        }
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        scope_error(v, "compute")?;
+        scope_error(o, "compute")?;
+        Ok((submission, staging))
+    }
+
+    /// Copies the mapped results into the caller's output buffers and returns the
+    /// staging buffer to the pool. Runs on the worker thread.
+    pub(super) fn finish(&self, b: &Bindings, staging: Option<wgpu::Buffer>) -> Result<()> {
+        let Some(staging) = staging else { return Ok(()) };
+        {
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|e| WebnnError::Operation(format!("compute: cannot read the GPU results: {e}")))?;
+            for (host, (_, len, offset)) in b.outputs.iter().zip(&self.outputs) {
+                let Some(host) = host else { continue };
+                let off = *offset as usize;
+                let src = view
+                    .get(off..off + len)
+                    .ok_or_else(|| WebnnError::Operation("internal: readback range out of bounds".into()))?;
+                if host.len < *len || host.ptr.is_null() {
+                    return Err(WebnnError::Operation("internal: an output buffer is too small".into()));
+                }
+                // SAFETY: the output's ArrayBuffer was transferred to this compute
+                // and holds at least `len` bytes (checked above).
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), host.ptr, *len) };
+            }
+        }
+        staging.unmap();
+        self.staging.lock().unwrap_or_else(|e| e.into_inner()).push(staging);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapse_merges_contiguous_dimensions() {
+        // Same-shape inputs collapse to one dimension.
+        let (d, s) = collapse(&[2, 3, 4], &[contiguous_strides(&[2, 3, 4])]);
+        assert_eq!((d, s), (vec![24], vec![vec![1]]));
+        // A row broadcast keeps two dimensions.
+        let (d, s) = collapse(
+            &[3, 4],
+            &[broadcast_strides(&[4], &[3, 4]), broadcast_strides(&[3, 1], &[3, 4])],
+        );
+        assert_eq!(d, vec![4, 3]);
+        assert_eq!(s, vec![vec![1, 0], vec![0, 1]]);
+        // Size-1 dimensions vanish; rank 0 stays empty.
+        assert_eq!(collapse(&[1, 5, 1], &[vec![0, 1, 0]]).0, vec![5]);
+        assert!(collapse(&[], &[vec![]]).0.is_empty());
+    }
+
+    #[test]
+    fn clamp_bounds_round_like_the_cpu() {
+        assert_eq!(clamp_params(DataType::Int32, Some(0.5), Some(2.5)), [1, 0, 2, 0, 3]);
+        assert_eq!(
+            clamp_params(DataType::Uint8, Some(-3.0), Some(300.0)),
+            [0, 0, 255, 0, 3]
+        );
+        assert_eq!(clamp_params(DataType::Int8, None, Some(-200.0))[2] as i32, -128);
+        assert_eq!(
+            clamp_params(DataType::Float32, Some(1.5), None),
+            [1.5f32.to_bits(), 0, 0, 0, 1]
+        );
+        let (m3, mx) = ((-3i64) as u64, u32::MAX);
+        assert_eq!(
+            clamp_params(DataType::Int64, Some(-1e30), Some(-2.5)),
+            [0, 0x8000_0000, m3 as u32, mx, 3]
+        );
+        assert_eq!(clamp_params(DataType::Uint64, Some(1e30), None), [mx, mx, 0, 0, 1]);
+    }
+
+    fn d(t: DataType, shape: &[usize]) -> OperandDesc {
+        OperandDesc::new(t, shape.to_vec())
+    }
+
+    #[test]
+    fn unsupported_operators_and_types_name_both() {
+        let x = d(DataType::Int32, &[3, 3]);
+        let e = lower(
+            &Op::Triangular {
+                upper: true,
+                diagonal: 0,
+            },
+            &[(0, &x)],
+            &[(1, &x)],
+            true,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.js_name(), "NotSupportedError");
+        assert!(e.to_string().contains("triangular on int32"), "{e}");
+        // 64-bit arithmetic needs SHADER_INT64; moving 64-bit tensors does not.
+        let a = d(DataType::Int64, &[2]);
+        let add = Op::Binary(crate::ops::BinaryKind::Add);
+        let e = lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], false).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("add on int64 on this adapter (no 64-bit integer shaders)"),
+            "{e}"
+        );
+        assert!(lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], true).is_ok());
+        let f = d(DataType::Float32, &[2]);
+        let e = lower(
+            &Op::Cast(DataType::Uint64),
+            &[(0, &f)],
+            &[(1, &d(DataType::Uint64, &[2]))],
+            false,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("cast from float32 to uint64"), "{e}");
+        let t = d(DataType::Uint64, &[2, 3]);
+        let moved = lower(
+            &Op::Transpose {
+                permutation: vec![1, 0],
+            },
+            &[(0, &t)],
+            &[(1, &d(DataType::Uint64, &[3, 2]))],
+            false,
+        );
+        assert!(moved.is_ok());
+    }
+
+    fn dispatch_params(l: &Lowered) -> (&[u32], usize) {
+        match l {
+            Lowered::Dispatch {
+                params, invocations, ..
+            } => (params, *invocations),
+            Lowered::Copy { .. } => panic!("expected a dispatch"),
+        }
+    }
+
+    #[test]
+    fn concat_windows_cover_their_words() {
+        // uint8 [2,3] ++ [2,5] along axis 1 into [2,8]: 16 elements, 4 words.
+        let (a, b, out) = (
+            d(DataType::Uint8, &[2, 3]),
+            d(DataType::Uint8, &[2, 5]),
+            d(DataType::Uint8, &[2, 8]),
+        );
+        let steps = lower(&Op::Concat { axis: 1 }, &[(0, &a), (1, &b)], &[(2, &out)], true).unwrap();
+        // [first unit, units, inner, total, lo, len, output elements]
+        let (p, n) = dispatch_params(&steps[0]);
+        assert_eq!((&p[..7], n), (&[0, 3, 1, 8, 0, 3, 16][..], 3)); // elements 0..=10: words 0..=2
+        let (p, n) = dispatch_params(&steps[1]);
+        assert_eq!((&p[..7], n), (&[0, 4, 1, 8, 3, 5, 16][..], 4)); // elements 3..=15: words 0..=3
+                                                                    // float32: one unit per input element.
+        let (a, out) = (d(DataType::Float32, &[2, 3]), d(DataType::Float32, &[4, 3]));
+        let steps = lower(&Op::Concat { axis: 0 }, &[(0, &a), (1, &a)], &[(2, &out)], true).unwrap();
+        let (p, n) = dispatch_params(&steps[1]);
+        assert_eq!((&p[..7], n), (&[0, 6, 3, 4, 2, 2, 12][..], 6));
+    }
+
+    #[test]
+    fn split_and_slice_start_at_their_offsets() {
+        let x = d(DataType::Float16, &[4, 6]);
+        let outs = [d(DataType::Float16, &[4, 2]), d(DataType::Float16, &[4, 4])];
+        let steps = lower(
+            &Op::Split { axis: 1 },
+            &[(0, &x)],
+            &[(1, &outs[0]), (2, &outs[1])],
+            true,
+        )
+        .unwrap();
+        assert_eq!(dispatch_params(&steps[0]).0[P_EXTRA], 0);
+        assert_eq!(dispatch_params(&steps[1]).0[P_EXTRA], 2);
+        // Two float16 per invocation.
+        assert_eq!(dispatch_params(&steps[1]).1, 8);
+        let slice = Op::Slice {
+            starts: vec![1, 2],
+            sizes: vec![2, 3],
+        };
+        let steps = lower(&slice, &[(0, &x)], &[(1, &d(DataType::Float16, &[2, 3]))], true).unwrap();
+        assert_eq!(dispatch_params(&steps[0]).0[P_EXTRA], 8);
+    }
+}

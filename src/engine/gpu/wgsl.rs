@@ -1,0 +1,979 @@
+//! WGSL generation for the GPU engine's kernels.
+//!
+//! Every tensor lives in a buffer bound as `array<u32>` in its data type's
+//! little-endian element layout (exactly the bytes of the matching typed array), so
+//! uploads, readbacks, reshape and identity are plain buffer copies. Elements
+//! narrower than a word are packed: 2 float16 or 4 int8/uint8 per u32, and an
+//! invocation always writes whole words, so no two invocations of a dispatch write
+//! the same word (WGSL has no 8- or 16-bit stores without extensions). 64-bit
+//! elements take two words (low first); kernels compute on them as i64/u64 only
+//! where the adapter has 64-bit integer shaders, and otherwise only move them.
+//! The logical operators' uint8 outputs are packed like any uint8 tensor, so they
+//! are read back (and fed to where/not/cast) with no conversion.
+//!
+//! float16 is computed in float32 and rounded once (as the CPU engine does): the
+//! conversions are done with integer operations in the shader, round to nearest
+//! even, keep subnormals, infinities and NaN, and do not depend on the adapter's
+//! shader-f16 support or on how a driver rounds `pack2x16float`.
+//!
+//! Float comparisons (max, min, clamp, relu, the logical operators) use the
+//! integer order of the bit patterns, so they are exact even where a driver
+//! flushes subnormals or folds NaN tests; exp, log, tanh, sigmoid, erf and pow
+//! are computed here rather than with the builtins, whose accuracy WGSL leaves
+//! loose (exp: 3 + 2|x| ULP; pow: exp2(y log2 x), undefined for x < 0).
+//!
+//! Loops: every loop's bound is a constant (rank 8, 4 lanes, 32 exponent bits),
+//! so the shaders are created without wgpu's forced loop bounding.
+//!
+//! Shaders depend on data types, operator and the broadcast pattern, never on
+//! shapes: sizes and strides travel in a small storage buffer, so the engine's
+//! pipeline cache (keyed by the WGSL text) serves every graph of a kind.
+
+use std::fmt::Write;
+
+use crate::graph::DataType;
+use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
+
+/// Invocations per workgroup; dispatches are 2-D when they exceed 65535 groups.
+pub const WORKGROUP: u32 = 64;
+/// Largest rank the strided index loops handle (`graph::shape::MAX_RANK`).
+pub const MAX_RANK: usize = 8;
+/// Offsets of the parameter words (see `MapKernel` and the movement kernels).
+pub const P_DIMS: usize = 2;
+pub const P_STRIDES: usize = P_DIMS + MAX_RANK;
+/// Extra scalar parameters of a map kernel (clamp bounds) follow the strides of
+/// up to three inputs.
+pub const P_EXTRA: usize = P_STRIDES + 3 * MAX_RANK;
+pub const P_WORDS: usize = P_EXTRA + 6;
+
+/// How elements of a data type sit in a buffer and which WGSL type computes on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Storage {
+    F32,
+    F16,
+    I32,
+    U32,
+    I8,
+    U8,
+    /// int64/uint64: two words per element, computed on only where the adapter
+    /// has 64-bit integer shaders (`SHADER_INT64`).
+    I64,
+    U64,
+}
+
+impl Storage {
+    pub fn of(t: DataType) -> Storage {
+        match t {
+            DataType::Float32 => Storage::F32,
+            DataType::Float16 => Storage::F16,
+            DataType::Int32 => Storage::I32,
+            DataType::Uint32 => Storage::U32,
+            DataType::Int8 => Storage::I8,
+            DataType::Uint8 => Storage::U8,
+            DataType::Int64 => Storage::I64,
+            DataType::Uint64 => Storage::U64,
+        }
+    }
+
+    pub fn bits(self) -> u32 {
+        match self {
+            Storage::F32 | Storage::I32 | Storage::U32 => 32,
+            Storage::F16 => 16,
+            Storage::I8 | Storage::U8 => 8,
+            Storage::I64 | Storage::U64 => 64,
+        }
+    }
+
+    /// Two words per element.
+    pub fn wide(self) -> bool {
+        self.bits() == 64
+    }
+
+    /// Elements per u32 word (1 for 32- and 64-bit elements).
+    pub fn lanes(self) -> u32 {
+        (32 / self.bits()).max(1)
+    }
+
+    /// The WGSL type arithmetic on this storage uses.
+    pub fn compute_type(self) -> &'static str {
+        match self {
+            Storage::F32 | Storage::F16 => "f32",
+            Storage::I32 | Storage::I8 => "i32",
+            Storage::U32 | Storage::U8 => "u32",
+            Storage::I64 => "i64",
+            Storage::U64 => "u64",
+        }
+    }
+
+    fn tag(self) -> &'static str {
+        match self {
+            Storage::F32 => "f32",
+            Storage::F16 => "f16",
+            Storage::I32 => "i32",
+            Storage::U32 => "u32",
+            Storage::I8 => "i8",
+            Storage::U8 => "u8",
+            Storage::I64 => "i64",
+            Storage::U64 => "u64",
+        }
+    }
+
+    /// WGSL expression turning the element bits `raw` (u32, zero-extended; for
+    /// 64-bit elements a vec2<u32>, low word first) into the compute type.
+    fn decode(self, raw: &str) -> String {
+        match self {
+            Storage::F32 => format!("bitcast<f32>({raw})"),
+            Storage::F16 => format!("f16_to_f32({raw})"),
+            Storage::I32 => format!("bitcast<i32>({raw})"),
+            Storage::U32 | Storage::U8 => raw.to_string(),
+            Storage::U64 => format!("w2u64({raw})"),
+            Storage::I64 => format!("bitcast<i64>(w2u64({raw}))"),
+            Storage::I8 => format!("(bitcast<i32>({raw} << 24u) >> 24u)"),
+        }
+    }
+
+    /// WGSL expression turning a compute-type value into element bits (u32, only
+    /// the element's low bits set; vec2<u32> for 64-bit elements).
+    fn encode(self, v: &str) -> String {
+        match self {
+            Storage::F32 => format!("bitcast<u32>({v})"),
+            Storage::F16 => format!("f32_to_f16({v})"),
+            Storage::I32 => format!("bitcast<u32>({v})"),
+            Storage::U32 => v.to_string(),
+            Storage::U64 => format!("u64w2({v})"),
+            Storage::I64 => format!("u64w2(bitcast<u64>({v}))"),
+            Storage::I8 => format!("(bitcast<u32>({v}) & 0xffu)"),
+            Storage::U8 => format!("({v} & 0xffu)"),
+        }
+    }
+}
+
+/// Helpers every kernel may call; the driver drops what a kernel does not use.
+const PRELUDE: &str = r#"
+fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+fn qnan() -> f32 { return bitcast<f32>(0x7fc00000u); }
+fn with_sign_of(x: f32, s: f32) -> f32 {
+  return bitcast<f32>((bitcast<u32>(x) & 0x7fffffffu) | (bitcast<u32>(s) & 0x80000000u));
+}
+// IEEE order of non-NaN floats as integers (-0 and +0 equal); exact under any
+// subnormal flushing.
+fn ford(x: f32) -> i32 { let b = bitcast<i32>(x); return select(b, -(b & 0x7fffffff), b < 0); }
+fn f_lt(a: f32, b: f32) -> bool { return !is_nan(a) && !is_nan(b) && ford(a) < ford(b); }
+fn f_le(a: f32, b: f32) -> bool { return !is_nan(a) && !is_nan(b) && ford(a) <= ford(b); }
+fn f_eq(a: f32, b: f32) -> bool { return !is_nan(a) && !is_nan(b) && ford(a) == ford(b); }
+
+fn f16_to_f32(h: u32) -> f32 {
+  let s = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0x1fu) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+  if (e == 0u) {
+    // m * 2^-24: exact, and a normal float32.
+    return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8));
+  }
+  return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// Round to nearest, ties to even; overflow to infinity; subnormal results kept.
+fn f32_to_f16(f: f32) -> u32 {
+  let x = bitcast<u32>(f);
+  let s = (x >> 16u) & 0x8000u;
+  let a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) { return s | 0x7e00u | ((a >> 13u) & 0x3ffu); }
+  if (a >= 0x477ff000u) { return s | 0x7c00u; }
+  if (a >= 0x38800000u) {
+    let r = a - 0x38000000u;
+    return s | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);
+  }
+  if (a < 0x33000000u) { return s; }
+  let e = a >> 23u;
+  let m = (a & 0x7fffffu) | 0x800000u;
+  let sh = 126u - e;
+  var k = m >> sh;
+  let rem = m & ((1u << sh) - 1u);
+  let half = 1u << (sh - 1u);
+  if (rem > half || (rem == half && (k & 1u) == 1u)) { k = k + 1u; }
+  return s | k;
+}
+
+// e^(x + lo) * 2^extra, rounded once: Cody-Waite reduction x = n ln2 + r and a
+// degree-7 polynomial (the CPU engine's exp_f32, within 2 ULP); 2^(n + extra)
+// is applied in three parts of one sign, so only the last product can round
+// (subnormal results) or overflow. `lo` carries the low part of an argument
+// known to more than float32 precision (pow).
+fn exp_n(x0: f32, lo: f32, extra: i32) -> f32 {
+  if (is_nan(x0)) { return x0; }
+  let x = clamp(x0, -200.0, 200.0);
+  let n = floor((x + lo) * 1.44269504088896341 + 0.5);
+  let r = ((x - n * 0.693359375) - n * -2.12194440e-4) + lo;
+  let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166666666666666667 + r * (0.0416666666666666667
+    + r * (0.00833333333333333333 + r * (0.00138888888888888889 + r * 0.000198412698412698413))))));
+  let ni = clamp(i32(n) + extra, -300, 300);
+  let n1 = ni / 3;
+  let n2 = (ni - n1) / 2;
+  let n3 = ni - n1 - n2;
+  return p * bitcast<f32>(u32(n1 + 127) << 23u) * bitcast<f32>(u32(n2 + 127) << 23u) * bitcast<f32>(u32(n3 + 127) << 23u);
+}
+
+fn exp_f(x: f32) -> f32 { return exp_n(x, 0.0, 0); }
+
+// Splits a positive finite x into m 2^k with m in [sqrt(1/2), sqrt(2)) (musl's
+// reduction; subnormals are normalized with integer operations).
+fn split_m(x: f32) -> vec2<f32> {
+  var ix = bitcast<u32>(x);
+  var k = 0i;
+  if (ix < 0x00800000u) {
+    let sh = countLeadingZeros(ix) - 8u;
+    ix = ((ix << sh) & 0x7fffffu) | 0x3f800000u;
+    k = -126 - i32(sh);
+  }
+  ix = ix + (0x3f800000u - 0x3f3504f3u);
+  k = k + i32(ix >> 23u) - 127;
+  ix = (ix & 0x007fffffu) + 0x3f3504f3u;
+  return vec2<f32>(bitcast<f32>(ix), f32(k));
+}
+
+// The top 12 significant bits of x: products of two such halves (or of one and
+// a small integer) are exact in float32. Masking bits, rather than the usual
+// error-free transformations, keeps the splits exact where a compiler fuses or
+// folds float expressions and where fma is not fused (lavapipe).
+fn hi12(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) & 0xfffff000u); }
+
+// ln m for m in [sqrt(1/2), sqrt(2)) as hi + lo, to about 2^-34 relative: musl's
+// polynomial, with f - f^2/2 carried exactly. hi has 12 significant bits.
+fn ln_m(m: f32) -> vec2<f32> {
+  let f = m - 1.0;
+  let s = f / (2.0 + f);
+  let z = s * s;
+  let w = z * z;
+  let rr = z * (0.66666662693 + w * 0.28498786688) + w * (0.40000972152 + w * 0.24279078841);
+  let fh = hi12(f);
+  let fl = f - fh;
+  let ha = 0.5 * fh * fh;
+  let hb = fh * fl + 0.5 * fl * fl;
+  let hfsq = ha + hb;
+  let hi = hi12(f - hfsq + s * (hfsq + rr));
+  let lo = ((f - hi) - ha) - hb + s * (hfsq + rr);
+  return vec2<f32>(hi, lo);
+}
+
+// ln x (musl's logf): subnormal inputs are normalized with integer operations.
+fn log_f(x: f32) -> f32 {
+  var ix = bitcast<u32>(x);
+  if ((ix & 0x7fffffffu) == 0u) { return bitcast<f32>(0xff800000u); }
+  if (ix > 0x7f800000u) { return qnan(); }
+  if (ix == 0x7f800000u) { return x; }
+  if (ix == 0x3f800000u) { return 0.0; }
+  var k = 0i;
+  if (ix < 0x00800000u) {
+    let sh = countLeadingZeros(ix) - 8u;
+    ix = ((ix << sh) & 0x7fffffu) | 0x3f800000u;
+    k = -126 - i32(sh);
+  }
+  ix = ix + (0x3f800000u - 0x3f3504f3u);
+  k = k + i32(ix >> 23u) - 127;
+  ix = (ix & 0x007fffffu) + 0x3f3504f3u;
+  let f = bitcast<f32>(ix) - 1.0;
+  let s = f / (2.0 + f);
+  let z = s * s;
+  let w = z * z;
+  let t1 = w * (0.40000972152 + w * 0.24279078841);
+  let t2 = z * (0.66666662693 + w * 0.28498786688);
+  let rr = t2 + t1;
+  let hfsq = 0.5 * f * f;
+  let dk = f32(k);
+  return s * (hfsq + rr) + dk * 9.0580006145e-06 - hfsq + f + dk * 0.69313812256;
+}
+
+fn tanh_f(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  let a = abs(x);
+  if (a >= 10.0) { return with_sign_of(1.0, x); }
+  if (a < 0.55) {
+    // Taylor series to x^21 (relative error < 1e-10 on this range).
+    let z = x * x;
+    let q = -0.3333333333 + z * (0.1333333333 + z * (-0.05396825397 + z * (0.02186948854
+      + z * (-0.008863235530 + z * (0.003592128037 + z * (-0.001455834387 + z * (0.0005900274409
+      + z * (-0.0002391291142 + z * 0.00009691537957))))))));
+    return x + x * (z * q);
+  }
+  let e = exp_f(2.0 * a);
+  return with_sign_of(1.0 - 2.0 / (e + 1.0), x);
+}
+
+fn sigmoid_f(x: f32) -> f32 { return 1.0 / (1.0 + exp_f(-x)); }
+
+// Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
+fn erf_f(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  let a = abs(x);
+  let t = 1.0 / (1.0 + 0.3275911 * a);
+  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp_f(-a * a);
+  return with_sign_of(y, x);
+}
+
+fn trig_arg_ok(x: f32) -> bool { return is_finite(x); }
+
+// pow with the IEEE 754 / C99 special cases; |x|^y = e^(y ln|x|).
+fn pow_f(x: f32, y: f32) -> f32 {
+  let yb = bitcast<u32>(y) & 0x7fffffffu;
+  if (yb == 0u) { return 1.0; }
+  if (bitcast<u32>(x) == 0x3f800000u) { return 1.0; }
+  if (is_nan(x) || is_nan(y)) { return qnan(); }
+  let ay = abs(y);
+  let y_inf = yb == 0x7f800000u;
+  let y_int = y_inf || floor(ay) == ay;
+  let y_odd = !y_inf && y_int && ay < 16777216.0 && (u32(ay) & 1u) == 1u;
+  let x_neg = (bitcast<u32>(x) & 0x80000000u) != 0u;
+  let xb = bitcast<u32>(x) & 0x7fffffffu;
+  let y_neg = (bitcast<u32>(y) & 0x80000000u) != 0u;
+  let inf = bitcast<f32>(0x7f800000u);
+  if (y_inf) {
+    if (xb == 0x3f800000u) { return 1.0; }
+    let big = xb > 0x3f800000u;
+    return select(0.0, inf, big != y_neg);
+  }
+  let neg_result = x_neg && y_odd;
+  if (xb == 0u || xb == 0x7f800000u) {
+    // 0^y and inf^y: 0 or inf, negative for a negative base and odd y.
+    let r = select(0.0, inf, (xb == 0u) == y_neg);
+    return select(r, -r, neg_result);
+  }
+  if (x_neg && !y_int) { return qnan(); }
+  // |x|^y = 2^(y k) m^y = 2^n e^((y k - n) ln2 + y ln m), with y k and y ln m
+  // carried to more than float32 precision (exact partial products of 12-bit
+  // halves), so results near the ends of the range keep their accuracy.
+  let mk = split_m(bitcast<f32>(xb));
+  let yh = hi12(y);
+  let yl = y - yh;
+  let p = yh * mk.y;
+  if (p > 300.0) { return select(inf, -inf, neg_result); }
+  if (p < -300.0) { return select(0.0, -0.0, neg_result); }
+  let pe = yl * mk.y;
+  let n = round(p);
+  let l = ln_m(mk.x);
+  let q = yh * l.x;
+  let qe = yl * l.x + y * l.y;
+  let r = exp_n(q, qe + ((p - n) + pe) * 0.693147180559945309, i32(n));
+  return select(r, -r, neg_result);
+}
+
+fn pow_i(b0: i32, e0: i32) -> i32 {
+  if (e0 < 0) {
+    if (b0 == 1) { return 1; }
+    if (b0 == -1) { return select(-1, 1, (e0 & 1) == 0); }
+    return 0;
+  }
+  var b = b0;
+  var e = u32(e0);
+  var acc = 1i;
+  for (var i = 0u; i < 32u; i = i + 1u) {
+    if (e == 0u) { break; }
+    if ((e & 1u) == 1u) { acc = acc * b; }
+    b = b * b;
+    e = e >> 1u;
+  }
+  return acc;
+}
+
+fn pow_u(b0: u32, e0: u32) -> u32 {
+  var b = b0;
+  var e = e0;
+  var acc = 1u;
+  for (var i = 0u; i < 32u; i = i + 1u) {
+    if (e == 0u) { break; }
+    if ((e & 1u) == 1u) { acc = acc * b; }
+    b = b * b;
+    e = e >> 1u;
+  }
+  return acc;
+}
+
+// Float to integer: truncation toward zero with saturation, NaN -> 0.
+fn f_to_i32(x: f32) -> i32 {
+  if (is_nan(x)) { return 0; }
+  if (x >= 2147483648.0) { return 2147483647; }
+  if (x <= -2147483648.0) { return -2147483647 - 1; }
+  return i32(x);
+}
+fn f_to_u32(x: f32) -> u32 {
+  if (is_nan(x) || x <= 0.0) { return 0u; }
+  if (x >= 4294967296.0) { return 4294967295u; }
+  return u32(x);
+}
+"#;
+
+/// Helpers on 64-bit integers, included only in kernels that compute on them
+/// (a shader that names i64 or u64 needs the adapter's SHADER_INT64).
+const PRELUDE64: &str = r#"
+fn w2u64(r: vec2<u32>) -> u64 { return u64(r.x) | (u64(r.y) << 32u); }
+fn u64w2(v: u64) -> vec2<u32> { return vec2<u32>(u32(v & 0xfffffffflu), u32(v >> 32u)); }
+fn pow_i64(b0: i64, e0: i64) -> i64 {
+  if (e0 < 0li) {
+    if (b0 == 1li) { return 1li; }
+    if (b0 == -1li) { return select(-1li, 1li, (e0 & 1li) == 0li); }
+    return 0li;
+  }
+  var b = b0;
+  var e = bitcast<u64>(e0);
+  var acc = 1li;
+  for (var i = 0u; i < 64u; i = i + 1u) {
+    if (e == 0lu) { break; }
+    if ((e & 1lu) == 1lu) { acc = acc * b; }
+    b = b * b;
+    e = e >> 1u;
+  }
+  return acc;
+}
+fn pow_u64(b0: u64, e0: u64) -> u64 {
+  var b = b0;
+  var e = e0;
+  var acc = 1lu;
+  for (var i = 0u; i < 64u; i = i + 1u) {
+    if (e == 0lu) { break; }
+    if ((e & 1lu) == 1lu) { acc = acc * b; }
+    b = b * b;
+    e = e >> 1u;
+  }
+  return acc;
+}
+// Float to 64-bit integer: truncation toward zero with saturation, NaN -> 0.
+fn f_to_i64(x: f32) -> i64 {
+  if (is_nan(x)) { return 0li; }
+  if (x >= 9223372036854775808.0) { return 9223372036854775807li; }
+  if (x <= -9223372036854775808.0) { return -9223372036854775807li - 1li; }
+  return i64(x);
+}
+fn f_to_u64(x: f32) -> u64 {
+  if (is_nan(x) || x <= 0.0) { return 0lu; }
+  if (x >= 18446744073709551616.0) { return 18446744073709551615lu; }
+  return u64(x);
+}
+"#;
+
+/// Where an input element of a map kernel comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// The input has the output's shape: element e.
+    Same,
+    /// A single element, broadcast everywhere.
+    Scalar,
+    /// Broadcast with strides (`P_STRIDES + 8 k` in the parameters).
+    Strided,
+}
+
+/// An element-wise kernel: output element e is `body(x0, x1, ...)` of the inputs'
+/// elements at e's (broadcast) position.
+///
+/// Parameters (u32 words): [0] output element count, [1] rank of the collapsed
+/// index space, [`P_DIMS`..] its dimensions innermost first, [`P_STRIDES` + 8k..]
+/// input k's element strides, [`P_EXTRA`..] operator scalars.
+pub struct MapKernel {
+    /// Storage of each input and whether it is decoded (`false`: raw element bits).
+    pub inputs: Vec<(Storage, bool, Access)>,
+    pub output: (Storage, bool),
+    /// Body of `fn apply(x0: T0, ...) -> T`, where T are the compute types (u32
+    /// for raw inputs/outputs).
+    pub body: String,
+}
+
+fn load_fn(name: &str, binding: &str, s: Storage, decoded: bool) -> String {
+    let (ty, raw) = match s.lanes() {
+        1 => ("u32", format!("{binding}[i]")),
+        2 => ("u32", format!("(({binding}[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu)")),
+        _ => ("u32", format!("(({binding}[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu)")),
+    };
+    let _ = ty;
+    if decoded {
+        format!(
+            "fn {name}(i: u32) -> {} {{ return {}; }}\n",
+            s.compute_type(),
+            s.decode(&raw)
+        )
+    } else {
+        format!("fn {name}(i: u32) -> u32 {{ return {raw}; }}\n")
+    }
+}
+
+const MAIN_HEAD: &str = "@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let g = (wg.y * nwg.x + wg.x) * 64u + li;
+";
+
+impl MapKernel {
+    pub fn wgsl(&self) -> String {
+        let mut s = String::from(PRELUDE);
+        let computes64 = self
+            .inputs
+            .iter()
+            .map(|i| (i.0, i.1))
+            .chain([self.output])
+            .any(|(st, dec)| st.wide() && dec);
+        if computes64 {
+            s.push_str(PRELUDE64);
+        }
+        let n_in = self.inputs.len();
+        for k in 0..n_in {
+            let _ = writeln!(s, "@group(0) @binding({k}) var<storage, read> in{k}: array<u32>;");
+        }
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({n_in}) var<storage, read_write> dst: array<u32>;"
+        );
+        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> p: array<u32>;", n_in + 1);
+        let ty = |st: Storage, decoded: bool| match (decoded, st.wide()) {
+            (true, _) => st.compute_type(),
+            (false, true) => "vec2<u32>",
+            (false, false) => "u32",
+        };
+        for (k, &(st, dec, _)) in self.inputs.iter().enumerate() {
+            if st.wide() {
+                let raw = format!("vec2<u32>(in{k}[2u * i], in{k}[2u * i + 1u])");
+                let v = if dec { st.decode(&raw) } else { raw };
+                let _ = writeln!(s, "fn ld{k}(i: u32) -> {} {{ return {v}; }}", ty(st, dec));
+            } else {
+                s.push_str(&load_fn(&format!("ld{k}"), &format!("in{k}"), st, dec));
+            }
+        }
+        let params: Vec<String> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, &(st, dec, _))| format!("x{k}: {}", ty(st, dec)))
+            .collect();
+        let out_ty = ty(self.output.0, self.output.1);
+        let _ = writeln!(s, "fn apply({}) -> {out_ty} {{\n{}\n}}", params.join(", "), self.body);
+        s.push_str(MAIN_HEAD);
+        let lanes = self.output.0.lanes();
+        let bits = self.output.0.bits();
+        let _ = writeln!(
+            s,
+            "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}"
+        );
+        let strided = self.inputs.iter().any(|i| i.2 == Access::Strided);
+        let _ = writeln!(s, "  var word = 0u;");
+        let _ = writeln!(
+            s,
+            "  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = first + l;\n    if (e >= n) {{ break; }}"
+        );
+        for (k, inp) in self.inputs.iter().enumerate() {
+            let init = match inp.2 {
+                Access::Same => "e",
+                Access::Scalar | Access::Strided => "0u",
+            };
+            let _ = writeln!(s, "    var i{k} = {init};");
+        }
+        if strided {
+            let _ = writeln!(
+                s,
+                "    var rem = e;\n    for (var d = 0u; d < {MAX_RANK}u; d = d + 1u) {{\n      if (d >= p[1]) {{ break; }}\n      let dim = p[{P_DIMS}u + d];\n      let c = rem % dim;\n      rem = rem / dim;"
+            );
+            for (k, inp) in self.inputs.iter().enumerate() {
+                if inp.2 == Access::Strided {
+                    let _ = writeln!(s, "      i{k} = i{k} + c * p[{}u + d];", P_STRIDES + MAX_RANK * k);
+                }
+            }
+            let _ = writeln!(s, "    }}");
+        }
+        let args: Vec<String> = (0..n_in).map(|k| format!("ld{k}(i{k})")).collect();
+        let _ = writeln!(s, "    let v = apply({});", args.join(", "));
+        let enc = if self.output.1 {
+            self.output.0.encode("v")
+        } else {
+            "v".to_string()
+        };
+        if self.output.0.wide() {
+            let _ = writeln!(
+                s,
+                "    let w = {enc};\n    dst[2u * e] = w.x;\n    dst[2u * e + 1u] = w.y;\n  }}\n}}"
+            );
+            return s;
+        }
+        if lanes == 1 {
+            let _ = writeln!(s, "    word = {enc};");
+        } else {
+            let _ = writeln!(s, "    word = word | ({enc} << (l * {bits}u));");
+        }
+        let _ = writeln!(s, "  }}\n  dst[g] = word;\n}}");
+        s
+    }
+}
+
+/// The movement kernel: output element e (of a dense output) is input element
+/// `base + sum(c_d * stride_d)` where c are e's coordinates. Serves transpose,
+/// slice, split and expand. Parameters: [0] output element count, [1] rank,
+/// [`P_DIMS`..] output dims innermost first, [`P_STRIDES`..] input strides,
+/// [`P_EXTRA`] base.
+pub fn gather_wgsl(st: Storage) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "// gather {}", st.tag());
+    s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
+    s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
+    s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
+    let _ = writeln!(
+        s,
+        "fn src_index(e: u32) -> u32 {{\n  var rem = e;\n  var i = p[{P_EXTRA}u];\n  for (var d = 0u; d < {MAX_RANK}u; d = d + 1u) {{\n    if (d >= p[1]) {{ break; }}\n    let dim = p[{P_DIMS}u + d];\n    i = i + (rem % dim) * p[{P_STRIDES}u + d];\n    rem = rem / dim;\n  }}\n  return i;\n}}"
+    );
+    if !st.wide() {
+        s.push_str(&load_fn("ld", "src", st, false));
+    }
+    s.push_str(MAIN_HEAD);
+    let lanes = st.lanes();
+    let _ = writeln!(
+        s,
+        "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}"
+    );
+    match st {
+        _ if st.wide() => {
+            s.push_str(
+                "  let i = src_index(g);\n  dst[2u * g] = src[2u * i];\n  dst[2u * g + 1u] = src[2u * i + 1u];\n}\n",
+            );
+        }
+        _ if lanes == 1 => s.push_str("  dst[g] = src[src_index(g)];\n}\n"),
+        _ => {
+            let _ = writeln!(
+                s,
+                "  var word = 0u;\n  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = first + l;\n    if (e >= n) {{ break; }}\n    word = word | (ld(src_index(e)) << (l * {}u));\n  }}\n  dst[g] = word;\n}}",
+                st.bits()
+            );
+        }
+    }
+    s
+}
+
+/// One input of concat, written into its window of the output. The output is
+/// viewed as [outer, total, inner] and the input fills axis positions
+/// [lo, lo + len). Parameters: [0] first unit of this dispatch, [1] unit count,
+/// [2] inner, [3] total, [4] lo, [5] len, [6] output element count.
+///
+/// For 32- and 64-bit elements a unit is an input element, written to its output
+/// position. Packed elements share words with the neighbouring inputs' windows,
+/// so there a unit is an output word: lanes inside the window take the input's
+/// element, the others keep what earlier dispatches wrote.
+pub fn concat_wgsl(st: Storage) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "// concat {}", st.tag());
+    s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
+    s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
+    s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
+    if !st.wide() {
+        s.push_str(&load_fn("ld", "src", st, false));
+    }
+    s.push_str(MAIN_HEAD);
+    s.push_str("  if (g >= p[1]) { return; }\n  let u = p[0] + g;\n  let inner = p[2];\n  let total = p[3];\n  let lo = p[4];\n  let len = p[5];\n");
+    let lanes = st.lanes();
+    if lanes == 1 {
+        // u is an input element.
+        s.push_str(
+            "  let t = u / inner;\n  let o = (t / len) * total + lo + t % len;\n  let out = o * inner + u % inner;\n",
+        );
+        if st.wide() {
+            s.push_str("  dst[2u * out] = src[2u * u];\n  dst[2u * out + 1u] = src[2u * u + 1u];\n}\n");
+        } else {
+            s.push_str("  dst[out] = src[u];\n}\n");
+        }
+        return s;
+    }
+    let bits = st.bits();
+    let mask = (1u64 << bits) - 1;
+    let _ = writeln!(
+        s,
+        "  var word = dst[u];\n  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = u * {lanes}u + l;\n    if (e >= p[6]) {{ break; }}\n    let t = e / inner;\n    let a = t % total;\n    if (a >= lo && a < lo + len) {{\n      let i = ((t / total) * len + (a - lo)) * inner + e % inner;\n      let sh = l * {bits}u;\n      word = (word & ~({mask}u << sh)) | (ld(i) << sh);\n    }}\n  }}\n  dst[u] = word;\n}}"
+    );
+    s
+}
+
+// ---------------------------------------------------------------------------
+// Operator bodies for `MapKernel::body`.
+
+/// A zero of a compute type.
+fn zero(t: &str) -> &'static str {
+    match t {
+        "f32" => "0.0",
+        "i32" => "0i",
+        "u32" => "0u",
+        "i64" => "0li",
+        _ => "0lu",
+    }
+}
+
+pub fn binary_body(k: BinaryKind, st: Storage) -> String {
+    let t = st.compute_type();
+    let float = t == "f32";
+    let z = zero(t);
+    let expr = match k {
+        BinaryKind::Add => "x0 + x1".to_string(),
+        BinaryKind::Sub => "x0 - x1".to_string(),
+        BinaryKind::Mul => "x0 * x1".to_string(),
+        BinaryKind::Div if float => "x0 / x1".to_string(),
+        BinaryKind::Div => format!("select(x0 / x1, {z}, x1 == {z})"),
+        // NaN propagates from either side (CPU: a if a is NaN or a > b, else b).
+        BinaryKind::Max if float => "select(x1, x0, is_nan(x0) || f_lt(x1, x0))".to_string(),
+        BinaryKind::Min if float => "select(x1, x0, is_nan(x0) || f_lt(x0, x1))".to_string(),
+        BinaryKind::Max => "select(x1, x0, x0 > x1)".to_string(),
+        BinaryKind::Min => "select(x1, x0, x0 < x1)".to_string(),
+        BinaryKind::Pow if float => "pow_f(x0, x1)".to_string(),
+        // int8 wraps like int32 in its low bits; uint8 likewise with u32.
+        BinaryKind::Pow if t == "i32" => "pow_i(x0, x1)".to_string(),
+        BinaryKind::Pow if t == "u32" => "pow_u(x0, x1)".to_string(),
+        BinaryKind::Pow if t == "i64" => "pow_i64(x0, x1)".to_string(),
+        BinaryKind::Pow => "pow_u64(x0, x1)".to_string(),
+    };
+    format!("  return {expr};")
+}
+
+pub fn logical_body(k: LogicalKind, st: Storage) -> String {
+    let float = st.compute_type() == "f32";
+    let expr = match (k, float) {
+        (LogicalKind::Equal, true) => "f_eq(x0, x1)",
+        (LogicalKind::Greater, true) => "f_lt(x1, x0)",
+        (LogicalKind::GreaterOrEqual, true) => "f_le(x1, x0)",
+        (LogicalKind::Lesser, true) => "f_lt(x0, x1)",
+        (LogicalKind::LesserOrEqual, true) => "f_le(x0, x1)",
+        (LogicalKind::Equal, false) => "x0 == x1",
+        (LogicalKind::Greater, false) => "x0 > x1",
+        (LogicalKind::GreaterOrEqual, false) => "x0 >= x1",
+        (LogicalKind::Lesser, false) => "x0 < x1",
+        (LogicalKind::LesserOrEqual, false) => "x0 <= x1",
+    };
+    format!("  return select(0u, 1u, {expr});")
+}
+
+/// Unary bodies; `None` where the kind is not defined for the storage (the core
+/// rejects those graphs, so this only guards the engine).
+pub fn unary_body(k: UnaryKind, st: Storage) -> Option<String> {
+    let t = st.compute_type();
+    let expr = match (t, k) {
+        (_, UnaryKind::Identity) => "x0".to_string(),
+        ("u32", UnaryKind::LogicalNot) => "select(0u, 1u, x0 == 0u)".to_string(),
+        ("f32", UnaryKind::Abs) => "bitcast<f32>(bitcast<u32>(x0) & 0x7fffffffu)".to_string(),
+        ("f32", UnaryKind::Neg) => "bitcast<f32>(bitcast<u32>(x0) ^ 0x80000000u)".to_string(),
+        ("f32", UnaryKind::Ceil) => "ceil(x0)".to_string(),
+        ("f32", UnaryKind::Floor) => "floor(x0)".to_string(),
+        ("f32", UnaryKind::Cos) => "select(qnan(), cos(x0), trig_arg_ok(x0))".to_string(),
+        ("f32", UnaryKind::Sin) => "select(qnan(), sin(x0), trig_arg_ok(x0))".to_string(),
+        ("f32", UnaryKind::Tan) => "select(qnan(), tan(x0), trig_arg_ok(x0))".to_string(),
+        ("f32", UnaryKind::Erf) => "erf_f(x0)".to_string(),
+        ("f32", UnaryKind::Exp) => "exp_f(x0)".to_string(),
+        ("f32", UnaryKind::Log) => "log_f(x0)".to_string(),
+        ("f32", UnaryKind::Reciprocal) => "1.0 / x0".to_string(),
+        ("f32", UnaryKind::Sqrt) => "sqrt(x0)".to_string(),
+        // x < 0 ? 0 : x on the bits: NaN and -0 pass through, as on the CPU.
+        ("f32", UnaryKind::Relu) => "select(x0, 0.0, f_lt(x0, 0.0))".to_string(),
+        ("f32", UnaryKind::Sigmoid) => "sigmoid_f(x0)".to_string(),
+        ("f32", UnaryKind::Tanh) => "tanh_f(x0)".to_string(),
+        ("i32", UnaryKind::Abs) => "select(x0, -x0, x0 < 0i)".to_string(),
+        ("i32", UnaryKind::Neg) => "-x0".to_string(),
+        ("i32", UnaryKind::Relu) => "max(x0, 0i)".to_string(),
+        ("i64", UnaryKind::Abs) => "select(x0, -x0, x0 < 0li)".to_string(),
+        ("i64", UnaryKind::Neg) => "-x0".to_string(),
+        ("i64", UnaryKind::Relu) => "select(x0, 0li, x0 < 0li)".to_string(),
+        _ => return None,
+    };
+    Some(format!("  return {expr};"))
+}
+
+/// cast: floats to integers truncate toward zero and saturate (NaN -> 0),
+/// integers to integers keep the low bits (the output encoding truncates), to
+/// float rounds to nearest (int -> float32 by the conversion, float32 -> float16
+/// in `f32_to_f16`; an int32 above 2^24 rounds twice on its way to float16, but
+/// it is then far beyond float16's range and becomes infinity either way).
+pub fn cast_body(from: Storage, to: Storage) -> String {
+    let (ft, tt) = (from.compute_type(), to.compute_type());
+    // The low 32 bits of a 64-bit value.
+    let low = |x: &str| {
+        if ft == "i64" {
+            format!("u32(bitcast<u64>({x}) & 0xfffffffflu)")
+        } else {
+            format!("u32({x} & 0xfffffffflu)")
+        }
+    };
+    let expr = match (ft, tt) {
+        (a, b) if a == b => "x0".to_string(),
+        ("f32", "i32") if to == Storage::I8 => "clamp(f_to_i32(x0), -128i, 127i)".to_string(),
+        ("f32", "i32") => "f_to_i32(x0)".to_string(),
+        ("f32", "u32") if to == Storage::U8 => "min(f_to_u32(x0), 255u)".to_string(),
+        ("f32", "u32") => "f_to_u32(x0)".to_string(),
+        ("f32", "i64") => "f_to_i64(x0)".to_string(),
+        ("f32", "u64") => "f_to_u64(x0)".to_string(),
+        (_, "f32") => "f32(x0)".to_string(),
+        ("i32", "u32") => "bitcast<u32>(x0)".to_string(),
+        ("u32", "i32") => "bitcast<i32>(x0)".to_string(),
+        // Widening: signed sources sign-extend, unsigned ones zero-extend.
+        ("i32", "i64") => "i64(x0)".to_string(),
+        // (Not i64(x0): naga converts u32 to i64 with a sign extension.)
+        ("u32", "i64") => "bitcast<i64>(u64(x0))".to_string(),
+        ("u32", "u64") => "u64(x0)".to_string(),
+        ("i32", "u64") => "bitcast<u64>(i64(x0))".to_string(),
+        ("i64", "u64") => "bitcast<u64>(x0)".to_string(),
+        ("u64", "i64") => "bitcast<i64>(x0)".to_string(),
+        // Narrowing keeps the low bits (the output encoding drops the rest).
+        (_, "u32") => low("x0"),
+        (_, "i32") => format!("bitcast<i32>({})", low("x0")),
+        _ => "x0".to_string(),
+    };
+    format!("  return {expr};")
+}
+
+/// clamp: the bounds arrive as compute-type bits in `p[P_EXTRA..+2]` (min) and
+/// `p[P_EXTRA+2..+4]` (max), low word first, with flags in `p[P_EXTRA+4]` (bit 0:
+/// has min, bit 1: has max).
+pub fn clamp_body(st: Storage) -> String {
+    let t = st.compute_type();
+    let (lt, gt) = if t == "f32" {
+        ("f_lt(x0, lo)", "f_lt(hi, v)")
+    } else {
+        ("x0 < lo", "v > hi")
+    };
+    let bound = |at: usize| match t {
+        "u64" => format!("w2u64(vec2<u32>(p[{at}], p[{}]))", at + 1),
+        "i64" => format!("bitcast<i64>(w2u64(vec2<u32>(p[{at}], p[{}])))", at + 1),
+        _ => format!("bitcast<{t}>(p[{at}])"),
+    };
+    format!(
+        "  let flags = p[{f}];\n  let lo = {lo};\n  let hi = {hi};\n  var v = x0;\n  if ((flags & 1u) != 0u && {lt}) {{ v = lo; }}\n  if ((flags & 2u) != 0u && {gt}) {{ v = hi; }}\n  return v;",
+        f = P_EXTRA + 4,
+        lo = bound(P_EXTRA),
+        hi = bound(P_EXTRA + 2),
+    )
+}
+
+/// where: raw element bits of input or other, by the condition.
+pub fn where_body() -> String {
+    "  return select(x2, x1, x0 != 0u);".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(src: &str) {
+        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
+        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+    }
+
+    const ALL: [Storage; 6] = [
+        Storage::F32,
+        Storage::F16,
+        Storage::I32,
+        Storage::U32,
+        Storage::I8,
+        Storage::U8,
+    ];
+
+    #[test]
+    fn every_kernel_is_valid_wgsl() {
+        for st in ALL {
+            for k in [BinaryKind::Add, BinaryKind::Div, BinaryKind::Max, BinaryKind::Pow] {
+                let kern = MapKernel {
+                    inputs: vec![(st, true, Access::Same), (st, true, Access::Strided)],
+                    output: (st, true),
+                    body: binary_body(k, st),
+                };
+                validate(&kern.wgsl());
+            }
+            let kern = MapKernel {
+                inputs: vec![(st, true, Access::Scalar), (st, true, Access::Strided)],
+                output: (Storage::U8, true),
+                body: logical_body(LogicalKind::Greater, st),
+            };
+            validate(&kern.wgsl());
+            for to in ALL {
+                let kern = MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (to, true),
+                    body: cast_body(st, to),
+                };
+                validate(&kern.wgsl());
+            }
+            validate(
+                &MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (st, true),
+                    body: clamp_body(st),
+                }
+                .wgsl(),
+            );
+            validate(&gather_wgsl(st));
+            validate(&concat_wgsl(st));
+        }
+        for k in [
+            UnaryKind::Exp,
+            UnaryKind::Log,
+            UnaryKind::Tanh,
+            UnaryKind::Erf,
+            UnaryKind::Relu,
+            UnaryKind::Sin,
+        ] {
+            let body = unary_body(k, Storage::F32).unwrap();
+            validate(
+                &MapKernel {
+                    inputs: vec![(Storage::F16, true, Access::Same)],
+                    output: (Storage::F16, true),
+                    body,
+                }
+                .wgsl(),
+            );
+        }
+        for st in [Storage::I64, Storage::U64] {
+            validate(&gather_wgsl(st));
+            validate(&concat_wgsl(st));
+            for k in [BinaryKind::Add, BinaryKind::Div, BinaryKind::Max, BinaryKind::Pow] {
+                let kern = MapKernel {
+                    inputs: vec![(st, true, Access::Same), (st, true, Access::Strided)],
+                    output: (st, true),
+                    body: binary_body(k, st),
+                };
+                validate(&kern.wgsl());
+            }
+            for other in ALL.into_iter().chain([Storage::I64, Storage::U64]) {
+                for (a, b) in [(st, other), (other, st)] {
+                    let kern = MapKernel {
+                        inputs: vec![(a, true, Access::Same)],
+                        output: (b, true),
+                        body: cast_body(a, b),
+                    };
+                    validate(&kern.wgsl());
+                }
+            }
+            validate(
+                &MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (st, true),
+                    body: clamp_body(st),
+                }
+                .wgsl(),
+            );
+            let body = unary_body(UnaryKind::Identity, st).unwrap();
+            validate(
+                &MapKernel {
+                    inputs: vec![(st, true, Access::Same)],
+                    output: (st, true),
+                    body,
+                }
+                .wgsl(),
+            );
+        }
+        let body = unary_body(UnaryKind::Abs, Storage::I64).unwrap();
+        validate(
+            &MapKernel {
+                inputs: vec![(Storage::I64, true, Access::Same)],
+                output: (Storage::I64, true),
+                body,
+            }
+            .wgsl(),
+        );
+        let w = MapKernel {
+            inputs: vec![
+                (Storage::U8, true, Access::Strided),
+                (Storage::I64, false, Access::Same),
+                (Storage::I64, false, Access::Scalar),
+            ],
+            output: (Storage::U64, false),
+            body: where_body(),
+        };
+        validate(&w.wgsl());
+    }
+}

@@ -84,50 +84,17 @@ async function computeOne (context, builder, operand, inputs = {}) {
 }
 
 // ---------------------------------------------------------------------------
-// IEEE 754 binary16 <-> number, written from the format: 1 sign bit, 5 exponent
-// bits (bias 15), 10 fraction bits; exponent 0 is zero/subnormal (fraction *
-// 2^-24), exponent 31 is infinity/NaN.
-
-function roundHalfEven (v) {
-  const f = Math.floor(v)
-  const d = v - f
-  if (d > 0.5) return f + 1
-  if (d < 0.5) return f
-  return f % 2 === 0 ? f : f + 1
-}
+// IEEE 754 binary16 <-> number: the conformance reference's encoder and decoder
+// (written from the format, independent of the addon), shared rather than repeated.
+const { f16Encode, f16Decode } = require('./conformance/reference.js')
 
 /** The binary16 bits nearest to x (round to nearest, ties to even). */
 function toFloat16Bits (x) {
-  x = Number(x)
-  if (Number.isNaN(x)) return 0x7e00
-  const sign = (x < 0 || Object.is(x, -0)) ? 0x8000 : 0
-  const a = Math.abs(x)
-  if (a === Infinity) return sign | 0x7c00
-  // Subnormal range: multiples of 2^-24 (scaling by a power of two is exact in
-  // float64, so the rounding below sees the exact value). m === 1024 is the
-  // smallest normal, whose bits are exactly 0x0400.
-  if (a < 2 ** -14) return sign | roundHalfEven(a * 2 ** 24)
-  let e = Math.floor(Math.log2(a))
-  if (2 ** e > a) e--
-  if (2 ** (e + 1) <= a) e++
-  let m = roundHalfEven((a / 2 ** e) * 1024) // in [1024, 2048]
-  if (m === 2048) {
-    m = 1024
-    e++
-  }
-  if (e > 15) return sign | 0x7c00
-  return sign | ((e + 15) << 10) | (m - 1024)
+  return f16Encode(Number(x))
 }
 
 /** The number a binary16 bit pattern holds. */
-function fromFloat16Bits (h) {
-  const sign = (h & 0x8000) ? -1 : 1
-  const e = (h >> 10) & 0x1f
-  const f = h & 0x3ff
-  if (e === 0) return sign * f * 2 ** -24
-  if (e === 31) return f === 0 ? sign * Infinity : NaN
-  return sign * (1024 + f) * 2 ** (e - 25)
-}
+const fromFloat16Bits = f16Decode
 
 /** A Uint16Array of binary16 bits for the given numbers. */
 function float16Array (values) {

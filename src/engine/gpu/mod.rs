@@ -16,6 +16,7 @@
 //! `catch_unwind`), or leave a compute promise unsettled (every job's `done` is
 //! called exactly once, with an error if the device is lost).
 
+mod families;
 mod plan;
 pub mod wgsl;
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::wgsl::{self, Access, MapKernel, Storage, MAX_RANK, P_DIMS, P_EXTRA, P_STRIDES, P_WORDS, WORKGROUP};
-use super::{Shared, FAILED, READY};
+use super::{families, Shared, FAILED, READY};
 use crate::engine::Bindings;
 use crate::error::{Result, WebnnError};
 use crate::graph::builder::{Graph, OperandKind};
@@ -24,16 +24,16 @@ use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::{Op, UnaryKind};
 
 /// Bytes of a tensor's buffer: whole u32 words, at least one.
-fn padded(bytes: usize) -> u64 {
+pub(super) fn padded(bytes: usize) -> u64 {
     (bytes.div_ceil(4).max(1) * 4) as u64
 }
 
-fn u32_of(v: usize, what: &str) -> Result<u32> {
+pub(super) fn u32_of(v: usize, what: &str) -> Result<u32> {
     u32::try_from(v)
         .map_err(|_| WebnnError::Operation(format!("build: {what} ({v}) exceeds what a GPU kernel can index")))
 }
 
-fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+pub(super) fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
         s[i] = s[i + 1] * shape[i + 1];
@@ -43,7 +43,7 @@ fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
 
 /// Strides of `input` (bidirectionally broadcast to `out`) per output dimension:
 /// 0 along broadcast dimensions.
-fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
+pub(super) fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
     let cs = contiguous_strides(input);
     let pad = out.len() - input.len();
     (0..out.len())
@@ -53,7 +53,7 @@ fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
 
 /// Merges adjacent dimensions that every stride list walks contiguously, drops
 /// dimensions of size 1, and returns dimensions and strides innermost first.
-fn collapse(out: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub(super) fn collapse(out: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
     let mut dims: Vec<usize> = Vec::new();
     let mut st: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
     for i in (0..out.len()).rev() {
@@ -77,22 +77,144 @@ fn collapse(out: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize
     (dims, st)
 }
 
-/// What one operator becomes.
-enum Lowered {
+/// A buffer a lowered step binds: an operand of the graph, or one of the
+/// operator's own local buffers (`Lowering::locals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Buf {
+    Operand(OperandId),
+    Local(usize),
+}
+
+/// A buffer an operator's lowering needs beside its operands.
+#[derive(Debug, Clone)]
+pub(super) enum Local {
+    /// Scratch space of this many bytes, taken from the plan's pool for the
+    /// duration of the operator's steps (not zeroed: kernels write before reading;
+    /// it may share memory with earlier operators' dead intermediates).
+    Scratch(u64),
+    /// Data uploaded once at build (re-laid-out weights, tables) and kept with the plan.
+    Data(Vec<u8>),
+}
+
+/// How many workgroups a dispatch launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Grid {
+    /// One invocation per unit, `WORKGROUP` per group, spilling into y when x
+    /// exceeds 65535 groups (kernels built on `wgsl::MAIN_HEAD` compute the index).
+    Threads(usize),
+    /// Exactly these workgroup counts (tiled kernels with their own workgroup size).
+    Groups([u32; 3]),
+}
+
+/// One step of an operator.
+#[derive(Debug, Clone)]
+pub(super) enum Lowered {
+    /// A compute dispatch. Bindings, in order: `reads` (read-only storage), then
+    /// `writes` (read_write storage), then the parameter words (read-only storage).
     Dispatch {
         wgsl: String,
-        inputs: Vec<OperandId>,
-        output: OperandId,
+        reads: Vec<Buf>,
+        writes: Vec<Buf>,
         params: Vec<u32>,
-        invocations: usize,
+        grid: Grid,
     },
+    /// A buffer-to-buffer copy of `size` bytes (offsets and size multiples of 4).
     Copy {
-        src: OperandId,
-        dst: OperandId,
+        src: Buf,
+        src_offset: u64,
+        dst: Buf,
+        dst_offset: u64,
+        size: u64,
     },
 }
 
-fn not_supported(op: &Op, t: DataType) -> WebnnError {
+impl Lowered {
+    /// The common case: a `MAIN_HEAD` kernel reading operands and writing one.
+    fn dispatch(wgsl: String, inputs: Vec<OperandId>, output: OperandId, params: Vec<u32>, invocations: usize) -> Self {
+        Lowered::Dispatch {
+            wgsl,
+            reads: inputs.into_iter().map(Buf::Operand).collect(),
+            writes: vec![Buf::Operand(output)],
+            params,
+            grid: Grid::Threads(invocations),
+        }
+    }
+
+    /// A whole-operand copy (`bytes`: the operand's byte length).
+    pub(super) fn copy(src: OperandId, dst: OperandId, bytes: usize) -> Self {
+        Lowered::Copy {
+            src: Buf::Operand(src),
+            src_offset: 0,
+            dst: Buf::Operand(dst),
+            dst_offset: 0,
+            size: padded(bytes),
+        }
+    }
+}
+
+/// What one operator becomes: steps run in order, and the local buffers they use.
+#[derive(Debug, Default)]
+pub(super) struct Lowering {
+    pub steps: Vec<Lowered>,
+    pub locals: Vec<Local>,
+}
+
+impl Lowering {
+    pub(super) fn of(steps: Vec<Lowered>) -> Self {
+        Lowering { steps, locals: Vec::new() }
+    }
+
+    /// Adds a local buffer and returns how steps refer to it.
+    pub(super) fn local(&mut self, l: Local) -> Buf {
+        self.locals.push(l);
+        Buf::Local(self.locals.len() - 1)
+    }
+
+    /// Where a kernel that writes one element per u32 word (the element's bits in
+    /// the low bits, as `Storage::encode` makes them) should write `out`: the
+    /// operand itself for 32- and 64-bit types, else a scratch buffer that
+    /// `finish_words` packs into the operand afterwards (2 float16 or 4 int8/uint8
+    /// per word). Lets a family write narrow types without packing lanes itself.
+    pub(super) fn word_output(&mut self, out: (OperandId, &OperandDesc)) -> Result<Buf> {
+        let st = Storage::of(out.1.data_type);
+        if st.lanes() == 1 {
+            return Ok(Buf::Operand(out.0));
+        }
+        let n = out.1.element_count();
+        let bytes = n.checked_mul(4).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU".into()))?;
+        Ok(self.local(Local::Scratch(padded(bytes))))
+    }
+
+    /// Packs what was written to `word_output`'s scratch into `out` (nothing to do
+    /// when that was the operand itself).
+    pub(super) fn finish_words(&mut self, words: Buf, out: (OperandId, &OperandDesc)) -> Result<()> {
+        if words == Buf::Operand(out.0) {
+            return Ok(());
+        }
+        let st = Storage::of(out.1.data_type);
+        let n = out.1.element_count();
+        let mut params = vec![0u32; P_WORDS];
+        params[0] = u32_of(n, "the element count")?;
+        self.steps.push(Lowered::Dispatch {
+            wgsl: wgsl::pack_words_wgsl(st),
+            reads: vec![words],
+            writes: vec![Buf::Operand(out.0)],
+            params,
+            grid: Grid::Threads(n.div_ceil(st.lanes() as usize)),
+        });
+        Ok(())
+    }
+}
+
+/// What a family's lowering may ask of the device.
+pub(super) struct Cx<'a> {
+    /// 64-bit integer shaders (SHADER_INT64).
+    pub int64: bool,
+    pub limits: &'a wgpu::Limits,
+    pub features: wgpu::Features,
+}
+
+pub(super) fn not_supported(op: &Op, t: DataType) -> WebnnError {
     WebnnError::NotSupported(format!(
         "build: the GPU engine does not support {} on {} yet",
         op.name(),
@@ -100,7 +222,7 @@ fn not_supported(op: &Op, t: DataType) -> WebnnError {
     ))
 }
 
-fn params_with(n: usize, dims: &[usize]) -> Result<Vec<u32>> {
+pub(super) fn params_with(n: usize, dims: &[usize]) -> Result<Vec<u32>> {
     let mut p = vec![0u32; P_WORDS];
     p[0] = u32_of(n, "the element count")?;
     p[1] = dims.len() as u32;
@@ -111,7 +233,7 @@ fn params_with(n: usize, dims: &[usize]) -> Result<Vec<u32>> {
 }
 
 /// An element-wise kernel over inputs broadcast to `out`.
-fn map_launch(
+pub(super) fn map_launch(
     ins: &[(OperandId, &OperandDesc, bool)],
     out: (OperandId, &OperandDesc, bool),
     body: String,
@@ -143,18 +265,18 @@ fn map_launch(
     params[P_EXTRA..P_EXTRA + extra.len()].copy_from_slice(extra);
     let output = (Storage::of(out_desc.data_type), out_decoded);
     let kernel = MapKernel { inputs, output, body };
-    Ok(Lowered::Dispatch {
-        wgsl: kernel.wgsl(),
-        inputs: ins.iter().map(|i| i.0).collect(),
-        output: out_id,
+    Ok(Lowered::dispatch(
+        kernel.wgsl(),
+        ins.iter().map(|i| i.0).collect(),
+        out_id,
         params,
-        invocations: n.div_ceil(output.0.lanes() as usize),
-    })
+        n.div_ceil(output.0.lanes() as usize),
+    ))
 }
 
 /// The strided gather: output element at coordinates c reads input element
 /// base + sum(c_d strides_d).
-fn gather_launch(
+pub(super) fn gather_launch(
     src: OperandId,
     dst: OperandId,
     out: &OperandDesc,
@@ -168,13 +290,13 @@ fn gather_launch(
     }
     params[P_EXTRA] = u32_of(base, "an offset")?;
     let storage = Storage::of(out.data_type);
-    Ok(Lowered::Dispatch {
-        wgsl: wgsl::gather_wgsl(storage),
-        inputs: vec![src],
-        output: dst,
+    Ok(Lowered::dispatch(
+        wgsl::gather_wgsl(storage),
+        vec![src],
+        dst,
         params,
-        invocations: out.element_count().div_ceil(storage.lanes() as usize),
-    })
+        out.element_count().div_ceil(storage.lanes() as usize),
+    ))
 }
 
 /// Clamp bounds in the compute type's bits (two words each, low first), as the
@@ -202,17 +324,28 @@ fn clamp_params(t: DataType, min: Option<f32>, max: Option<f32>) -> [u32; 5] {
     [lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32, flags]
 }
 
-fn dec((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
+pub(super) fn dec((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
     (id, d, true)
 }
 
-fn raw((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
+pub(super) fn raw((id, d): (OperandId, &OperandDesc)) -> (OperandId, &OperandDesc, bool) {
     (id, d, false)
 }
 
-/// Turns one operator into dispatches and copies. `int64`: the device computes on
+/// Turns one operator into steps: the element-wise and movement families here,
+/// every other family in its module under `families/`.
+fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &OperandDesc)], cx: &Cx) -> Result<Lowering> {
+    for family in families::ALL {
+        if let Some(l) = family(op, ins, outs, cx) {
+            return l;
+        }
+    }
+    lower_elementwise(op, ins, outs, cx.int64).map(Lowering::of)
+}
+
+/// The element-wise and movement families. `int64`: the device computes on
 /// 64-bit integers (SHADER_INT64); without it, int64 and uint64 are only moved.
-fn lower(
+fn lower_elementwise(
     op: &Op,
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
@@ -239,12 +372,12 @@ fn lower(
             wgsl::logical_body(*k, Storage::of(t)),
             &[],
         )?),
-        (Op::Unary(UnaryKind::Identity), [a]) => one(Lowered::Copy { src: a.0, dst: out.0 }),
+        (Op::Unary(UnaryKind::Identity), [a]) => one(Lowered::copy(a.0, out.0, a.1.byte_length())),
         (Op::Unary(k), [a]) if !wide(a.1) => {
             let body = wgsl::unary_body(*k, Storage::of(t)).ok_or_else(unsupported)?;
             one(map_launch(&[dec(*a)], dec(out), body, &[])?)
         }
-        (Op::Cast(to), [a]) if *to == t => one(Lowered::Copy { src: a.0, dst: out.0 }),
+        (Op::Cast(to), [a]) if *to == t => one(Lowered::copy(a.0, out.0, a.1.byte_length())),
         (Op::Cast(to), [a]) if !wide(a.1) && !wide(out.1) => {
             let to = Storage::of(*to);
             one(map_launch(
@@ -274,7 +407,7 @@ fn lower(
             wgsl::where_body(),
             &[],
         )?),
-        (Op::Reshape, [a]) => one(Lowered::Copy { src: a.0, dst: out.0 }),
+        (Op::Reshape, [a]) => one(Lowered::copy(a.0, out.0, a.1.byte_length())),
         (Op::Transpose { permutation }, [a]) => {
             let cs = contiguous_strides(&a.1.shape);
             let strides = permutation.iter().map(|&p| cs[p]).collect();
@@ -325,13 +458,7 @@ fn lower(
                 for (i, x) in [first, count, inner, total, lo, len, n_out].into_iter().enumerate() {
                     params[i] = u32_of(x, "a concat size")?;
                 }
-                v.push(Lowered::Dispatch {
-                    wgsl: wgsl::concat_wgsl(storage),
-                    inputs: vec![id],
-                    output: out.0,
-                    params,
-                    invocations: count,
-                });
+                v.push(Lowered::dispatch(wgsl::concat_wgsl(storage), vec![id], out.0, params, count));
                 lo += len;
             }
             Ok(v)
@@ -369,11 +496,13 @@ enum Command {
     Dispatch {
         pipeline: wgpu::ComputePipeline,
         bind_group: wgpu::BindGroup,
-        groups: (u32, u32),
+        groups: [u32; 3],
     },
     Copy {
         src: wgpu::Buffer,
+        src_offset: u64,
         dst: wgpu::Buffer,
+        dst_offset: u64,
         size: u64,
     },
 }
@@ -385,6 +514,8 @@ pub struct GpuPlan {
     /// Per graph output: its buffer, byte length and offset in the staging buffer.
     outputs: Vec<(wgpu::Buffer, usize, u64)>,
     commands: Vec<Command>,
+    /// Buffers of `Local::Data`, alive as long as the plan (the bind groups hold them too).
+    _kept: Vec<wgpu::Buffer>,
     staging_size: u64,
     staging: Mutex<Vec<wgpu::Buffer>>,
 }
@@ -431,14 +562,19 @@ impl GpuPlan {
             return Err(WebnnError::Operation(format!("build: {reason}")));
         }
         // Everything the engine does not support fails before any GPU work.
-        let int64 = shared.device.features().contains(wgpu::Features::SHADER_INT64);
+        let features = shared.device.features();
+        let cx = Cx {
+            int64: features.contains(wgpu::Features::SHADER_INT64),
+            limits: &shared.limits,
+            features,
+        };
         let mut lowered = Vec::with_capacity(graph.operators.len());
         for operator in &graph.operators {
             let ins: Vec<(OperandId, &OperandDesc)> =
                 operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
             let outs: Vec<(OperandId, &OperandDesc)> =
                 operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
-            lowered.push(lower(&operator.op, &ins, &outs, int64)?);
+            lowered.push(lower(&operator.op, &ins, &outs, &cx)?);
         }
         let limit = shared
             .limits
@@ -461,6 +597,18 @@ impl GpuPlan {
                 )));
             }
         }
+        for l in lowered.iter().flat_map(|l| &l.locals) {
+            let bytes = match l {
+                Local::Scratch(b) => *b,
+                Local::Data(d) => padded(d.len()),
+            };
+            if bytes > limit {
+                return Err(WebnnError::Operation(format!(
+                    "build: a kernel needs a {bytes}-byte work buffer, more than the {limit} bytes the GPU ({}) can bind",
+                    shared.adapter
+                )));
+            }
+        }
 
         let device = &shared.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -473,7 +621,7 @@ impl GpuPlan {
         built
     }
 
-    fn create(shared: &Arc<Shared>, graph: &Graph, lowered: Vec<Vec<Lowered>>) -> Result<Self> {
+    fn create(shared: &Arc<Shared>, graph: &Graph, lowered: Vec<Lowering>) -> Result<Self> {
         let device = &shared.device;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let new_buffer = |size: u64, label: &str| {
@@ -522,7 +670,8 @@ impl GpuPlan {
         }
         let mut pool = Pool { free: Vec::new() };
         let mut commands = Vec::new();
-        for (s, (operator, steps)) in graph.operators.iter().zip(lowered).enumerate() {
+        let mut kept = Vec::new();
+        for (s, (operator, lowering)) in graph.operators.iter().zip(lowered).enumerate() {
             for &i in &operator.inputs {
                 if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
                     buffers.entry(i).or_insert_with(|| {
@@ -532,60 +681,96 @@ impl GpuPlan {
                     });
                 }
             }
+            let take = |size: u64, pool: &mut Pool| {
+                pool.take(size)
+                    .unwrap_or_else(|| new_buffer((size.div_ceil(256) * 256).min(limit).max(size), "webnn intermediate"))
+            };
             for &o in &operator.outputs {
-                buffers.entry(o).or_insert_with(|| {
-                    let size = padded(desc(o).byte_length());
-                    pool.take(size).unwrap_or_else(|| {
-                        new_buffer((size.div_ceil(256) * 256).min(limit).max(size), "webnn intermediate")
-                    })
+                if !buffers.contains_key(&o) {
+                    let b = take(padded(desc(o).byte_length()), &mut pool);
+                    buffers.insert(o, b);
+                }
+            }
+            let mut locals = Vec::with_capacity(lowering.locals.len());
+            let mut scratch = Vec::new();
+            for l in &lowering.locals {
+                locals.push(match l {
+                    Local::Scratch(bytes) => {
+                        let b = take((*bytes).max(4), &mut pool);
+                        scratch.push(b.clone());
+                        b
+                    }
+                    Local::Data(bytes) => {
+                        let b = new_buffer(padded(bytes.len()).max(4), "webnn lowered constant");
+                        write_padded(&shared.queue, &b, bytes);
+                        kept.push(b.clone());
+                        b
+                    }
                 });
             }
-            for step in steps {
+            let buf = |b: &Buf| -> Result<wgpu::Buffer> {
+                match b {
+                    Buf::Operand(id) => buffers.get(id),
+                    Buf::Local(k) => locals.get(*k),
+                }
+                .cloned()
+                .ok_or_else(|| WebnnError::Operation(format!("internal: {} binds a buffer it does not have", operator.op.name())))
+            };
+            for step in lowering.steps {
                 match step {
-                    Lowered::Copy { src, dst } => commands.push(Command::Copy {
-                        src: buffers[&src].clone(),
-                        dst: buffers[&dst].clone(),
-                        size: padded(desc(src).byte_length()),
+                    Lowered::Copy { src, src_offset, dst, dst_offset, size } => commands.push(Command::Copy {
+                        src: buf(&src)?,
+                        src_offset,
+                        dst: buf(&dst)?,
+                        dst_offset,
+                        size,
                     }),
-                    Lowered::Dispatch {
-                        wgsl,
-                        inputs: ins,
-                        output,
-                        params,
-                        invocations,
-                    } => {
+                    Lowered::Dispatch { wgsl, reads, writes, params, grid } => {
                         let pipeline = shared.pipeline(&wgsl);
-                        let pbuf = new_buffer((params.len() * 4) as u64, "webnn params");
+                        let pbuf = new_buffer((params.len().max(1) * 4) as u64, "webnn params");
                         let bytes: Vec<u8> = params.iter().flat_map(|w| w.to_le_bytes()).collect();
-                        shared.queue.write_buffer(&pbuf, 0, &bytes);
-                        let mut entries: Vec<wgpu::BindGroupEntry> = ins
+                        write_padded(&shared.queue, &pbuf, &bytes);
+                        let mut bound = Vec::with_capacity(reads.len() + writes.len() + 1);
+                        for b in reads.iter().chain(&writes) {
+                            bound.push(buf(b)?);
+                        }
+                        bound.push(pbuf);
+                        let entries: Vec<wgpu::BindGroupEntry> = bound
                             .iter()
                             .enumerate()
-                            .map(|(k, id)| wgpu::BindGroupEntry {
+                            .map(|(k, b)| wgpu::BindGroupEntry {
                                 binding: k as u32,
-                                resource: buffers[id].as_entire_binding(),
+                                resource: b.as_entire_binding(),
                             })
                             .collect();
-                        entries.push(wgpu::BindGroupEntry {
-                            binding: ins.len() as u32,
-                            resource: buffers[&output].as_entire_binding(),
-                        });
-                        entries.push(wgpu::BindGroupEntry {
-                            binding: ins.len() as u32 + 1,
-                            resource: pbuf.as_entire_binding(),
-                        });
                         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some("webnn step"),
                             layout: &pipeline.get_bind_group_layout(0),
                             entries: &entries,
                         });
-                        commands.push(Command::Dispatch {
-                            pipeline,
-                            bind_group,
-                            groups: groups_for(invocations)?,
-                        });
+                        let groups = match grid {
+                            Grid::Threads(n) => {
+                                let (x, y) = groups_for(n)?;
+                                [x, y, 1]
+                            }
+                            Grid::Groups(g) => {
+                                let max = shared.limits.max_compute_workgroups_per_dimension;
+                                if g.iter().any(|&d| d > max) {
+                                    return Err(WebnnError::Operation(format!(
+                                        "build: {} needs a {g:?} grid of GPU workgroups, more than the {max} per dimension the GPU allows",
+                                        operator.op.name()
+                                    )));
+                                }
+                                g
+                            }
+                        };
+                        commands.push(Command::Dispatch { pipeline, bind_group, groups });
                     }
                 }
+            }
+            // Scratch goes back to the pool once the operator's steps are placed.
+            for b in scratch {
+                pool.free.push((b.size(), b));
             }
             // Free after placing this step's outputs: an output never shares a
             // buffer with an input of its own step.
@@ -606,6 +791,7 @@ impl GpuPlan {
             inputs,
             outputs,
             commands,
+            _kept: kept,
             staging_size,
             staging: Mutex::new(Vec::new()),
         })
@@ -659,8 +845,8 @@ impl GpuPlan {
         });
         let mut i = 0;
         while i < self.commands.len() {
-            if let Command::Copy { src, dst, size } = &self.commands[i] {
-                encoder.copy_buffer_to_buffer(src, 0, dst, 0, *size);
+            if let Command::Copy { src, src_offset, dst, dst_offset, size } = &self.commands[i] {
+                encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 i += 1;
                 continue;
             }
@@ -676,7 +862,7 @@ impl GpuPlan {
             {
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, bind_group, &[]);
-                pass.dispatch_workgroups(groups.0, groups.1, 1);
+                pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
                 i += 1;
             }
         }
@@ -779,7 +965,7 @@ mod tests {
     #[test]
     fn unsupported_operators_and_types_name_both() {
         let x = d(DataType::Int32, &[3, 3]);
-        let e = lower(
+        let e = lower_elementwise(
             &Op::Triangular {
                 upper: true,
                 diagonal: 0,
@@ -795,7 +981,7 @@ mod tests {
         // 64-bit arithmetic needs SHADER_INT64; moving 64-bit tensors does not.
         let a = d(DataType::Int64, &[2]);
         let add = Op::Binary(crate::ops::BinaryKind::Add);
-        let e = lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], false).err().unwrap();
+        let e = lower_elementwise(&add, &[(0, &a), (0, &a)], &[(1, &a)], false).err().unwrap();
         assert!(
             e.to_string()
                 .contains("add on int64 on this adapter (no 64-bit integer shaders)"),
@@ -803,7 +989,7 @@ mod tests {
         );
         assert!(lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], true).is_ok());
         let f = d(DataType::Float32, &[2]);
-        let e = lower(
+        let e = lower_elementwise(
             &Op::Cast(DataType::Uint64),
             &[(0, &f)],
             &[(1, &d(DataType::Uint64, &[2]))],
@@ -813,7 +999,7 @@ mod tests {
         .unwrap();
         assert!(e.to_string().contains("cast from float32 to uint64"), "{e}");
         let t = d(DataType::Uint64, &[2, 3]);
-        let moved = lower(
+        let moved = lower_elementwise(
             &Op::Transpose {
                 permutation: vec![1, 0],
             },
@@ -827,9 +1013,11 @@ mod tests {
     fn dispatch_params(l: &Lowered) -> (&[u32], usize) {
         match l {
             Lowered::Dispatch {
-                params, invocations, ..
+                params,
+                grid: Grid::Threads(invocations),
+                ..
             } => (params, *invocations),
-            Lowered::Copy { .. } => panic!("expected a dispatch"),
+            _ => panic!("expected a one-invocation-per-unit dispatch"),
         }
     }
 
@@ -841,7 +1029,7 @@ mod tests {
             d(DataType::Uint8, &[2, 5]),
             d(DataType::Uint8, &[2, 8]),
         );
-        let steps = lower(&Op::Concat { axis: 1 }, &[(0, &a), (1, &b)], &[(2, &out)], true).unwrap();
+        let steps = lower_elementwise(&Op::Concat { axis: 1 }, &[(0, &a), (1, &b)], &[(2, &out)], true).unwrap();
         // [first unit, units, inner, total, lo, len, output elements]
         let (p, n) = dispatch_params(&steps[0]);
         assert_eq!((&p[..7], n), (&[0, 3, 1, 8, 0, 3, 16][..], 3)); // elements 0..=10: words 0..=2
@@ -849,7 +1037,7 @@ mod tests {
         assert_eq!((&p[..7], n), (&[0, 4, 1, 8, 3, 5, 16][..], 4)); // elements 3..=15: words 0..=3
                                                                     // float32: one unit per input element.
         let (a, out) = (d(DataType::Float32, &[2, 3]), d(DataType::Float32, &[4, 3]));
-        let steps = lower(&Op::Concat { axis: 0 }, &[(0, &a), (1, &a)], &[(2, &out)], true).unwrap();
+        let steps = lower_elementwise(&Op::Concat { axis: 0 }, &[(0, &a), (1, &a)], &[(2, &out)], true).unwrap();
         let (p, n) = dispatch_params(&steps[1]);
         assert_eq!((&p[..7], n), (&[0, 6, 3, 4, 2, 2, 12][..], 6));
     }
@@ -858,7 +1046,7 @@ mod tests {
     fn split_and_slice_start_at_their_offsets() {
         let x = d(DataType::Float16, &[4, 6]);
         let outs = [d(DataType::Float16, &[4, 2]), d(DataType::Float16, &[4, 4])];
-        let steps = lower(
+        let steps = lower_elementwise(
             &Op::Split { axis: 1 },
             &[(0, &x)],
             &[(1, &outs[0]), (2, &outs[1])],
@@ -873,7 +1061,7 @@ mod tests {
             starts: vec![1, 2],
             sizes: vec![2, 3],
         };
-        let steps = lower(&slice, &[(0, &x)], &[(1, &d(DataType::Float16, &[2, 3]))], true).unwrap();
+        let steps = lower_elementwise(&slice, &[(0, &x)], &[(1, &d(DataType::Float16, &[2, 3]))], true).unwrap();
         assert_eq!(dispatch_params(&steps[0]).0[P_EXTRA], 8);
     }
 }

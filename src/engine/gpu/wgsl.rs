@@ -105,7 +105,7 @@ impl Storage {
         }
     }
 
-    fn tag(self) -> &'static str {
+    pub fn tag(self) -> &'static str {
         match self {
             Storage::F32 => "f32",
             Storage::F16 => "f16",
@@ -120,7 +120,7 @@ impl Storage {
 
     /// WGSL expression turning the element bits `raw` (u32, zero-extended; for
     /// 64-bit elements a vec2<u32>, low word first) into the compute type.
-    fn decode(self, raw: &str) -> String {
+    pub fn decode(self, raw: &str) -> String {
         match self {
             Storage::F32 => format!("bitcast<f32>({raw})"),
             Storage::F16 => format!("f16_to_f32({raw})"),
@@ -134,7 +134,7 @@ impl Storage {
 
     /// WGSL expression turning a compute-type value into element bits (u32, only
     /// the element's low bits set; vec2<u32> for 64-bit elements).
-    fn encode(self, v: &str) -> String {
+    pub fn encode(self, v: &str) -> String {
         match self {
             Storage::F32 => format!("bitcast<u32>({v})"),
             Storage::F16 => format!("f32_to_f16({v})"),
@@ -149,7 +149,7 @@ impl Storage {
 }
 
 /// Helpers every kernel may call; the driver drops what a kernel does not use.
-const PRELUDE: &str = r#"
+pub const PRELUDE: &str = r#"
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
 fn qnan() -> f32 { return bitcast<f32>(0x7fc00000u); }
@@ -406,7 +406,7 @@ fn f_to_u32(x: f32) -> u32 {
 
 /// Helpers on 64-bit integers, included only in kernels that compute on them
 /// (a shader that names i64 or u64 needs the adapter's SHADER_INT64).
-const PRELUDE64: &str = r#"
+pub const PRELUDE64: &str = r#"
 fn w2u64(r: vec2<u32>) -> u64 { return u64(r.x) | (u64(r.y) << 32u); }
 fn u64w2(v: u64) -> vec2<u32> { return vec2<u32>(u32(v & 0xfffffffflu), u32(v >> 32u)); }
 fn pow_i64(b0: i64, e0: i64) -> i64 {
@@ -478,7 +478,7 @@ pub struct MapKernel {
     pub body: String,
 }
 
-fn load_fn(name: &str, binding: &str, s: Storage, decoded: bool) -> String {
+pub fn load_fn(name: &str, binding: &str, s: Storage, decoded: bool) -> String {
     let (ty, raw) = match s.lanes() {
         1 => ("u32", format!("{binding}[i]")),
         2 => ("u32", format!("(({binding}[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu)")),
@@ -496,7 +496,7 @@ fn load_fn(name: &str, binding: &str, s: Storage, decoded: bool) -> String {
     }
 }
 
-const MAIN_HEAD: &str = "@compute @workgroup_size(64)
+pub const MAIN_HEAD: &str = "@compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let g = (wg.y * nwg.x + wg.x) * 64u + li;
 ";
@@ -598,6 +598,25 @@ impl MapKernel {
         let _ = writeln!(s, "  }}\n  dst[g] = word;\n}}");
         s
     }
+}
+
+/// Packs elements written one per word (the element's bits in the low bits) into
+/// their storage's packed layout. Parameters: [0] element count.
+pub fn pack_words_wgsl(st: Storage) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "// pack words {}", st.tag());
+    s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
+    s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
+    s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
+    s.push_str(MAIN_HEAD);
+    let lanes = st.lanes();
+    let bits = st.bits();
+    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let _ = writeln!(
+        s,
+        "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}\n  var word = 0u;\n  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = first + l;\n    if (e >= n) {{ break; }}\n    word = word | ((src[e] & {mask}u) << (l * {bits}u));\n  }}\n  dst[g] = word;\n}}"
+    );
+    s
 }
 
 /// The movement kernel: output element e (of a dense output) is input element
@@ -898,6 +917,7 @@ mod tests {
             );
             validate(&gather_wgsl(st));
             validate(&concat_wgsl(st));
+            validate(&pack_words_wgsl(st));
         }
         for k in [
             UnaryKind::Exp,

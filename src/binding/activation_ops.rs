@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::{activation, id, to_js, NativeActivation, NativeBuilder};
+use super::{guard, activation, id, to_js, NativeActivation, NativeBuilder};
 
 #[napi]
 impl NativeBuilder {
@@ -13,17 +13,23 @@ impl NativeBuilder {
     /// `{name: 'elu', alpha: 1}`.
     #[napi]
     pub fn elementwise_activation(&mut self, activation: NativeActivation, input: u32) -> Result<u32> {
-        let act = self::activation(&activation)?;
-        self.inner.activation(act, input as usize).map(id).map_err(to_js)
+        guard("elementwise_activation", || {
+            let act = self::activation(&activation)?;
+            self.inner.activation(act, input as usize).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn prelu(&mut self, input: u32, slope: u32) -> Result<u32> {
-        self.inner.prelu(input as usize, slope as usize).map(id).map_err(to_js)
+        guard("prelu", || {
+            self.inner.prelu(input as usize, slope as usize).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn softmax(&mut self, input: u32, axis: u32) -> Result<u32> {
-        self.inner.softmax(input as usize, axis as usize).map(id).map_err(to_js)
+        guard("softmax", || {
+            self.inner.softmax(input as usize, axis as usize).map(id).map_err(to_js)
+        })
     }
 }

@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::{dims, id, to_js, NativeBuilder};
+use super::{guard, dims, id, to_js, NativeBuilder};
 use crate::ops::conv::{
     Conv2dFilterLayout, Conv2dOptions, ConvTranspose2dFilterLayout, ConvTranspose2dOptions, InputLayout,
 };
@@ -58,62 +58,66 @@ fn list(v: &Option<Vec<u32>>) -> Option<Vec<usize>> {
 impl NativeBuilder {
     #[napi(js_name = "conv2d")]
     pub fn conv2d(&mut self, input: u32, filter: u32, options: NativeConv2dOptions) -> Result<u32> {
-        let table = [
-            ("oihw", Conv2dFilterLayout::Oihw),
-            ("hwio", Conv2dFilterLayout::Hwio),
-            ("ohwi", Conv2dFilterLayout::Ohwi),
-            ("ihwo", Conv2dFilterLayout::Ihwo),
-        ];
-        let filter_layout = enum_value(
-            "conv2d",
-            "filterLayout",
-            "MLConv2dFilterOperandLayout",
-            &options.filter_layout,
-            &table,
-        )?;
-        let o = Conv2dOptions {
-            padding: list(&options.padding),
-            strides: list(&options.strides),
-            dilations: list(&options.dilations),
-            groups: options.groups as usize,
-            input_layout: input_layout("conv2d", &options.input_layout)?,
-            filter_layout,
-        };
-        let bias = options.bias.map(|b| b as usize);
-        self.inner
-            .conv2d(input as usize, filter as usize, bias, &o)
-            .map(id)
-            .map_err(to_js)
+        guard("conv2d", || {
+            let table = [
+                ("oihw", Conv2dFilterLayout::Oihw),
+                ("hwio", Conv2dFilterLayout::Hwio),
+                ("ohwi", Conv2dFilterLayout::Ohwi),
+                ("ihwo", Conv2dFilterLayout::Ihwo),
+            ];
+            let filter_layout = enum_value(
+                "conv2d",
+                "filterLayout",
+                "MLConv2dFilterOperandLayout",
+                &options.filter_layout,
+                &table,
+            )?;
+            let o = Conv2dOptions {
+                padding: list(&options.padding),
+                strides: list(&options.strides),
+                dilations: list(&options.dilations),
+                groups: options.groups as usize,
+                input_layout: input_layout("conv2d", &options.input_layout)?,
+                filter_layout,
+            };
+            let bias = options.bias.map(|b| b as usize);
+            self.inner
+                .conv2d(input as usize, filter as usize, bias, &o)
+                .map(id)
+                .map_err(to_js)
+        })
     }
 
     #[napi(js_name = "convTranspose2d")]
     pub fn conv_transpose2d(&mut self, input: u32, filter: u32, options: NativeConvTranspose2dOptions) -> Result<u32> {
-        let table = [
-            ("iohw", ConvTranspose2dFilterLayout::Iohw),
-            ("hwoi", ConvTranspose2dFilterLayout::Hwoi),
-            ("ohwi", ConvTranspose2dFilterLayout::Ohwi),
-        ];
-        let filter_layout = enum_value(
-            "convTranspose2d",
-            "filterLayout",
-            "MLConvTranspose2dFilterOperandLayout",
-            &options.filter_layout,
-            &table,
-        )?;
-        let o = ConvTranspose2dOptions {
-            padding: list(&options.padding),
-            strides: list(&options.strides),
-            dilations: list(&options.dilations),
-            output_padding: list(&options.output_padding),
-            output_sizes: list(&options.output_sizes),
-            groups: options.groups as usize,
-            input_layout: input_layout("convTranspose2d", &options.input_layout)?,
-            filter_layout,
-        };
-        let bias = options.bias.map(|b| b as usize);
-        self.inner
-            .conv_transpose2d(input as usize, filter as usize, bias, &o)
-            .map(id)
-            .map_err(to_js)
+        guard("conv_transpose2d", || {
+            let table = [
+                ("iohw", ConvTranspose2dFilterLayout::Iohw),
+                ("hwoi", ConvTranspose2dFilterLayout::Hwoi),
+                ("ohwi", ConvTranspose2dFilterLayout::Ohwi),
+            ];
+            let filter_layout = enum_value(
+                "convTranspose2d",
+                "filterLayout",
+                "MLConvTranspose2dFilterOperandLayout",
+                &options.filter_layout,
+                &table,
+            )?;
+            let o = ConvTranspose2dOptions {
+                padding: list(&options.padding),
+                strides: list(&options.strides),
+                dilations: list(&options.dilations),
+                output_padding: list(&options.output_padding),
+                output_sizes: list(&options.output_sizes),
+                groups: options.groups as usize,
+                input_layout: input_layout("convTranspose2d", &options.input_layout)?,
+                filter_layout,
+            };
+            let bias = options.bias.map(|b| b as usize);
+            self.inner
+                .conv_transpose2d(input as usize, filter as usize, bias, &o)
+                .map(id)
+                .map_err(to_js)
+        })
     }
 }

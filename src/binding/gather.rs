@@ -6,23 +6,27 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::{dims, id, to_js, NativeBuilder};
+use super::{guard, dims, id, to_js, NativeBuilder};
 use crate::ops::gather::{InterpolationMode, PadOptions, PaddingMode, Resample2dOptions, TriangularOptions};
 
 #[napi]
 impl NativeBuilder {
     #[napi]
     pub fn gather(&mut self, input: u32, indices: u32, axis: u32) -> Result<u32> {
-        self.inner.gather(input as usize, indices as usize, axis as usize).map(id).map_err(to_js)
+        guard("gather", || {
+            self.inner.gather(input as usize, indices as usize, axis as usize).map(id).map_err(to_js)
+        })
     }
 
     /// `value` is the IDL float (already rounded to float32 by the facade).
     #[napi]
     pub fn pad(&mut self, input: u32, beginning: Vec<u32>, ending: Vec<u32>, mode: String, value: f64) -> Result<u32> {
-        let mode = PaddingMode::from_name(&mode)
-            .ok_or_else(|| to_js(type_err!("pad: options.mode '{mode}' is not a valid MLPaddingMode")))?;
-        let options = PadOptions { mode, value: value as f32 };
-        self.inner.pad(input as usize, &dims(&beginning), &dims(&ending), options).map(id).map_err(to_js)
+        guard("pad", || {
+            let mode = PaddingMode::from_name(&mode)
+                .ok_or_else(|| to_js(type_err!("pad: options.mode '{mode}' is not a valid MLPaddingMode")))?;
+            let options = PadOptions { mode, value: value as f32 };
+            self.inner.pad(input as usize, &dims(&beginning), &dims(&ending), options).map(id).map_err(to_js)
+        })
     }
 
     /// Absent `scales`, `sizes` and `axes` are `None` (the spec's defaults apply in the core).
@@ -36,19 +40,23 @@ impl NativeBuilder {
         sizes: Option<Vec<u32>>,
         axes: Option<Vec<u32>>,
     ) -> Result<u32> {
-        let mode = InterpolationMode::from_name(&mode)
-            .ok_or_else(|| to_js(type_err!("resample2d: options.mode '{mode}' is not a valid MLInterpolationMode")))?;
-        let options = Resample2dOptions {
-            mode,
-            scales: scales.map(|s| s.into_iter().map(|v| v as f32).collect()),
-            sizes: sizes.map(|s| dims(&s)),
-            axes: axes.map(|a| dims(&a)),
-        };
-        self.inner.resample2d(input as usize, &options).map(id).map_err(to_js)
+        guard("resample2d", || {
+            let mode = InterpolationMode::from_name(&mode)
+                .ok_or_else(|| to_js(type_err!("resample2d: options.mode '{mode}' is not a valid MLInterpolationMode")))?;
+            let options = Resample2dOptions {
+                mode,
+                scales: scales.map(|s| s.into_iter().map(|v| v as f32).collect()),
+                sizes: sizes.map(|s| dims(&s)),
+                axes: axes.map(|a| dims(&a)),
+            };
+            self.inner.resample2d(input as usize, &options).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn triangular(&mut self, input: u32, upper: bool, diagonal: i32) -> Result<u32> {
-        self.inner.triangular(input as usize, TriangularOptions { upper, diagonal }).map(id).map_err(to_js)
+        guard("triangular", || {
+            self.inner.triangular(input as usize, TriangularOptions { upper, diagonal }).map(id).map_err(to_js)
+        })
     }
 }

@@ -41,6 +41,20 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// Runs a builder method so that a panic (a bug: validation uses checked
+/// arithmetic and returns errors) becomes an OperationError naming the method
+/// instead of unwinding into Node, which would abort the process. A panic can only
+/// come from validation, which runs before the builder records anything, so the
+/// builder stays usable.
+pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(to_js(WebnnError::Operation(format!(
+            "{what}: internal error ({}); the builder is still usable",
+            panic_message(p)
+        ))))
+    })
+}
+
 /// The blocking pool that compiles graphs (TFRT's separate pool for blocking work).
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
@@ -235,103 +249,137 @@ impl NativeBuilder {
 
     #[napi]
     pub fn operand_data_type(&self, operand: u32) -> Result<String> {
-        Ok(self.inner.desc(operand as usize).map_err(to_js)?.data_type.name().to_string())
+        guard("operand_data_type", || {
+            Ok(self.inner.desc(operand as usize).map_err(to_js)?.data_type.name().to_string())
+        })
     }
 
     #[napi]
     pub fn operand_shape(&self, operand: u32) -> Result<Vec<u32>> {
-        Ok(self.inner.desc(operand as usize).map_err(to_js)?.shape.iter().map(|&d| d as u32).collect())
+        guard("operand_shape", || {
+            Ok(self.inner.desc(operand as usize).map_err(to_js)?.shape.iter().map(|&d| d as u32).collect())
+        })
     }
 
     #[napi]
     pub fn input(&mut self, name: String, data_type: String, shape: Vec<u32>) -> Result<u32> {
-        let desc = OperandDesc::new(self::data_type(&data_type)?, dims(&shape));
-        self.inner.input(&name, desc).map(id).map_err(to_js)
+        guard("input", || {
+            let desc = OperandDesc::new(self::data_type(&data_type)?, dims(&shape));
+            self.inner.input(&name, desc).map(id).map_err(to_js)
+        })
     }
 
     /// `bytes` views the caller's buffer; it is copied here (7.8.3.1 step 3.2).
     #[napi]
     pub fn constant(&mut self, data_type: String, shape: Vec<u32>, bytes: &[u8]) -> Result<u32> {
-        let desc = OperandDesc::new(self::data_type(&data_type)?, dims(&shape));
-        let mut copy = Vec::new();
-        copy.try_reserve_exact(bytes.len())
-            .map_err(|_| to_js(WebnnError::Operation(format!("constant: cannot allocate {} bytes", bytes.len()))))?;
-        copy.extend_from_slice(bytes);
-        self.inner.constant(desc, copy).map(id).map_err(to_js)
+        guard("constant", || {
+            let desc = OperandDesc::new(self::data_type(&data_type)?, dims(&shape));
+            let mut copy = Vec::new();
+            copy.try_reserve_exact(bytes.len())
+                .map_err(|_| to_js(WebnnError::Operation(format!("constant: cannot allocate {} bytes", bytes.len()))))?;
+            copy.extend_from_slice(bytes);
+            self.inner.constant(desc, copy).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn constant_scalar(&mut self, value: f64, data_type: String) -> Result<u32> {
-        Ok(id(self.inner.constant_scalar(value, self::data_type(&data_type)?)))
+        guard("constant_scalar", || {
+            Ok(id(self.inner.constant_scalar(value, self::data_type(&data_type)?)))
+        })
     }
 
     #[napi]
     pub fn binary(&mut self, kind: String, a: u32, b: u32) -> Result<u32> {
-        self.inner.binary(binary_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
+        guard("binary", || {
+            self.inner.binary(binary_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn logical(&mut self, kind: String, a: u32, b: u32) -> Result<u32> {
-        self.inner.logical(logical_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
+        guard("logical", || {
+            self.inner.logical(logical_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn unary(&mut self, kind: String, input: u32) -> Result<u32> {
-        self.inner.unary(unary_kind(&kind)?, input as usize).map(id).map_err(to_js)
+        guard("unary", || {
+            self.inner.unary(unary_kind(&kind)?, input as usize).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn cast(&mut self, input: u32, data_type: String) -> Result<u32> {
-        self.inner.cast(input as usize, self::data_type(&data_type)?).map(id).map_err(to_js)
+        guard("cast", || {
+            self.inner.cast(input as usize, self::data_type(&data_type)?).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn clamp(&mut self, input: u32, min: Option<f64>, max: Option<f64>) -> Result<u32> {
-        let (min, max) = (min.map(|v| v as f32), max.map(|v| v as f32));
-        self.inner.clamp(input as usize, min, max).map(id).map_err(to_js)
+        guard("clamp", || {
+            let (min, max) = (min.map(|v| v as f32), max.map(|v| v as f32));
+            self.inner.clamp(input as usize, min, max).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn reshape(&mut self, input: u32, new_shape: Vec<u32>) -> Result<u32> {
-        self.inner.reshape(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
+        guard("reshape", || {
+            self.inner.reshape(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn transpose(&mut self, input: u32, permutation: Option<Vec<u32>>) -> Result<u32> {
-        let perm = permutation.map(|p| dims(&p));
-        self.inner.transpose(input as usize, perm.as_deref()).map(id).map_err(to_js)
+        guard("transpose", || {
+            let perm = permutation.map(|p| dims(&p));
+            self.inner.transpose(input as usize, perm.as_deref()).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn concat(&mut self, inputs: Vec<u32>, axis: u32) -> Result<u32> {
-        self.inner.concat(&dims(&inputs), axis as usize).map(id).map_err(to_js)
+        guard("concat", || {
+            self.inner.concat(&dims(&inputs), axis as usize).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
     pub fn slice(&mut self, input: u32, starts: Vec<u32>, sizes: Vec<u32>) -> Result<u32> {
-        self.inner.slice(input as usize, &dims(&starts), &dims(&sizes)).map(id).map_err(to_js)
+        guard("slice", || {
+            self.inner.slice(input as usize, &dims(&starts), &dims(&sizes)).map(id).map_err(to_js)
+        })
     }
 
     /// Exactly one of `count` and `sizes` is given (the `splits` union).
     #[napi]
     pub fn split(&mut self, input: u32, count: Option<u32>, sizes: Option<Vec<u32>>, axis: u32) -> Result<Vec<u32>> {
-        let splits = match (count, sizes) {
-            (Some(n), _) => Splits::Count(n as usize),
-            (None, Some(s)) => Splits::Sizes(dims(&s)),
-            (None, None) => return Err(to_js(type_err!("split: splits is missing"))),
-        };
-        let outs = self.inner.split(input as usize, &splits, axis as usize).map_err(to_js)?;
-        Ok(outs.into_iter().map(id).collect())
+        guard("split", || {
+            let splits = match (count, sizes) {
+                (Some(n), _) => Splits::Count(n as usize),
+                (None, Some(s)) => Splits::Sizes(dims(&s)),
+                (None, None) => return Err(to_js(type_err!("split: splits is missing"))),
+            };
+            let outs = self.inner.split(input as usize, &splits, axis as usize).map_err(to_js)?;
+            Ok(outs.into_iter().map(id).collect())
+        })
     }
 
     #[napi]
     pub fn expand(&mut self, input: u32, new_shape: Vec<u32>) -> Result<u32> {
-        self.inner.expand(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
+        guard("expand", || {
+            self.inner.expand(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
+        })
     }
 
     #[napi(js_name = "where")]
     pub fn where_(&mut self, condition: u32, input: u32, other: u32) -> Result<u32> {
-        self.inner.where_(condition as usize, input as usize, other as usize).map(id).map_err(to_js)
+        guard("where_", || {
+            self.inner.where_(condition as usize, input as usize, other as usize).map(id).map_err(to_js)
+        })
     }
 
     /// build(): validates synchronously (the facade turns a thrown TypeError into a
@@ -344,34 +392,36 @@ impl NativeBuilder {
         names: Vec<String>,
         operands: Vec<u32>,
     ) -> Result<Object<'env>> {
-        let outputs: Vec<(String, usize)> = names.into_iter().zip(operands.into_iter().map(|o| o as usize)).collect();
-        let graph = self.inner.build(&outputs).map_err(to_js)?;
-        let describe = |list: &[(String, usize)]| -> Vec<NativeDescriptor> {
-            list.iter()
-                .map(|(name, id)| {
-                    let d = &graph.operands[*id].desc;
-                    NativeDescriptor {
-                        name: name.clone(),
-                        data_type: d.data_type.name().to_string(),
-                        shape: d.shape.iter().map(|&x| x as u32).collect(),
-                        byte_length: d.byte_length() as f64,
-                    }
-                })
-                .collect()
-        };
-        let (inputs, outputs) = (describe(&graph.inputs), describe(&graph.outputs));
-        let engine = context.engine.clone();
-        let in_flight = context.in_flight.clone();
-        let (deferred, promise) = env.create_deferred()?;
-        runtime()?.spawn_blocking(move || {
-            let compiled = catch_unwind(AssertUnwindSafe(|| engine.compile(graph)))
-                .unwrap_or_else(|p| Err(WebnnError::Operation(format!("internal error while building: {}", panic_message(p)))));
-            match compiled {
-                Ok(exec) => deferred.resolve(move |_| Ok(NativeGraph { exec, inputs, outputs, in_flight })),
-                Err(e) => deferred.reject(to_js(e)),
-            }
-        });
-        Ok(promise)
+        guard("build", || {
+            let outputs: Vec<(String, usize)> = names.into_iter().zip(operands.into_iter().map(|o| o as usize)).collect();
+            let graph = self.inner.build(&outputs).map_err(to_js)?;
+            let describe = |list: &[(String, usize)]| -> Vec<NativeDescriptor> {
+                list.iter()
+                    .map(|(name, id)| {
+                        let d = &graph.operands[*id].desc;
+                        NativeDescriptor {
+                            name: name.clone(),
+                            data_type: d.data_type.name().to_string(),
+                            shape: d.shape.iter().map(|&x| x as u32).collect(),
+                            byte_length: d.byte_length() as f64,
+                        }
+                    })
+                    .collect()
+            };
+            let (inputs, outputs) = (describe(&graph.inputs), describe(&graph.outputs));
+            let engine = context.engine.clone();
+            let in_flight = context.in_flight.clone();
+            let (deferred, promise) = env.create_deferred()?;
+            runtime()?.spawn_blocking(move || {
+                let compiled = catch_unwind(AssertUnwindSafe(|| engine.compile(graph)))
+                    .unwrap_or_else(|p| Err(WebnnError::Operation(format!("internal error while building: {}", panic_message(p)))));
+                match compiled {
+                    Ok(exec) => deferred.resolve(move |_| Ok(NativeGraph { exec, inputs, outputs, in_flight })),
+                    Err(e) => deferred.reject(to_js(e)),
+                }
+            });
+            Ok(promise)
+        })
     }
 }
 
@@ -499,4 +549,20 @@ pub(crate) fn activation(a: &NativeActivation) -> Result<crate::ops::Activation>
         "softmax" => A::Softmax { axis: a.axis.unwrap_or(0) },
         other => return Err(to_js(type_err!("unknown activation '{other}'"))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_builder_method_becomes_an_operation_error() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r: Result<u32> = guard("conv2d", || panic!("index out of bounds"));
+        std::panic::set_hook(prev);
+        let e = r.unwrap_err();
+        assert!(e.reason.starts_with("OperationError|conv2d: internal error (index out of bounds)"), "{}", e.reason);
+        assert_eq!(guard("add", || Ok(7)).unwrap(), 7);
+    }
 }

@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::{dims, id, to_js, NativeBuilder};
+use super::{guard, dims, id, to_js, NativeBuilder};
 use crate::ops::pooling::{InputLayout, Pool2dOptions, PoolKind, RoundingType};
 
 /// `MLPool2dOptions` as the facade passes it: absent sequences are undefined.
@@ -42,24 +42,26 @@ impl NativeBuilder {
     /// averagePool2d, l2Pool2d or maxPool2d, named by `kind`.
     #[napi(js_name = "pool2d")]
     pub fn pool2d(&mut self, kind: String, input: u32, options: NativePool2dOptions) -> Result<u32> {
-        let kind = pool_kind(&kind)?;
-        let op = kind.name();
-        let rounding_type = match options.rounding_type.as_str() {
-            "floor" => RoundingType::Floor,
-            "ceil" => RoundingType::Ceil,
-            other => return Err(to_js(type_err!("{op}: '{other}' is not a valid MLRoundingType"))),
-        };
-        let seq = |v: &Option<Vec<u32>>| v.as_deref().map(dims);
-        let o = Pool2dOptions {
-            window_dimensions: seq(&options.window_dimensions),
-            padding: seq(&options.padding),
-            strides: seq(&options.strides),
-            dilations: seq(&options.dilations),
-            layout: layout(op, &options.layout)?,
-            rounding_type,
-            output_sizes: seq(&options.output_sizes),
-        };
-        self.inner.pool2d(kind, input as usize, &o).map(id).map_err(to_js)
+        guard("pool2d", || {
+            let kind = pool_kind(&kind)?;
+            let op = kind.name();
+            let rounding_type = match options.rounding_type.as_str() {
+                "floor" => RoundingType::Floor,
+                "ceil" => RoundingType::Ceil,
+                other => return Err(to_js(type_err!("{op}: '{other}' is not a valid MLRoundingType"))),
+            };
+            let seq = |v: &Option<Vec<u32>>| v.as_deref().map(dims);
+            let o = Pool2dOptions {
+                window_dimensions: seq(&options.window_dimensions),
+                padding: seq(&options.padding),
+                strides: seq(&options.strides),
+                dilations: seq(&options.dilations),
+                layout: layout(op, &options.layout)?,
+                rounding_type,
+                output_sizes: seq(&options.output_sizes),
+            };
+            self.inner.pool2d(kind, input as usize, &o).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
@@ -74,11 +76,13 @@ impl NativeBuilder {
         axis: u32,
         epsilon: f64,
     ) -> Result<u32> {
-        let (scale, bias) = (scale.map(|v| v as usize), bias.map(|v| v as usize));
-        self.inner
-            .batch_normalization(input as usize, mean as usize, variance as usize, scale, bias, axis as usize, epsilon as f32)
-            .map(id)
-            .map_err(to_js)
+        guard("batch_normalization", || {
+            let (scale, bias) = (scale.map(|v| v as usize), bias.map(|v| v as usize));
+            self.inner
+                .batch_normalization(input as usize, mean as usize, variance as usize, scale, bias, axis as usize, epsilon as f32)
+                .map(id)
+                .map_err(to_js)
+        })
     }
 
     #[napi]
@@ -90,9 +94,11 @@ impl NativeBuilder {
         epsilon: f64,
         layout: String,
     ) -> Result<u32> {
-        let layout = self::layout("instanceNormalization", &layout)?;
-        let (scale, bias) = (scale.map(|v| v as usize), bias.map(|v| v as usize));
-        self.inner.instance_normalization(input as usize, scale, bias, epsilon as f32, layout).map(id).map_err(to_js)
+        guard("instance_normalization", || {
+            let layout = self::layout("instanceNormalization", &layout)?;
+            let (scale, bias) = (scale.map(|v| v as usize), bias.map(|v| v as usize));
+            self.inner.instance_normalization(input as usize, scale, bias, epsilon as f32, layout).map(id).map_err(to_js)
+        })
     }
 
     #[napi]
@@ -104,8 +110,10 @@ impl NativeBuilder {
         axes: Option<Vec<u32>>,
         epsilon: f64,
     ) -> Result<u32> {
-        let (scale, bias) = (scale.map(|v| v as usize), bias.map(|v| v as usize));
-        let axes = axes.as_deref().map(dims);
-        self.inner.layer_normalization(input as usize, scale, bias, axes.as_deref(), epsilon as f32).map(id).map_err(to_js)
+        guard("layer_normalization", || {
+            let (scale, bias) = (scale.map(|v| v as usize), bias.map(|v| v as usize));
+            let axes = axes.as_deref().map(dims);
+            self.inner.layer_normalization(input as usize, scale, bias, axes.as_deref(), epsilon as f32).map(id).map_err(to_js)
+        })
     }
 }

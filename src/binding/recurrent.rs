@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::{activation, id, to_js, NativeActivation, NativeBuilder};
+use super::{guard, activation, id, to_js, NativeActivation, NativeBuilder};
 use crate::ops::recurrent::{
     GruCellOptions, GruOptions, GruWeightLayout, LstmCellOptions, LstmOptions, LstmWeightLayout, RecurrentDirection,
 };
@@ -108,21 +108,23 @@ impl NativeBuilder {
         hidden_size: u32,
         options: NativeGruOptions,
     ) -> Result<Vec<u32>> {
-        let o = GruOptions {
-            bias: opt(options.bias),
-            recurrent_bias: opt(options.recurrent_bias),
-            initial_hidden_state: opt(options.initial_hidden_state),
-            reset_after: options.reset_after,
-            return_sequence: options.return_sequence,
-            direction: direction("gru", &options.direction)?,
-            layout: gru_layout("gru", &options.layout)?,
-            activations: activations(&options.activations)?,
-        };
-        let outs = self
-            .inner
-            .gru(input as usize, weight as usize, recurrent_weight as usize, steps as usize, hidden_size as usize, &o)
-            .map_err(to_js)?;
-        Ok(ids(outs))
+        guard("gru", || {
+            let o = GruOptions {
+                bias: opt(options.bias),
+                recurrent_bias: opt(options.recurrent_bias),
+                initial_hidden_state: opt(options.initial_hidden_state),
+                reset_after: options.reset_after,
+                return_sequence: options.return_sequence,
+                direction: direction("gru", &options.direction)?,
+                layout: gru_layout("gru", &options.layout)?,
+                activations: activations(&options.activations)?,
+            };
+            let outs = self
+                .inner
+                .gru(input as usize, weight as usize, recurrent_weight as usize, steps as usize, hidden_size as usize, &o)
+                .map_err(to_js)?;
+            Ok(ids(outs))
+        })
     }
 
     /// 7.8.21 gruCell().
@@ -136,24 +138,26 @@ impl NativeBuilder {
         hidden_size: u32,
         options: NativeGruCellOptions,
     ) -> Result<u32> {
-        let o = GruCellOptions {
-            bias: opt(options.bias),
-            recurrent_bias: opt(options.recurrent_bias),
-            reset_after: options.reset_after,
-            layout: gru_layout("gruCell", &options.layout)?,
-            activations: activations(&options.activations)?,
-        };
-        self.inner
-            .gru_cell(
-                input as usize,
-                weight as usize,
-                recurrent_weight as usize,
-                hidden_state as usize,
-                hidden_size as usize,
-                &o,
-            )
-            .map(id)
-            .map_err(to_js)
+        guard("gru_cell", || {
+            let o = GruCellOptions {
+                bias: opt(options.bias),
+                recurrent_bias: opt(options.recurrent_bias),
+                reset_after: options.reset_after,
+                layout: gru_layout("gruCell", &options.layout)?,
+                activations: activations(&options.activations)?,
+            };
+            self.inner
+                .gru_cell(
+                    input as usize,
+                    weight as usize,
+                    recurrent_weight as usize,
+                    hidden_state as usize,
+                    hidden_size as usize,
+                    &o,
+                )
+                .map(id)
+                .map_err(to_js)
+        })
     }
 
     /// 7.8.28 lstm(): [output, cellOutput] or [output, cellOutput, outputSequence].
@@ -167,22 +171,24 @@ impl NativeBuilder {
         hidden_size: u32,
         options: NativeLstmOptions,
     ) -> Result<Vec<u32>> {
-        let o = LstmOptions {
-            bias: opt(options.bias),
-            recurrent_bias: opt(options.recurrent_bias),
-            peephole_weight: opt(options.peephole_weight),
-            initial_hidden_state: opt(options.initial_hidden_state),
-            initial_cell_state: opt(options.initial_cell_state),
-            return_sequence: options.return_sequence,
-            direction: direction("lstm", &options.direction)?,
-            layout: lstm_layout("lstm", &options.layout)?,
-            activations: activations(&options.activations)?,
-        };
-        let outs = self
-            .inner
-            .lstm(input as usize, weight as usize, recurrent_weight as usize, steps as usize, hidden_size as usize, &o)
-            .map_err(to_js)?;
-        Ok(ids(outs))
+        guard("lstm", || {
+            let o = LstmOptions {
+                bias: opt(options.bias),
+                recurrent_bias: opt(options.recurrent_bias),
+                peephole_weight: opt(options.peephole_weight),
+                initial_hidden_state: opt(options.initial_hidden_state),
+                initial_cell_state: opt(options.initial_cell_state),
+                return_sequence: options.return_sequence,
+                direction: direction("lstm", &options.direction)?,
+                layout: lstm_layout("lstm", &options.layout)?,
+                activations: activations(&options.activations)?,
+            };
+            let outs = self
+                .inner
+                .lstm(input as usize, weight as usize, recurrent_weight as usize, steps as usize, hidden_size as usize, &o)
+                .map_err(to_js)?;
+            Ok(ids(outs))
+        })
     }
 
     /// 7.8.29 lstmCell(): [output, cellOutput].
@@ -198,25 +204,27 @@ impl NativeBuilder {
         hidden_size: u32,
         options: NativeLstmCellOptions,
     ) -> Result<Vec<u32>> {
-        let o = LstmCellOptions {
-            bias: opt(options.bias),
-            recurrent_bias: opt(options.recurrent_bias),
-            peephole_weight: opt(options.peephole_weight),
-            layout: lstm_layout("lstmCell", &options.layout)?,
-            activations: activations(&options.activations)?,
-        };
-        let outs = self
-            .inner
-            .lstm_cell(
-                input as usize,
-                weight as usize,
-                recurrent_weight as usize,
-                hidden_state as usize,
-                cell_state as usize,
-                hidden_size as usize,
-                &o,
-            )
-            .map_err(to_js)?;
-        Ok(ids(outs))
+        guard("lstm_cell", || {
+            let o = LstmCellOptions {
+                bias: opt(options.bias),
+                recurrent_bias: opt(options.recurrent_bias),
+                peephole_weight: opt(options.peephole_weight),
+                layout: lstm_layout("lstmCell", &options.layout)?,
+                activations: activations(&options.activations)?,
+            };
+            let outs = self
+                .inner
+                .lstm_cell(
+                    input as usize,
+                    weight as usize,
+                    recurrent_weight as usize,
+                    hidden_state as usize,
+                    cell_state as usize,
+                    hidden_size as usize,
+                    &o,
+                )
+                .map_err(to_js)?;
+            Ok(ids(outs))
+        })
     }
 }

@@ -4,7 +4,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::{dims, id, to_js, NativeBuilder};
+use super::{guard, dims, id, to_js, NativeBuilder};
 use crate::ops::reduction::{ArgKind, ArgMinMaxOptions, ReduceKind, ReduceOptions};
 
 #[napi]
@@ -13,9 +13,11 @@ impl NativeBuilder {
     /// options.axes is absent.
     #[napi]
     pub fn reduce(&mut self, kind: String, input: u32, axes: Option<Vec<u32>>, keep_dimensions: bool) -> Result<u32> {
-        let kind = ReduceKind::from_name(&kind).ok_or_else(|| to_js(type_err!("unknown reduction '{kind}'")))?;
-        let options = ReduceOptions { axes: axes.map(|a| dims(&a)), keep_dimensions };
-        self.inner.reduce(kind, input as usize, &options).map(id).map_err(to_js)
+        guard("reduce", || {
+            let kind = ReduceKind::from_name(&kind).ok_or_else(|| to_js(type_err!("unknown reduction '{kind}'")))?;
+            let options = ReduceOptions { axes: axes.map(|a| dims(&a)), keep_dimensions };
+            self.inner.reduce(kind, input as usize, &options).map(id).map_err(to_js)
+        })
     }
 
     /// argMin and argMax; `kind` is "argMin" or "argMax".
@@ -28,12 +30,14 @@ impl NativeBuilder {
         keep_dimensions: bool,
         select_last_index: bool,
     ) -> Result<u32> {
-        let kind = match kind.as_str() {
-            "argMin" => ArgKind::Min,
-            "argMax" => ArgKind::Max,
-            _ => return Err(to_js(type_err!("unknown operator '{kind}'"))),
-        };
-        let options = ArgMinMaxOptions { axes: axes.map(|a| dims(&a)), keep_dimensions, select_last_index };
-        self.inner.arg_min_max(kind, input as usize, &options).map(id).map_err(to_js)
+        guard("arg_min_max", || {
+            let kind = match kind.as_str() {
+                "argMin" => ArgKind::Min,
+                "argMax" => ArgKind::Max,
+                _ => return Err(to_js(type_err!("unknown operator '{kind}'"))),
+            };
+            let options = ArgMinMaxOptions { axes: axes.map(|a| dims(&a)), keep_dimensions, select_last_index };
+            self.inner.arg_min_max(kind, input as usize, &options).map(id).map_err(to_js)
+        })
     }
 }

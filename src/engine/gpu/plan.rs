@@ -987,7 +987,7 @@ mod tests {
                 .contains("add on int64 on this adapter (no 64-bit integer shaders)"),
             "{e}"
         );
-        assert!(lower(&add, &[(0, &a), (0, &a)], &[(1, &a)], true).is_ok());
+        assert!(lower_elementwise(&add, &[(0, &a), (0, &a)], &[(1, &a)], true).is_ok());
         let f = d(DataType::Float32, &[2]);
         let e = lower_elementwise(
             &Op::Cast(DataType::Uint64),

@@ -439,16 +439,27 @@ fn pow_u64(b0: u64, e0: u64) -> u64 {
   return acc;
 }
 // Float to 64-bit integer: truncation toward zero with saturation, NaN -> 0.
+// The integer part of |x| for |x| < 2^64, from the float's bits: the NVIDIA
+// driver's f32 -> u64 conversion returned 2^33 - 1 for 2^32.
+fn f_mag_u64(x: f32) -> u64 {
+  let b = bitcast<u32>(x) & 0x7fffffffu;
+  let e = i32(b >> 23u) - 127;
+  if (e < 0) { return 0lu; }
+  let m = u64((b & 0x7fffffu) | 0x800000u);
+  if (e >= 23) { return m << u32(e - 23); }
+  return m >> u32(23 - e);
+}
 fn f_to_i64(x: f32) -> i64 {
   if (is_nan(x)) { return 0li; }
   if (x >= 9223372036854775808.0) { return 9223372036854775807li; }
   if (x <= -9223372036854775808.0) { return -9223372036854775807li - 1li; }
-  return i64(x);
+  let m = bitcast<i64>(f_mag_u64(x));
+  return select(m, -m, x < 0.0);
 }
 fn f_to_u64(x: f32) -> u64 {
   if (is_nan(x) || x <= 0.0) { return 0lu; }
   if (x >= 18446744073709551616.0) { return 18446744073709551615lu; }
-  return u64(x);
+  return f_mag_u64(x);
 }
 "#;
 

@@ -149,4 +149,33 @@ function compare (dataType, got, expected, tolerance) {
   return { ok: failures === 0, failures, worst: worst || worstPassing }
 }
 
-module.exports = { FLOAT, forOp, forGraph, ulpDistance, compare }
+// WGSL lets an implementation flush float32 subnormal inputs and outputs of
+// its operations to zero (NVIDIA's drivers do; lavapipe does not), so on a GPU
+// device an element may also match the result computed from flushed inputs,
+// and a subnormal expected value may come back as a zero of its sign.
+const F32_MIN_NORMAL = 2 ** -126
+function flushF32 (v) {
+  return typeof v === 'number' && v !== 0 && Math.abs(v) < F32_MIN_NORMAL ? (v < 0 ? -0 : 0) : v
+}
+
+/**
+ * Per element, the candidate expected value nearest to what came back: `expected`,
+ * the values from flushed inputs (`flushedExpected`, or null), and both with
+ * subnormal results flushed. Compare against the result as usual.
+ */
+function nearestUnderFlush (dataType, got, expected, flushedExpected) {
+  if (dataType !== 'float32' || got.length !== expected.length) return expected
+  return expected.map((e, i) => {
+    const candidates = [e, flushF32(e)]
+    if (flushedExpected) candidates.push(flushedExpected[i], flushF32(flushedExpected[i]))
+    let best = e
+    let bestD = ulpDistance(dataType, got[i], e)
+    for (const c of candidates) {
+      const d = ulpDistance(dataType, got[i], c)
+      if (d < bestD) { best = c; bestD = d }
+    }
+    return best
+  })
+}
+
+module.exports = { FLOAT, forOp, forGraph, ulpDistance, compare, flushF32, nearestUnderFlush }

@@ -689,4 +689,155 @@ mod tests {
         }
         validate(&pack_f16_wgsl());
     }
+
+    use crate::ops::recurrent::{Gru, GruWeightLayout, Lstm, LstmCell, LstmWeightLayout};
+
+    fn d(t: DataType, shape: &[usize]) -> OperandDesc {
+        OperandDesc::new(t, shape.to_vec())
+    }
+
+    fn cx(limits: &wgpu::Limits) -> Cx<'_> {
+        Cx { int64: false, limits, features: wgpu::Features::empty() }
+    }
+
+    fn gru(steps: usize, hidden: usize, direction: RecurrentDirection, seq: bool) -> Op {
+        Op::Gru(Gru {
+            steps,
+            hidden_size: hidden,
+            has_bias: false,
+            has_recurrent_bias: false,
+            has_initial_hidden_state: false,
+            reset_after: true,
+            return_sequence: seq,
+            direction,
+            layout: GruWeightLayout::Zrn,
+            activations: [Activation::Sigmoid, Activation::Tanh],
+        })
+    }
+
+    /// The dispatches' parameters, or the copy's (source offset, size) in words.
+    fn shape_of(l: &Lowering) -> Vec<(bool, Vec<u32>)> {
+        l.steps
+            .iter()
+            .map(|s| match s {
+                Lowered::Dispatch { params, .. } => (true, params.clone()),
+                Lowered::Copy { src_offset, size, .. } => (false, vec![(*src_offset / 4) as u32, (*size / 4) as u32]),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gru_sequence_steps_walk_the_state_slots() {
+        let limits = wgpu::Limits::default();
+        let (t, b, i, h) = (3, 2, 4, 5);
+        let x = d(DataType::Float32, &[t, b, i]);
+        let w = d(DataType::Float32, &[2, 3 * h, i]);
+        let r = d(DataType::Float32, &[2, 3 * h, h]);
+        let y = d(DataType::Float32, &[2, b, h]);
+        let ys = d(DataType::Float32, &[t, 2, b, h]);
+        let op = gru(t, h, RecurrentDirection::Both, true);
+        let l = lower(&op, &[(0, &x), (1, &w), (2, &r)], &[(3, &y), (4, &ys)], &cx(&limits)).unwrap().unwrap();
+        let n = (2 * b * h) as u32;
+        // One scratch buffer: T + 1 hidden slots, then the two gate slots.
+        assert!(matches!(l.locals[..], [Local::Scratch(bytes)] if bytes == (4 * n * (t as u32 + 3)) as u64));
+        let steps = shape_of(&l);
+        // init, 2 dispatches per step, then two copies.
+        assert_eq!(steps.len(), 1 + 2 * t + 2);
+        assert_eq!(steps[0], (true, vec![n, 0, n * (t as u32 + 1), 0]));
+        for s in 0..t {
+            for phase in 0..2 {
+                let (dispatch, p) = &steps[1 + 2 * s + phase];
+                assert!(dispatch);
+                assert_eq!(p[P_STEP], s as u32);
+                assert_eq!(p[P_PHASE], phase as u32);
+                assert_eq!((p[P_H_IN], p[P_H_OUT]), (s as u32 * n, (s as u32 + 1) * n));
+                assert_eq!(p[P_C_IN], (t as u32 + 1) * n);
+                assert_eq!((p[P_BATCH], p[P_INPUT], p[P_HIDDEN], p[P_STEPS], p[P_BACKWARD]), (2, 4, 5, 3, 0));
+                assert_eq!(p[P_FLAGS], F_RESET_AFTER);
+                assert_eq!(p[P_ACT..P_ACT + 6], [8, 0, 0, 11, 0, 0]);
+            }
+        }
+        // The last hidden slot, then slots 1..=T as the sequence.
+        assert_eq!(steps[1 + 2 * t], (false, vec![t as u32 * n, n]));
+        assert_eq!(steps[2 + 2 * t], (false, vec![n, t as u32 * n]));
+    }
+
+    #[test]
+    fn lstm_cell_in_float16_packs_its_outputs() {
+        let limits = wgpu::Limits::default();
+        let (b, i, h) = (3, 2, 3);
+        let f = |s: &[usize]| d(DataType::Float16, s);
+        let (x, w, r, hs, cs, p) = (f(&[b, i]), f(&[4 * h, i]), f(&[4 * h, h]), f(&[b, h]), f(&[b, h]), f(&[3 * h]));
+        let op = Op::LstmCell(LstmCell {
+            hidden_size: h,
+            has_bias: false,
+            has_recurrent_bias: false,
+            has_peephole_weight: true,
+            layout: LstmWeightLayout::Ifgo,
+            activations: [Activation::Clamp { min: Some(-0.5), max: None }, Activation::Relu, Activation::Tanh],
+        });
+        let ins = [(0, &x), (1, &w), (2, &r), (3, &hs), (4, &cs), (5, &p)];
+        let l = lower(&op, &ins, &[(6, &hs), (7, &cs)], &cx(&limits)).unwrap().unwrap();
+        let n = (b * h) as u32;
+        let steps = shape_of(&l);
+        assert_eq!(steps.len(), 4);
+        // Both initial states given; the cell slots follow the two hidden slots.
+        assert_eq!(steps[0].1, vec![n, 0, 2 * n, 7]);
+        let p1 = &steps[1].1;
+        assert_eq!((p1[P_H_IN], p1[P_H_OUT], p1[P_C_IN], p1[P_C_OUT]), (0, n, 2 * n, 3 * n));
+        assert_eq!(p1[P_FLAGS], F_PEEPHOLE);
+        // ifgo: i, o, f, g at blocks 0, 3, 1, 2.
+        assert_eq!(p1[P_GATE..P_GATE + 4], [0, 3, 1, 2]);
+        assert_eq!(p1[P_ACT..P_ACT + 3], [0, (-0.5f32).to_bits(), f32::INFINITY.to_bits()]);
+        assert_eq!(steps[2], (true, vec![n, n]));
+        assert_eq!(steps[3], (true, vec![3 * n, n]));
+        match &l.steps[1] {
+            Lowered::Dispatch { reads, writes, .. } => {
+                // Absent biases bind the input in their place.
+                let ops: Vec<Buf> = [0, 1, 2, 0, 0, 5].into_iter().map(Buf::Operand).collect();
+                assert_eq!(reads, &ops);
+                assert_eq!(writes, &vec![Buf::Local(0)]);
+            }
+            _ => panic!("not a dispatch"),
+        }
+    }
+
+    #[test]
+    fn sizes_beyond_u32_and_small_adapters_are_errors() {
+        let limits = wgpu::Limits::default();
+        // 2 * 2^11 * 2^20 = 2^32 state words.
+        let (t, b, i, h) = (1, 1 << 11, 1, 1 << 20);
+        let x = d(DataType::Float32, &[t, b, i]);
+        let w = d(DataType::Float32, &[2, 3 * h, i]);
+        let r = d(DataType::Float32, &[2, 3 * h, h]);
+        let y = d(DataType::Float32, &[2, b, h]);
+        let op = gru(t, h, RecurrentDirection::Both, false);
+        let e = lower(&op, &[(0, &x), (1, &w), (2, &r)], &[(3, &y)], &cx(&limits)).unwrap().unwrap_err();
+        assert!(matches!(e, WebnnError::Operation(_)), "{e}");
+        assert!(e.to_string().contains("recurrent state"), "{e}");
+
+        let op = Op::Lstm(Lstm {
+            steps: 1,
+            hidden_size: 2,
+            has_bias: false,
+            has_recurrent_bias: false,
+            has_peephole_weight: false,
+            has_initial_hidden_state: false,
+            has_initial_cell_state: false,
+            return_sequence: false,
+            direction: RecurrentDirection::Forward,
+            layout: LstmWeightLayout::Iofg,
+            activations: [Activation::Sigmoid, Activation::Tanh, Activation::Tanh],
+        });
+        let x = d(DataType::Float32, &[1, 1, 3]);
+        let w = d(DataType::Float32, &[1, 8, 3]);
+        let r = d(DataType::Float32, &[1, 8, 2]);
+        let y = d(DataType::Float32, &[1, 1, 2]);
+        let small = wgpu::Limits { max_storage_buffers_per_shader_stage: 4, ..wgpu::Limits::default() };
+        let ins = [(0, &x), (1, &w), (2, &r)];
+        let e = lower(&op, &ins, &[(3, &y), (4, &y)], &cx(&small)).unwrap().unwrap_err();
+        assert!(matches!(e, WebnnError::NotSupported(_)), "{e}");
+        assert!(lower(&op, &ins, &[(3, &y), (4, &y)], &cx(&limits)).unwrap().is_ok());
+        assert!(lower(&Op::Binary(crate::ops::BinaryKind::Add), &ins[..2], &[(3, &y)], &cx(&limits)).is_none());
+    }
 }

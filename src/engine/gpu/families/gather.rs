@@ -701,4 +701,31 @@ mod tests {
         assert_eq!(pad_value_bits(DataType::Int64, -7.5), (-7i64) as u64);
         assert_eq!(pad_value_bits(DataType::Uint64, 1e30), u64::MAX);
     }
+
+    #[test]
+    fn float32_linear_needs_64_bit_integers_and_huge_matrices_are_rejected() {
+        use crate::ops::gather::InterpolationMode;
+        let limits = wgpu::Limits::default();
+        let x = OperandDesc::new(DataType::Float32, vec![1, 1, 2, 2]);
+        let y = OperandDesc::new(DataType::Float32, vec![1, 1, 4, 4]);
+        let op = Op::Resample2d { mode: InterpolationMode::Linear, axes: [2, 3] };
+        for int64 in [false, true] {
+            let cx = Cx { int64, limits: &limits, features: wgpu::Features::empty() };
+            let r = lower(&op, &[(0, &x)], &[(1, &y)], &cx).unwrap();
+            match r {
+                Ok(l) => assert!(int64 && l.locals.len() == 1),
+                Err(e) => assert!(!int64 && e.js_name() == "NotSupportedError" && e.to_string().contains("SHADER_INT64"), "{e}"),
+            }
+        }
+        let x16 = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
+        let y16 = OperandDesc::new(DataType::Float16, vec![1, 1, 4, 4]);
+        let cx = Cx { int64: false, limits: &limits, features: wgpu::Features::empty() };
+        assert!(lower(&op, &[(0, &x16)], &[(1, &y16)], &cx).unwrap().is_ok());
+        let big = OperandDesc::new(DataType::Uint8, vec![1 << 31, 1]);
+        let tri = Op::Triangular { upper: true, diagonal: 0 };
+        let e = lower(&tri, &[(0, &big)], &[(1, &big)], &cx).unwrap().err().unwrap();
+        assert!(e.to_string().contains("too large"), "{e}");
+        // Operators of other families are not this module's.
+        assert!(lower(&Op::Unary(crate::ops::UnaryKind::Relu), &[(0, &x)], &[(1, &x)], &cx).is_none());
+    }
 }

@@ -428,4 +428,35 @@ mod tests {
             }
         }
     }
+
+    fn lowered(kind: PoolKind, t: crate::graph::DataType, window: [usize; 2], out_hw: usize) -> Result<Lowering> {
+        let x = OperandDesc::new(t, vec![1, 2, 7, 7]);
+        let y = OperandDesc::new(t, vec![1, 2, out_hw, out_hw]);
+        let p = Pool2d {
+            kind,
+            layout: InputLayout::Nchw,
+            window,
+            padding: [0; 4],
+            strides: [1, 1],
+            dilations: [1, 1],
+        };
+        let limits = wgpu::Limits::default();
+        let cx = Cx { int64: false, limits: &limits, features: wgpu::Features::empty() };
+        lower(&Op::Pool2d(p), &[(0, &x)], &[(1, &y)], &cx).unwrap()
+    }
+
+    #[test]
+    fn large_windows_take_a_workgroup_per_output() {
+        use crate::graph::DataType;
+        // 7x7 global: 49 cells, one workgroup per output (2 outputs).
+        let l = lowered(PoolKind::Average, DataType::Float32, [7, 7], 1).unwrap();
+        assert!(matches!(&l.steps[..], [Lowered::Dispatch { grid: Grid::Groups([2, 1, 1]), .. }]));
+        // 3x3: one invocation per output; float16 adds the packing pass.
+        let l = lowered(PoolKind::Max, DataType::Float16, [3, 3], 5).unwrap();
+        assert!(matches!(&l.steps[..], [Lowered::Dispatch { grid: Grid::Threads(50), .. }, Lowered::Dispatch { .. }]));
+        // 64-bit max needs no SHADER_INT64; average and l2 are float-only.
+        assert!(lowered(PoolKind::Max, DataType::Int64, [3, 3], 5).is_ok());
+        let e = lowered(PoolKind::Average, DataType::Int32, [3, 3], 5).err().unwrap();
+        assert_eq!(e.js_name(), "NotSupportedError");
+    }
 }

@@ -1,9 +1,34 @@
-//! GPU lowering of gather, pad, resample2d, triangular.
+//! GPU lowering of gather (7.8.17), pad (7.8.31), resample2d (7.8.36) and
+//! triangular (7.8.46), with the CPU kernels' semantics
+//! (`engine::cpu::kernels::gather`).
+//!
+//! Each operator is one dispatch of a per-element kernel: `fn elem(e)` gives the
+//! bits of output element e, and `elem_main` writes whole words (2 float16 or 4
+//! int8/uint8 per word, computed lane by lane; 64-bit elements as two words), so
+//! every data type is handled without a packing pass. Only linear resample2d
+//! computes; the others move element bits.
+//!
+//! Linear resample2d blends exactly: the CPU engine (and the reference) blend in
+//! float64, and a float32 blend of values of both signs misses them by many ULPs
+//! wherever the result is small beside its inputs. The weights are the exact
+//! rationals k / (2 m) of the half-pixel coordinate ((2o + 1) n - m) / (2m), so
+//! the four corners' sum is an integer combination of their significands: it is
+//! accumulated exactly in 128 bits (64-bit integer shaders), divided by the
+//! denominator once and rounded to float32 once. Without SHADER_INT64 float16
+//! blends in float32 (within a float16 ULP but for results that cancel) and
+//! float32 is rejected with NotSupportedError.
 
-use crate::engine::gpu::plan::{Cx, Lowering};
-use crate::error::Result;
-use crate::graph::{OperandDesc, OperandId};
+use std::fmt::Write;
+
+use crate::engine::cpu::kernels::gather::nearest_source;
+use crate::engine::gpu::plan::{contiguous_strides, not_supported, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
+use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, MAX_RANK, PRELUDE, PRELUDE64};
+use crate::error::{Result, WebnnError};
+use crate::graph::{DataType, OperandDesc, OperandId};
+use crate::ops::gather::{InterpolationMode, PaddingMode};
 use crate::ops::Op;
+
+type Operand<'a> = (OperandId, &'a OperandDesc);
 
 pub(super) fn lower(
     op: &Op,
@@ -11,6 +36,696 @@ pub(super) fn lower(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
-    let _ = (op, ins, outs, cx);
-    None
+    let out = match outs {
+        [o] => *o,
+        _ => return matches!(op, Op::Gather { .. } | Op::Pad { .. } | Op::Resample2d { .. } | Op::Triangular { .. })
+            .then(|| Err(internal("expected one output"))),
+    };
+    Some(match (op, ins) {
+        (Op::Gather { axis }, [x, i]) => gather(*axis, *x, *i, out),
+        (Op::Pad { beginning, mode, value, .. }, [x]) => pad(beginning, *mode, *value, *x, out),
+        (Op::Resample2d { mode, axes }, [x]) => resample2d(op, *mode, *axes, *x, out, cx),
+        (Op::Triangular { upper, diagonal }, [x]) => triangular(*upper, *diagonal, *x, out),
+        (Op::Gather { .. } | Op::Pad { .. } | Op::Resample2d { .. } | Op::Triangular { .. }, _) => {
+            Err(internal("unexpected operand count"))
+        }
+        _ => return None,
+    })
+}
+
+fn internal(what: &str) -> WebnnError {
+    WebnnError::Operation(format!("internal: GPU gather family: {what}"))
+}
+
+/// The u32 words a tensor's elements span, as a kernel indexes them: element
+/// indices (and, for 64-bit elements, twice them) must fit a u32.
+fn check_indexable(d: &OperandDesc, what: &str) -> Result<u32> {
+    let n = d.element_count();
+    let words = if Storage::of(d.data_type).wide() { n.checked_mul(2) } else { Some(n) };
+    let words = words.ok_or_else(|| WebnnError::Operation(format!("build: {what} is too large for the GPU")))?;
+    u32_of(words, what)?;
+    u32_of(n, what)
+}
+
+/// Bindings of a kernel: `reads` (read-only storage arrays of u32) in order, then
+/// `dst`, then the parameter words `p`.
+pub(super) fn header(reads: &[&str]) -> String {
+    let mut s = String::new();
+    for (k, r) in reads.iter().enumerate() {
+        let _ = writeln!(s, "@group(0) @binding({k}) var<storage, read> {r}: array<u32>;");
+    }
+    let n = reads.len();
+    let _ = writeln!(s, "@group(0) @binding({n}) var<storage, read_write> dst: array<u32>;");
+    let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> p: array<u32>;", n + 1);
+    s
+}
+
+/// WGSL type of an element's raw bits.
+fn bits_type(st: Storage) -> &'static str {
+    if st.wide() {
+        "vec2<u32>"
+    } else {
+        "u32"
+    }
+}
+
+/// `fn ld(i: u32)`: the raw bits of element i of `src` (low bits of a u32, or
+/// both words of a 64-bit element).
+pub(super) fn raw_load(st: Storage) -> String {
+    if st.wide() {
+        "fn ld(i: u32) -> vec2<u32> { return vec2<u32>(src[2u * i], src[2u * i + 1u]); }\n".to_string()
+    } else {
+        load_fn("ld", "src", st, false)
+    }
+}
+
+/// The entry point of a per-element kernel: invocation g writes output word g
+/// (its `lanes` elements, from `fn elem(e)`), or 64-bit element g. `p[0]` is the
+/// output element count.
+fn elem_main(st: Storage) -> String {
+    let mut s = String::from(MAIN_HEAD);
+    let lanes = st.lanes();
+    let _ = writeln!(s, "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}");
+    if st.wide() {
+        s.push_str("  let w = elem(g);\n  dst[2u * g] = w.x;\n  dst[2u * g + 1u] = w.y;\n}\n");
+    } else if lanes == 1 {
+        s.push_str("  dst[g] = elem(g);\n}\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "  var word = 0u;\n  for (var l = 0u; l < {lanes}u; l = l + 1u) {{\n    let e = first + l;\n    if (e >= n) {{ break; }}\n    word = word | (elem(e) << (l * {}u));\n  }}\n  dst[g] = word;\n}}",
+            st.bits()
+        );
+    }
+    s
+}
+
+fn launch(wgsl: String, reads: Vec<Buf>, out: Operand, params: Vec<u32>) -> Lowering {
+    let st = Storage::of(out.1.data_type);
+    let n = out.1.element_count();
+    Lowering::of(vec![Lowered::Dispatch {
+        wgsl,
+        reads,
+        writes: vec![Buf::Operand(out.0)],
+        params,
+        grid: Grid::Threads(n.div_ceil(st.lanes() as usize)),
+    }])
+}
+
+// ---------------------------------------------------------------------------
+// gather
+
+/// `fn index_at(j, n)`: indices element j as an index into a dimension of size n,
+/// as `normalize_index` reads it: negative indices count from the end, and the
+/// result is clamped into [0, n - 1].
+fn index_fn(t: DataType) -> Result<&'static str> {
+    Ok(match t {
+        DataType::Int32 => {
+            "fn index_at(j: u32, n: u32) -> u32 {
+  let i = bitcast<i32>(idx[j]);
+  if (i >= 0i) { return min(u32(i), n - 1u); }
+  let a = u32(-(i + 1i)) + 1u;
+  return select(0u, n - a, a <= n);
+}
+"
+        }
+        DataType::Uint32 => "fn index_at(j: u32, n: u32) -> u32 { return min(idx[j], n - 1u); }\n",
+        DataType::Int64 => {
+            "fn index_at(j: u32, n: u32) -> u32 {
+  let lo = idx[2u * j];
+  let hi = idx[2u * j + 1u];
+  if ((hi & 0x80000000u) == 0u) { return select(n - 1u, min(lo, n - 1u), hi == 0u); }
+  // Negative: beyond -2^32 when hi is not all ones (or lo is 0), else lo - 2^32.
+  if (hi != 0xffffffffu || lo == 0u) { return 0u; }
+  let a = ~lo + 1u;
+  return select(0u, n - a, a <= n);
+}
+"
+        }
+        other => return Err(internal(&format!("gather indices of type {other}"))),
+    })
+}
+
+pub(super) fn gather_wgsl(st: Storage, indices: DataType) -> Result<String> {
+    let mut s = format!("// gather {} {}\n", st.tag(), indices.name());
+    s.push_str(&header(&["src", "idx"]));
+    s.push_str(&raw_load(st));
+    s.push_str(index_fn(indices)?);
+    let _ = writeln!(
+        s,
+        "fn elem(e: u32) -> {} {{\n  let inner = p[1];\n  let k = p[2];\n  let n = p[3];\n  let t = e / inner;\n  return ld(((t / k) * n + index_at(t % k, n)) * inner + e % inner);\n}}",
+        bits_type(st)
+    );
+    s.push_str(&elem_main(st));
+    Ok(s)
+}
+
+fn gather(axis: usize, x: Operand, indices: Operand, out: Operand) -> Result<Lowering> {
+    let shape = &x.1.shape;
+    let n = *shape.get(axis).ok_or_else(|| internal("gather axis"))?;
+    let inner: usize = shape[axis + 1..].iter().product();
+    let k = indices.1.element_count();
+    if n == 0 || inner == 0 || k == 0 {
+        return Err(internal("gather of an empty tensor"));
+    }
+    check_indexable(x.1, "the gather input")?;
+    check_indexable(indices.1, "the gather indices")?;
+    let total = check_indexable(out.1, "the gather output")?;
+    let st = Storage::of(x.1.data_type);
+    let params = vec![total, u32_of(inner, "a dimension")?, u32_of(k, "a dimension")?, u32_of(n, "a dimension")?];
+    Ok(launch(
+        gather_wgsl(st, indices.1.data_type)?,
+        vec![Buf::Operand(x.0), Buf::Operand(indices.0)],
+        out,
+        params,
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// pad
+
+const PAD_OUT: usize = 2;
+const PAD_IN: usize = PAD_OUT + MAX_RANK;
+const PAD_STRIDE: usize = PAD_IN + MAX_RANK;
+const PAD_BEGIN: usize = PAD_STRIDE + MAX_RANK;
+const PAD_VALUE: usize = PAD_BEGIN + MAX_RANK;
+
+/// The padding value in the data type's bits, converted as the CPU kernel does
+/// (`T::from_f64`: floats round to nearest, integers truncate toward zero with
+/// saturation, NaN becomes 0).
+pub(super) fn pad_value_bits(t: DataType, value: f32) -> u64 {
+    let v = value as f64;
+    match t {
+        DataType::Float32 => value.to_bits() as u64,
+        DataType::Float16 => half::f16::from_f64(v).to_bits() as u64,
+        DataType::Int32 => v as i32 as u32 as u64,
+        DataType::Uint32 => v as u32 as u64,
+        DataType::Int8 => v as i8 as u8 as u64,
+        DataType::Uint8 => v as u8 as u64,
+        DataType::Int64 => v as i64 as u64,
+        DataType::Uint64 => v as u64,
+    }
+}
+
+/// `fn src_coord(o, b, n)`: the input coordinate output coordinate o reads along a
+/// dimension of size n padded by b at its start (`pad_source`), or 0xffffffff for
+/// the constant.
+fn pad_coord_fn(mode: PaddingMode) -> &'static str {
+    match mode {
+        PaddingMode::Constant => {
+            "fn src_coord(o: u32, b: u32, n: u32) -> u32 {
+  if (o >= b && o - b < n) { return o - b; }
+  return 0xffffffffu;
+}
+"
+        }
+        PaddingMode::Edge => {
+            "fn src_coord(o: u32, b: u32, n: u32) -> u32 {
+  if (o >= b && o - b < n) { return o - b; }
+  return select(n - 1u, 0u, o < b);
+}
+"
+        }
+        // [.., 2, 1 | 0, 1, 2, ..]; clamped into [0, n - 1] like the CPU.
+        PaddingMode::Reflection => {
+            "fn src_coord(o: u32, b: u32, n: u32) -> u32 {
+  if (o < b) { return min(b - o, n - 1u); }
+  if (o - b < n) { return o - b; }
+  let t = o - b - (n - 1u);
+  return select(0u, n - 1u - t, t <= n - 1u);
+}
+"
+        }
+        // [.., 1, 0 | 0, 1, 2, ..].
+        PaddingMode::Symmetric => {
+            "fn src_coord(o: u32, b: u32, n: u32) -> u32 {
+  if (o < b) { return min(b - o - 1u, n - 1u); }
+  if (o - b < n) { return o - b; }
+  let t = o - b - n;
+  return select(0u, n - 1u - t, t <= n - 1u);
+}
+"
+        }
+    }
+}
+
+pub(super) fn pad_wgsl(st: Storage, mode: PaddingMode) -> String {
+    let mut s = format!("// pad {} {:?}\n", st.tag(), mode);
+    s.push_str(&header(&["src"]));
+    s.push_str(&raw_load(st));
+    s.push_str(pad_coord_fn(mode));
+    let value = if st.wide() {
+        format!("vec2<u32>(p[{PAD_VALUE}u], p[{}u])", PAD_VALUE + 1)
+    } else {
+        format!("p[{PAD_VALUE}u]")
+    };
+    let _ = writeln!(
+        s,
+        "fn elem(e: u32) -> {ty} {{
+  var rem = e;
+  var i = 0u;
+  var inside = true;
+  for (var d = 0u; d < {MAX_RANK}u; d = d + 1u) {{
+    if (d >= p[1]) {{ break; }}
+    let dim = p[{PAD_OUT}u + d];
+    let o = rem % dim;
+    rem = rem / dim;
+    let c = src_coord(o, p[{PAD_BEGIN}u + d], p[{PAD_IN}u + d]);
+    if (c == 0xffffffffu) {{ inside = false; }} else {{ i = i + c * p[{PAD_STRIDE}u + d]; }}
+  }}
+  if (!inside) {{ return {value}; }}
+  return ld(i);
+}}",
+        ty = bits_type(st)
+    );
+    s.push_str(&elem_main(st));
+    s
+}
+
+fn pad(beginning: &[usize], mode: PaddingMode, value: f32, x: Operand, out: Operand) -> Result<Lowering> {
+    let shape = &x.1.shape;
+    let rank = shape.len();
+    if rank > MAX_RANK || beginning.len() != rank || out.1.shape.len() != rank {
+        return Err(internal("pad ranks"));
+    }
+    check_indexable(x.1, "the pad input")?;
+    let total = check_indexable(out.1, "the pad output")?;
+    let strides = contiguous_strides(shape);
+    let mut p = vec![0u32; PAD_VALUE + 2];
+    p[0] = total;
+    p[1] = rank as u32;
+    // Innermost dimension first.
+    for (k, d) in (0..rank).rev().enumerate() {
+        p[PAD_OUT + k] = u32_of(out.1.shape[d], "a dimension")?;
+        p[PAD_IN + k] = u32_of(shape[d], "a dimension")?;
+        p[PAD_STRIDE + k] = u32_of(strides[d], "a stride")?;
+        p[PAD_BEGIN + k] = u32_of(beginning[d], "a padding")?;
+    }
+    let bits = pad_value_bits(x.1.data_type, value);
+    p[PAD_VALUE] = bits as u32;
+    p[PAD_VALUE + 1] = (bits >> 32) as u32;
+    Ok(launch(pad_wgsl(Storage::of(x.1.data_type), mode), vec![Buf::Operand(x.0)], out, p))
+}
+
+// ---------------------------------------------------------------------------
+// resample2d
+
+/// How a linear resample2d blends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Blend {
+    /// Exact integer accumulation (needs SHADER_INT64).
+    Exact,
+    /// float32 arithmetic (float16 on adapters without 64-bit integers).
+    Float,
+}
+
+/// One output row (or column) of linear resampling from n to m: the two source
+/// rows and their integer weights k0, k1 with k0 + k1 = 2m, as the CPU's
+/// `linear_source` clamps the half-pixel coordinate ((2o + 1) n - m) / (2m) into
+/// [0, n - 1].
+pub(super) fn linear_taps(o: usize, n: usize, m: usize) -> [u64; 4] {
+    let (o, n, m) = (o as i128, n as i128, m as i128);
+    let num = (2 * o + 1) * n - m;
+    let d = 2 * m;
+    let last = n - 1;
+    let t = if num <= 0 {
+        [0, last.min(1), d, 0]
+    } else {
+        let (i0, r) = (num / d, num % d);
+        if i0 >= last {
+            [last, last, d, 0]
+        } else {
+            [i0, i0 + 1, d - r, r]
+        }
+    };
+    t.map(|v| v as u64)
+}
+
+/// The blend of `fn elem`'s four corners (f32) with the weights ky*/dy, kx*/dx.
+fn blend_fn(b: Blend) -> &'static str {
+    match b {
+        Blend::Float => {
+            "fn blend(a: f32, b: f32, c: f32, d: f32, ky0: u32, ky1: u32, kx0: u32, kx1: u32, dy: u32, dx: u32) -> f32 {
+  let wy = f32(ky1) / f32(dy);
+  let wx = f32(kx1) / f32(dx);
+  let top = (1.0 - wx) * a + wx * b;
+  let bottom = (1.0 - wx) * c + wx * d;
+  return (1.0 - wy) * top + wy * bottom;
+}
+"
+        }
+        Blend::Exact => {
+            r#"fn clz64(x: u64) -> u32 {
+  let h = u32(x >> 32u);
+  let l = u32(x & 0xfffffffflu);
+  return select(countLeadingZeros(h), 32u + countLeadingZeros(l), h == 0u);
+}
+// sum_j k_j v_j / (dy dx), k_j = ky * kx: the significands times the integer
+// weights are summed exactly in 128 bits (hi:lo, two's complement) at the largest
+// exponent, then divided once and rounded once. The weights sum to dy dx <= 2^34,
+// so the sum stays below 2^58 * 2^64.
+fn blend(a: f32, b: f32, c: f32, d: f32, ky0: u32, ky1: u32, kx0: u32, kx1: u32, dy: u32, dx: u32) -> f32 {
+  var v = array<u32, 4>(bitcast<u32>(a), bitcast<u32>(b), bitcast<u32>(c), bitcast<u32>(d));
+  var k = array<u64, 4>(u64(ky0) * u64(kx0), u64(ky0) * u64(kx1), u64(ky1) * u64(kx0), u64(ky1) * u64(kx1));
+  // Infinities and NaN as float64 arithmetic has them: NaN propagates, an
+  // infinity times a zero weight is NaN, opposite infinities give NaN.
+  var special = false;
+  var nan = false;
+  var inf_sign = 0u;
+  var emax = 0u;
+  var all_neg = true;
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    let bits = v[j];
+    let mag = bits & 0x7fffffffu;
+    all_neg = all_neg && (bits & 0x80000000u) != 0u;
+    if (mag >= 0x7f800000u) {
+      if (mag > 0x7f800000u || k[j] == 0lu || (special && (bits & 0x80000000u) != inf_sign)) { nan = true; }
+      special = true;
+      inf_sign = bits & 0x80000000u;
+    } else if (mag != 0u && k[j] != 0lu) {
+      emax = max(emax, max(mag >> 23u, 1u));
+    }
+  }
+  if (special) { return select(bitcast<f32>(0x7f800000u | inf_sign), qnan(), nan); }
+  if (emax == 0u) { return select(0.0, bitcast<f32>(0x80000000u), all_neg); }
+  var hi = 0lu;
+  var lo = 0lu;
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    let bits = v[j];
+    let mag = bits & 0x7fffffffu;
+    if (mag == 0u || k[j] == 0lu) { continue; }
+    let ex = mag >> 23u;
+    let m = select((mag & 0x7fffffu) | 0x800000u, mag, ex == 0u);
+    let t = k[j] * u64(m);
+    let s = emax - max(ex, 1u);
+    var th = 0lu;
+    var tl = 0lu;
+    if (s == 0u) {
+      th = t;
+    } else if (s < 64u) {
+      th = t >> s;
+      tl = t << (64u - s);
+    } else if (s < 128u) {
+      tl = t >> (s - 64u);
+    }
+    if ((bits & 0x80000000u) == 0u) {
+      let nl = lo + tl;
+      hi = hi + th + select(0lu, 1lu, nl < lo);
+      lo = nl;
+    } else {
+      let nl = lo - tl;
+      hi = hi - th - select(0lu, 1lu, lo < tl);
+      lo = nl;
+    }
+  }
+  let neg = (hi >> 63u) != 0lu;
+  if (neg) {
+    lo = ~lo + 1lu;
+    hi = ~hi + select(0lu, 1lu, lo == 0lu);
+  }
+  if (hi == 0lu && lo == 0lu) { return 0.0; }
+  // The top 64 bits of the magnitude, and the power of two they stand for.
+  var top = 0lu;
+  var t = 0i;
+  if (hi != 0lu) {
+    let z = clz64(hi);
+    top = hi;
+    if (z != 0u) { top = (hi << z) | (lo >> (64u - z)); }
+    t = 64i - i32(z);
+  } else {
+    let z = clz64(lo);
+    top = lo << z;
+    t = -i32(z);
+  }
+  // top >= 2^63 and dy dx <= 2^34: the quotient keeps at least 29 bits.
+  let q = top / (u64(dy) * u64(dx));
+  let r = ldexp(f32(q), t + i32(emax) - 214i);
+  return select(r, -r, neg);
+}
+"#
+        }
+    }
+}
+
+/// Resample2d kernels. Parameters: [0] output elements, [1] inner, [2] ow, [3]
+/// oh, [4] w, [5] h, [6] 2 oh, [7] 2 ow. The table (binding 1): nearest, the
+/// source row of each output row then the source column of each output column;
+/// linear, (i0, i1, k0, k1) per output row, then per output column.
+pub(super) fn resample_wgsl(st: Storage, mode: InterpolationMode, blend: Blend) -> String {
+    let mut s = format!("// resample2d {} {:?} {:?}\n", st.tag(), mode, blend);
+    let linear = mode == InterpolationMode::Linear;
+    if linear {
+        s.push_str(PRELUDE);
+        if blend == Blend::Exact {
+            s.push_str(PRELUDE64);
+        }
+    }
+    s.push_str(&header(&["src", "tab"]));
+    s.push_str(&raw_load(st));
+    let head = format!(
+        "fn elem(e: u32) -> {} {{
+  let inner = p[1];
+  let ow = p[2];
+  let oh = p[3];
+  let w = p[4];
+  let h = p[5];
+  let i = e % inner;
+  let t = e / inner;
+  let ox = t % ow;
+  let t2 = t / ow;
+  let oy = t2 % oh;
+  let o = t2 / oh;
+",
+        bits_type(st)
+    );
+    if !linear {
+        s.push_str(&head);
+        s.push_str("  return ld(((o * h + tab[oy]) * w + tab[oh + ox]) * inner + i);\n}\n");
+    } else {
+        s.push_str(blend_fn(blend));
+        let _ = writeln!(s, "fn ldf(i: u32) -> f32 {{ return {}; }}", st.decode("ld(i)"));
+        s.push_str(&head);
+        let enc = st.encode("blend(a, b, c, d, tab[ry + 2u], tab[ry + 3u], tab[rx + 2u], tab[rx + 3u], p[6], p[7])");
+        let _ = writeln!(
+            s,
+            "  let ry = oy * 4u;
+  let rx = (oh + ox) * 4u;
+  let r0 = (o * h + tab[ry]) * w;
+  let r1 = (o * h + tab[ry + 1u]) * w;
+  let x0 = tab[rx];
+  let x1 = tab[rx + 1u];
+  let a = ldf((r0 + x0) * inner + i);
+  let b = ldf((r0 + x1) * inner + i);
+  let c = ldf((r1 + x0) * inner + i);
+  let d = ldf((r1 + x1) * inner + i);
+  return {enc};
+}}"
+        );
+    }
+    s.push_str(&elem_main(st));
+    s
+}
+
+fn resample2d(op: &Op, mode: InterpolationMode, axes: [usize; 2], x: Operand, out: Operand, cx: &Cx) -> Result<Lowering> {
+    let (shape, oshape) = (&x.1.shape, &out.1.shape);
+    if shape.len() != 4 || oshape.len() != 4 || axes[1] != axes[0] + 1 || axes[1] > 3 {
+        return Err(internal("resample2d shapes"));
+    }
+    let t = x.1.data_type;
+    let st = Storage::of(t);
+    let [a0, a1] = axes;
+    let inner: usize = shape[a1 + 1..].iter().product();
+    let (h, w, oh, ow) = (shape[a0], shape[a1], oshape[a0], oshape[a1]);
+    check_indexable(x.1, "the resample2d input")?;
+    let total = check_indexable(out.1, "the resample2d output")?;
+    let mut table: Vec<u32> = Vec::new();
+    let blend = if cx.int64 { Blend::Exact } else { Blend::Float };
+    match mode {
+        InterpolationMode::NearestNeighbor => {
+            for (o, n, m) in (0..oh).map(|o| (o, h, oh)).chain((0..ow).map(|o| (o, w, ow))) {
+                table.push(u32_of(nearest_source(o, n, m), "a coordinate")?);
+            }
+        }
+        InterpolationMode::Linear => {
+            if !matches!(t, DataType::Float32 | DataType::Float16) {
+                return Err(not_supported(op, t));
+            }
+            if blend == Blend::Float && t == DataType::Float32 {
+                return Err(WebnnError::NotSupported(
+                    "build: the GPU engine's linear resample2d on float32 blends exactly with 64-bit integers, which this adapter lacks (no SHADER_INT64)".into(),
+                ));
+            }
+            // 2 oh and 2 ow travel as u32; their product (at most 4 * 2^32) bounds the sum.
+            u32_of(oh.checked_mul(2).unwrap_or(usize::MAX), "twice the output height")?;
+            u32_of(ow.checked_mul(2).unwrap_or(usize::MAX), "twice the output width")?;
+            for (o, n, m) in (0..oh).map(|o| (o, h, oh)).chain((0..ow).map(|o| (o, w, ow))) {
+                for v in linear_taps(o, n, m) {
+                    table.push(u32::try_from(v).map_err(|_| internal("resample2d weight"))?);
+                }
+            }
+        }
+    }
+    let params = vec![
+        total,
+        u32_of(inner, "a dimension")?,
+        u32_of(ow, "a dimension")?,
+        u32_of(oh, "a dimension")?,
+        u32_of(w, "a dimension")?,
+        u32_of(h, "a dimension")?,
+        (2 * oh) as u32,
+        (2 * ow) as u32,
+    ];
+    let mut l = Lowering::default();
+    let tab = l.local(Local::Data(table.iter().flat_map(|v| v.to_le_bytes()).collect()));
+    let mut launched = launch(resample_wgsl(st, mode, blend), vec![Buf::Operand(x.0), tab], out, params);
+    l.steps.append(&mut launched.steps);
+    Ok(l)
+}
+
+// ---------------------------------------------------------------------------
+// triangular
+
+pub(super) fn triangular_wgsl(st: Storage, upper: bool) -> String {
+    let mut s = format!("// triangular {} {}\n", st.tag(), if upper { "upper" } else { "lower" });
+    s.push_str(&header(&["src"]));
+    s.push_str(&raw_load(st));
+    let (keep, zero) = (if upper { ">=" } else { "<=" }, if st.wide() { "vec2<u32>(0u, 0u)" } else { "0u" });
+    let _ = writeln!(
+        s,
+        "fn elem(e: u32) -> {} {{
+  let j = e % p[1];
+  let i = (e / p[1]) % p[2];
+  let keep = i32(j) - i32(i) {keep} bitcast<i32>(p[3]);
+  return select({zero}, ld(e), keep);
+}}",
+        bits_type(st)
+    );
+    s.push_str(&elem_main(st));
+    s
+}
+
+fn triangular(upper: bool, diagonal: i32, x: Operand, out: Operand) -> Result<Lowering> {
+    let shape = &x.1.shape;
+    let rank = shape.len();
+    if rank < 2 {
+        return Err(internal("triangular rank"));
+    }
+    let (h, w) = (shape[rank - 2], shape[rank - 1]);
+    let total = check_indexable(x.1, "the triangular input")?;
+    // Coordinates are compared as i32: j - i lies in [-(h - 1), w - 1], so a
+    // diagonal clamped into [-h, w] keeps every decision.
+    if h > 1 << 30 || w > 1 << 30 {
+        return Err(WebnnError::Operation(format!(
+            "build: triangular on a {h}x{w} matrix is too large for the GPU engine (at most 2^30 rows and columns)"
+        )));
+    }
+    let d = (diagonal as i64).clamp(-(h as i64), w as i64) as i32;
+    let params = vec![total, w as u32, h as u32, d as u32];
+    Ok(launch(triangular_wgsl(Storage::of(x.1.data_type), upper), vec![Buf::Operand(x.0)], out, params))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::cpu::kernels::gather::linear_source;
+
+    pub(crate) fn validate(src: &str) {
+        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
+        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+    }
+
+    const ALL: [Storage; 8] = [
+        Storage::F32,
+        Storage::F16,
+        Storage::I32,
+        Storage::U32,
+        Storage::I8,
+        Storage::U8,
+        Storage::I64,
+        Storage::U64,
+    ];
+
+    #[test]
+    fn every_variant_is_valid_wgsl() {
+        for st in ALL {
+            for t in [DataType::Int32, DataType::Uint32, DataType::Int64] {
+                validate(&gather_wgsl(st, t).unwrap());
+            }
+            for mode in [PaddingMode::Constant, PaddingMode::Edge, PaddingMode::Reflection, PaddingMode::Symmetric] {
+                validate(&pad_wgsl(st, mode));
+            }
+            validate(&resample_wgsl(st, InterpolationMode::NearestNeighbor, Blend::Exact));
+            validate(&triangular_wgsl(st, true));
+            validate(&triangular_wgsl(st, false));
+        }
+        for st in [Storage::F32, Storage::F16] {
+            for b in [Blend::Exact, Blend::Float] {
+                validate(&resample_wgsl(st, InterpolationMode::Linear, b));
+            }
+        }
+        assert!(gather_wgsl(Storage::F32, DataType::Float32).is_err());
+    }
+
+    #[test]
+    fn linear_taps_are_the_cpu_coordinates() {
+        // The integer weights over 2m equal the CPU's float64 weights.
+        for (n, m) in [(2, 4), (4, 2), (1, 5), (5, 1), (7, 3), (3, 7), (90, 27), (64, 128), (5, 5)] {
+            for o in 0..m {
+                let [i0, i1, k0, k1] = linear_taps(o, n, m);
+                let (c0, c1, wc) = linear_source(o, n, m);
+                assert_eq!(k0 + k1, 2 * m as u64);
+                let w = k1 as f64 / (2 * m) as f64;
+                // Where the float64 coordinate lands a hair below an integer, the CPU
+                // takes the previous row with a weight of almost 1: same value.
+                if (i0 as usize, i1 as usize) == (c0, c1) {
+                    assert!((w - wc).abs() < 1e-12, "{n}->{m} [{o}]: {w} vs {wc}");
+                } else {
+                    assert!(i0 as usize == c0 + 1 && k1 == 0 && (1.0 - wc).abs() < 1e-12, "{n}->{m} [{o}]");
+                }
+            }
+        }
+        assert_eq!(linear_taps(0, 2, 4), [0, 1, 8, 0]);
+        assert_eq!(linear_taps(1, 2, 4), [0, 1, 6, 2]);
+        assert_eq!(linear_taps(3, 2, 4), [1, 1, 8, 0]);
+    }
+
+    #[test]
+    fn pad_values_convert_like_the_cpu() {
+        assert_eq!(pad_value_bits(DataType::Float32, -7.5), (-7.5f32).to_bits() as u64);
+        assert_eq!(pad_value_bits(DataType::Float16, 0.1), 0x2e66);
+        assert_eq!(pad_value_bits(DataType::Uint8, -7.5), 0);
+        assert_eq!(pad_value_bits(DataType::Uint8, 300.0), 255);
+        assert_eq!(pad_value_bits(DataType::Int8, -7.5), 0xf9);
+        assert_eq!(pad_value_bits(DataType::Int32, f32::NAN), 0);
+        assert_eq!(pad_value_bits(DataType::Int64, -7.5), (-7i64) as u64);
+        assert_eq!(pad_value_bits(DataType::Uint64, 1e30), u64::MAX);
+    }
+
+    #[test]
+    fn float32_linear_needs_64_bit_integers_and_huge_matrices_are_rejected() {
+        use crate::ops::gather::InterpolationMode;
+        let limits = wgpu::Limits::default();
+        let x = OperandDesc::new(DataType::Float32, vec![1, 1, 2, 2]);
+        let y = OperandDesc::new(DataType::Float32, vec![1, 1, 4, 4]);
+        let op = Op::Resample2d { mode: InterpolationMode::Linear, axes: [2, 3] };
+        for int64 in [false, true] {
+            let cx = Cx { int64, limits: &limits, features: wgpu::Features::empty() };
+            let r = lower(&op, &[(0, &x)], &[(1, &y)], &cx).unwrap();
+            match r {
+                Ok(l) => assert!(int64 && l.locals.len() == 1),
+                Err(e) => assert!(!int64 && e.js_name() == "NotSupportedError" && e.to_string().contains("SHADER_INT64"), "{e}"),
+            }
+        }
+        let x16 = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
+        let y16 = OperandDesc::new(DataType::Float16, vec![1, 1, 4, 4]);
+        let cx = Cx { int64: false, limits: &limits, features: wgpu::Features::empty() };
+        assert!(lower(&op, &[(0, &x16)], &[(1, &y16)], &cx).unwrap().is_ok());
+        let big = OperandDesc::new(DataType::Uint8, vec![1 << 31, 1]);
+        let tri = Op::Triangular { upper: true, diagonal: 0 };
+        let e = lower(&tri, &[(0, &big)], &[(1, &big)], &cx).unwrap().err().unwrap();
+        assert!(e.to_string().contains("too large"), "{e}");
+        // Operators of other families are not this module's.
+        assert!(lower(&Op::Unary(crate::ops::UnaryKind::Relu), &[(0, &x)], &[(1, &x)], &cx).is_none());
+    }
 }

@@ -36,6 +36,9 @@ pub(in crate::engine::gpu) struct Tile {
     pub bk: u32,
     pub tm: u32,
     pub tn: u32,
+    /// Slices of K computed side by side by separate thread groups and summed at
+    /// the end: more threads per tile where there are too few tiles to fill the GPU.
+    pub slices: u32,
 }
 
 /// Padding (in floats) of each k-row of the workgroup tiles.
@@ -43,21 +46,25 @@ const PAD: u32 = 4;
 
 impl Tile {
     /// Big products (issue 4's measurement: 35 TFLOP/s at 4096 on an H100).
-    pub const LARGE: Tile = Tile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
-    pub const MEDIUM: Tile = Tile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 };
-    pub const SMALL: Tile = Tile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 };
+    pub const LARGE: Tile = Tile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, slices: 1 };
+    pub const MEDIUM: Tile = Tile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, slices: 1 };
+    pub const SMALL: Tile = Tile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, slices: 1 };
+    /// Few tiles and a long K (the last stages of a CNN: 7x7 pixels, thousands of
+    /// K): four K slices per tile.
+    pub const SPLIT: Tile = Tile { bm: 32, bn: 32, bk: 8, tm: 4, tn: 4, slices: 4 };
     /// At most 4 rows (batch-1 linear layers, matrix-vector products): a wide
-    /// row of columns per workgroup and a deeper K step.
-    pub const ROW: Tile = Tile { bm: 4, bn: 64, bk: 32, tm: 4, tn: 1 };
+    /// row of columns per workgroup, four K slices.
+    pub const ROW: Tile = Tile { bm: 4, bn: 32, bk: 16, tm: 4, tn: 1, slices: 4 };
     #[cfg(test)]
-    pub const ALL: [Tile; 4] = [Tile::LARGE, Tile::MEDIUM, Tile::SMALL, Tile::ROW];
+    pub const ALL: [Tile; 5] = [Tile::LARGE, Tile::MEDIUM, Tile::SMALL, Tile::SPLIT, Tile::ROW];
 
     pub fn threads(self) -> u32 {
-        (self.bm / self.tm) * (self.bn / self.tn)
+        (self.bm / self.tm) * (self.bn / self.tn) * self.slices
     }
 
     fn shared_bytes(self) -> u32 {
-        (self.bm + self.bn + 2 * PAD) * self.bk * 4
+        let red = if self.slices > 1 { self.bm * self.bn } else { 0 };
+        (self.slices * (self.bm + self.bn + 2 * PAD) * self.bk + red) * 4
     }
 
     fn fits(self, cx: &Cx) -> bool {
@@ -67,13 +74,14 @@ impl Tile {
             && self.shared_bytes() <= l.max_compute_workgroup_storage_size
     }
 
-    /// A tile forced by `WEBNN_GPU_GEMM_TILE` (large, medium, small, row): lets the
+    /// A tile forced by `WEBNN_GPU_GEMM_TILE` (large, medium, small, split, row): lets the
     /// conformance suite run every tile on small cases.
     fn forced() -> Option<Tile> {
         match std::env::var("WEBNN_GPU_GEMM_TILE").ok()?.as_str() {
             "large" => Some(Tile::LARGE),
             "medium" => Some(Tile::MEDIUM),
             "small" => Some(Tile::SMALL),
+            "split" => Some(Tile::SPLIT),
             "row" => Some(Tile::ROW),
             _ => None,
         }
@@ -82,7 +90,7 @@ impl Tile {
     /// The tile for an M x N product repeated `batches` times: the largest whose
     /// grid still fills a big GPU (about 132 multiprocessors, two workgroups each),
     /// since a half-idle GPU loses more than smaller tiles' extra loads cost.
-    fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Result<Tile> {
+    fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Result<Tile> {
         let groups = |t: Tile| {
             m.div_ceil(t.bm as usize)
                 .saturating_mul(n.div_ceil(t.bn as usize))
@@ -96,10 +104,12 @@ impl Tile {
             Tile::LARGE
         } else if groups(Tile::MEDIUM) >= 132 {
             Tile::MEDIUM
-        } else {
+        } else if groups(Tile::SMALL) >= 132 || k < 256 {
             Tile::SMALL
+        } else {
+            Tile::SPLIT
         };
-        [wanted, Tile::MEDIUM, Tile::SMALL, Tile::ROW]
+        [wanted, Tile::MEDIUM, Tile::SMALL]
             .into_iter()
             .find(|t| t.fits(cx))
             .ok_or_else(|| {
@@ -140,7 +150,7 @@ impl Core {
     ) -> Result<Lowered> {
         let swap = n <= 4 && m > 4;
         let (rows, cols) = if swap { (n, m) } else { (m, n) };
-        let tile = Tile::pick(rows, cols, batches, cx)?;
+        let tile = Tile::pick(rows, cols, k, batches, cx)?;
         if params.len() < P_FAMILY {
             params.resize(P_FAMILY, 0);
         }
@@ -180,41 +190,55 @@ impl Core {
             (self.lhs_k_fast, self.rhs_k_fast)
         };
         let threads = t.threads();
+        // Threads of one K slice; slice `sl` takes K steps sl, sl + S, ...
+        let per = threads / t.slices;
         let (sa, sb) = (t.bm + PAD, t.bn + PAD);
         let (rm, cn) = (t.bm / t.tm, t.bn / t.tn);
-        let _ = writeln!(s, "var<workgroup> tile_a: array<f32, {}>;", sa * t.bk);
-        let _ = writeln!(s, "var<workgroup> tile_b: array<f32, {}>;", sb * t.bk);
+        let _ = writeln!(s, "var<workgroup> tile_a: array<f32, {}>;", t.slices * sa * t.bk);
+        let _ = writeln!(s, "var<workgroup> tile_b: array<f32, {}>;", t.slices * sb * t.bk);
+        if t.slices > 1 {
+            let _ = writeln!(s, "var<workgroup> red: array<f32, {}>;", t.bm * t.bn);
+        }
         let _ = writeln!(
             s,
             "@compute @workgroup_size({threads})\n\
              fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{\n\
              \x20 let rows = p[0];\n  let cols = p[1];\n  let depth = p[2];\n  setup(wg.z);\n\
              \x20 let m0 = wg.y * {bm}u;\n  let n0 = wg.x * {bn}u;\n\
-             \x20 let tx = li % {cn}u;\n  let ty = li / {cn}u;",
+             \x20 let sl = li / {per}u;\n  let lj = li % {per}u;\n\
+             \x20 let tx = lj % {cn}u;\n  let ty = lj / {cn}u;\n\
+             \x20 let ta = sl * {ta}u;\n  let tb = sl * {tb}u;",
             bm = t.bm,
             bn = t.bn,
+            ta = sa * t.bk,
+            tb = sb * t.bk,
         );
         for i in 0..t.tm {
             for j in 0..t.tn {
                 let _ = writeln!(s, "  var c{i}_{j} = 0.0;");
             }
         }
+        // Every slice runs the same number of rounds (barriers stay uniform); a
+        // slice's step past the end loads zeros.
         let _ = writeln!(
             s,
-            "  let steps = (depth + {}u) / {bk}u;\n  for (var st = 0u; st < steps; st = st + 1u) {{\n    let k0 = st * {bk}u;",
+            "  let steps = (depth + {}u) / {bk}u;\n  let rounds = (steps + {}u) / {}u;\n  for (var st = 0u; st < rounds; st = st + 1u) {{\n    let k0 = (st * {}u + sl) * {bk}u;",
             t.bk - 1,
+            t.slices - 1,
+            t.slices,
+            t.slices,
             bk = t.bk
         );
-        // Tile loads: element e of the tile, the contiguous index fastest.
-        let load = |s: &mut String, name: &str, rows: u32, stride: u32, k_fast: bool, a: bool| {
-            let count = rows * t.bk / threads;
-            // The thread count is a multiple of both tile sides (see the tests), so
-            // a thread's index along the fast axis is the same in every round and
-            // what the operand computes from it alone can leave the K loop.
+        // Tile loads, the operand's contiguous index fastest across threads.
+        let load = |s: &mut String, name: &str, base: &str, rows: u32, stride: u32, k_fast: bool, a: bool| {
+            let count = rows * t.bk / per;
+            // A slice's thread count is a multiple of both tile sides (see the
+            // tests), so a thread's index along the fast axis is the same in every
+            // round and what the operand computes from it alone can leave the K loop.
             let (ki, ri) = if k_fast {
-                (format!("li % {}u", t.bk), format!("li / {}u + i * {}u", t.bk, threads / t.bk))
+                (format!("lj % {}u", t.bk), format!("lj / {}u + i * {}u", t.bk, per / t.bk))
             } else {
-                (format!("li / {rows}u + i * {}u", threads / rows), format!("li % {rows}u"))
+                (format!("lj / {rows}u + i * {}u", per / rows), format!("lj % {rows}u"))
             };
             let (guard, call) = if a {
                 ("r < rows && k < depth", "load_a(r, k)")
@@ -224,13 +248,13 @@ impl Core {
             let origin = if a { "m0" } else { "n0" };
             let _ = writeln!(
                 s,
-                "    for (var i = 0u; i < {count}u; i = i + 1u) {{\n      let kk = {ki};\n      let rr = {ri};\n      let r = {origin} + rr;\n      let k = k0 + kk;\n      var v = 0.0;\n      if ({guard}) {{ v = {call}; }}\n      {name}[kk * {stride}u + rr] = v;\n    }}"
+                "    for (var i = 0u; i < {count}u; i = i + 1u) {{\n      let kk = {ki};\n      let rr = {ri};\n      let r = {origin} + rr;\n      let k = k0 + kk;\n      var v = 0.0;\n      if ({guard}) {{ v = {call}; }}\n      {name}[{base} + kk * {stride}u + rr] = v;\n    }}"
             );
         };
-        load(&mut s, "tile_a", t.bm, sa, a_k_fast, true);
-        load(&mut s, "tile_b", t.bn, sb, b_k_fast, false);
+        load(&mut s, "tile_a", "ta", t.bm, sa, a_k_fast, true);
+        load(&mut s, "tile_b", "tb", t.bn, sb, b_k_fast, false);
         let _ = writeln!(s, "    workgroupBarrier();\n    for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);
-        let _ = writeln!(s, "      let oa = kk * {sa}u + ty;\n      let ob = kk * {sb}u + tx;");
+        let _ = writeln!(s, "      let oa = ta + kk * {sa}u + ty;\n      let ob = tb + kk * {sb}u + tx;");
         for i in 0..t.tm {
             let _ = writeln!(s, "      let a{i} = tile_a[oa + {}u];", i * rm);
         }
@@ -243,6 +267,23 @@ impl Core {
             }
         }
         s.push_str("    }\n    workgroupBarrier();\n  }\n");
+        // Slices hand their sums to slice 0 one at a time.
+        for other in 1..t.slices {
+            let _ = writeln!(s, "  if (sl == {other}u) {{");
+            for i in 0..t.tm {
+                for j in 0..t.tn {
+                    let _ = writeln!(s, "    red[{}u + lj] = c{i}_{j};", (i * t.tn + j) * per);
+                }
+            }
+            s.push_str("  }\n  workgroupBarrier();\n  if (sl == 0u) {\n");
+            for i in 0..t.tm {
+                for j in 0..t.tn {
+                    let _ = writeln!(s, "    c{i}_{j} = c{i}_{j} + red[{}u + lj];", (i * t.tn + j) * per);
+                }
+            }
+            s.push_str("  }\n  workgroupBarrier();\n");
+        }
+        s.push_str("  if (sl != 0u) { return; }\n");
         for i in 0..t.tm {
             let _ = writeln!(s, "  let row{i} = m0 + ty + {}u;\n  if (row{i} < rows) {{", i * rm);
             for j in 0..t.tn {
@@ -277,9 +318,12 @@ pub(in crate::engine::gpu) mod tests {
             assert_eq!((t.bm * t.bk) % t.threads(), 0, "{t:?}");
             assert_eq!((t.bn * t.bk) % t.threads(), 0, "{t:?}");
             // Tile loads rely on these (a thread keeps its fast-axis index).
-            assert_eq!(t.threads() % t.bk, 0, "{t:?}");
-            assert_eq!(t.threads() % t.bm, 0, "{t:?}");
-            assert_eq!(t.threads() % t.bn, 0, "{t:?}");
+            let per = t.threads() / t.slices;
+            assert_eq!((t.bm * t.bk) % per, 0, "{t:?}");
+            assert_eq!((t.bn * t.bk) % per, 0, "{t:?}");
+            assert_eq!(per % t.bk, 0, "{t:?}");
+            assert_eq!(per % t.bm, 0, "{t:?}");
+            assert_eq!(per % t.bn, 0, "{t:?}");
             assert!(t.threads() <= 256 && t.shared_bytes() <= 16384, "{t:?}");
         }
     }

@@ -72,6 +72,7 @@ function stats (times) {
   return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
 }
 
+const tflops = (flop, ms) => (flop / ms / 1e9).toPrecision(3)
 const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`)
 
 async function time (impl, iters, warmup) {
@@ -160,8 +161,8 @@ async function main () {
       const tn = await time(gn, n, w)
       const per = (tn.median - t1.median) / (chain - 1)
       const flop = 2 * size ** 3
-      console.log(`matmul-${size} float32 on the GPU: one product per compute() ${fmt(t1.median)} median (${(flop / t1.median / 1e9).toFixed(2)} TFLOP/s end to end, transfers included); ` +
-        `${chain} chained ${fmt(tn.median)}; per product ${fmt(per)} = ${(flop / per / 1e9).toFixed(2)} TFLOP/s (rel err vs cpu ${err.toExponential(1)})`)
+      console.log(`matmul-${size} float32 on the GPU: one product per compute() ${fmt(t1.median)} median (${tflops(flop, t1.median)} TFLOP/s end to end, transfers included); ` +
+        `${chain} chained ${fmt(tn.median)}; per product ${fmt(per)} = ${tflops(flop, per)} TFLOP/s (rel err vs cpu ${err.toExponential(1)})`)
     } catch (e) {
       if (e.name !== 'NotSupportedError') throw e
       console.log(`matmul-${size}: not supported on the GPU (${e.message})`)

@@ -14,14 +14,21 @@
 //! (swapped when it computes C^T = B^T A^T, see `Core::swap`), and one spare word.
 //!
 //! Per K step every thread copies (BM + BN) * BK / threads elements into
-//! workgroup memory (k-major, padded rows against bank conflicts; which index the
-//! neighbouring threads walk follows the operand's contiguous axis, so global
-//! reads coalesce), then accumulates a TM x TN block of C in registers: the
+//! workgroup memory (k-major, padded rows against bank conflicts; which index
+//! the neighbouring threads walk follows the operand's contiguous axis, so
+//! global reads coalesce; fetched into registers during the previous step), then accumulates a TM x TN block of C in registers: the
 //! inner product is unrolled in the text, so the accumulators are plain scalars
 //! whatever the shader compiler does with loops. Threads own rows ty + i*BM/TM
 //! and columns tx + j*BN/TN (interleaved), so a warp's stores of C are contiguous
 //! along n and its workgroup-memory reads are broadcasts or distinct banks.
-//! Every loop bound is a constant or derived from p[2] (uniform).
+//! Where too few tiles would fill the GPU and K is long (a CNN's last stages,
+//! batch-1 linear layers), a tile has S > 1 K slices: S groups of threads take
+//! every S-th K step into their own workgroup tiles and hand their sums to the
+//! first group at the end (`Tile::slices`). Every loop bound is a constant or
+//! derived from p[2] (uniform), so the barriers stay in uniform control flow.
+//!
+//! `WEBNN_GPU_GEMM_TILE` (large, medium, small, split, row) forces one tile for
+//! every product, so the conformance suite can cover each on small cases.
 
 use std::fmt::Write;
 
@@ -218,42 +225,86 @@ impl Core {
                 let _ = writeln!(s, "  var c{i}_{j} = 0.0;");
             }
         }
+        // Tile loads, the operand's contiguous index fastest across threads: a
+        // thread's elements of the tile (unrolled) are fetched from global memory
+        // into registers one K step ahead and written to workgroup memory at the
+        // step's start, so the global loads' latency hides behind the previous
+        // step's arithmetic.
+        struct Side {
+            reg: &'static str,
+            tile: &'static str,
+            base: &'static str,
+            rows: u32,
+            stride: u32,
+            k_fast: bool,
+            a: bool,
+        }
+        let sides = [
+            Side { reg: "ga", tile: "tile_a", base: "ta", rows: t.bm, stride: sa, k_fast: a_k_fast, a: true },
+            Side { reg: "gb", tile: "tile_b", base: "tb", rows: t.bn, stride: sb, k_fast: b_k_fast, a: false },
+        ];
+        // A slice's thread count is a multiple of both tile sides (see the tests),
+        // so a thread's index along the fast axis is the same for all its
+        // elements and rounds, and what the operand computes from it alone can
+        // leave the K loop.
+        let index = |d: &Side, i: u32| -> (String, String) {
+            if d.k_fast {
+                (format!("lj % {}u", t.bk), format!("lj / {}u + {}u", t.bk, i * (per / t.bk)))
+            } else {
+                (format!("lj / {}u + {}u", d.rows, i * (per / d.rows)), format!("lj % {}u", d.rows))
+            }
+        };
+        let fetch = |s: &mut String, indent: &str| {
+            for d in &sides {
+                for i in 0..d.rows * t.bk / per {
+                    let (ki, ri) = index(d, i);
+                    let (guard, call, origin) = if d.a {
+                        ("r < rows && k < depth", "load_a(r, k)", "m0")
+                    } else {
+                        ("r < cols && k < depth", "load_b(k, r)", "n0")
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{indent}{{\n{indent}  let r = {origin} + {ri};\n{indent}  let k = k0 + {ki};\n{indent}  {reg}{i} = 0.0;\n{indent}  if ({guard}) {{ {reg}{i} = {call}; }}\n{indent}}}",
+                        reg = d.reg
+                    );
+                }
+            }
+        };
+        for d in &sides {
+            for i in 0..d.rows * t.bk / per {
+                let _ = writeln!(s, "  var {}{i} = 0.0;", d.reg);
+            }
+        }
         // Every slice runs the same number of rounds (barriers stay uniform); a
         // slice's step past the end loads zeros.
         let _ = writeln!(
             s,
-            "  let steps = (depth + {}u) / {bk}u;\n  let rounds = (steps + {}u) / {}u;\n  for (var st = 0u; st < rounds; st = st + 1u) {{\n    let k0 = (st * {}u + sl) * {bk}u;",
+            "  let steps = (depth + {}u) / {bk}u;\n  let rounds = (steps + {}u) / {}u;\n  var k0 = sl * {bk}u;",
             t.bk - 1,
             t.slices - 1,
             t.slices,
-            t.slices,
             bk = t.bk
         );
-        // Tile loads, the operand's contiguous index fastest across threads.
-        let load = |s: &mut String, name: &str, base: &str, rows: u32, stride: u32, k_fast: bool, a: bool| {
-            let count = rows * t.bk / per;
-            // A slice's thread count is a multiple of both tile sides (see the
-            // tests), so a thread's index along the fast axis is the same in every
-            // round and what the operand computes from it alone can leave the K loop.
-            let (ki, ri) = if k_fast {
-                (format!("lj % {}u", t.bk), format!("lj / {}u + i * {}u", t.bk, per / t.bk))
-            } else {
-                (format!("lj / {rows}u + i * {}u", per / rows), format!("lj % {rows}u"))
-            };
-            let (guard, call) = if a {
-                ("r < rows && k < depth", "load_a(r, k)")
-            } else {
-                ("r < cols && k < depth", "load_b(k, r)")
-            };
-            let origin = if a { "m0" } else { "n0" };
-            let _ = writeln!(
-                s,
-                "    for (var i = 0u; i < {count}u; i = i + 1u) {{\n      let kk = {ki};\n      let rr = {ri};\n      let r = {origin} + rr;\n      let k = k0 + kk;\n      var v = 0.0;\n      if ({guard}) {{ v = {call}; }}\n      {name}[{base} + kk * {stride}u + rr] = v;\n    }}"
-            );
-        };
-        load(&mut s, "tile_a", "ta", t.bm, sa, a_k_fast, true);
-        load(&mut s, "tile_b", "tb", t.bn, sb, b_k_fast, false);
-        let _ = writeln!(s, "    workgroupBarrier();\n    for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);
+        fetch(&mut s, "  ");
+        s.push_str("  for (var st = 0u; st < rounds; st = st + 1u) {\n");
+        for d in &sides {
+            for i in 0..d.rows * t.bk / per {
+                let (ki, ri) = index(d, i);
+                let _ = writeln!(
+                    s,
+                    "    {tile}[{base} + ({ki}) * {stride}u + {ri}] = {reg}{i};",
+                    tile = d.tile,
+                    base = d.base,
+                    stride = d.stride,
+                    reg = d.reg
+                );
+            }
+        }
+        let _ = writeln!(s, "    workgroupBarrier();\n    k0 = k0 + {}u;\n    if (st + 1u < rounds) {{", t.slices * t.bk);
+        fetch(&mut s, "      ");
+        s.push_str("    }\n");
+        let _ = writeln!(s, "    for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);
         let _ = writeln!(s, "      let oa = ta + kk * {sa}u + ty;\n      let ob = tb + kk * {sb}u + tx;");
         for i in 0..t.tm {
             let _ = writeln!(s, "      let a{i} = tile_a[oa + {}u];", i * rm);

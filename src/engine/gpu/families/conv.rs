@@ -1,9 +1,65 @@
-//! GPU lowering of conv2d and convTranspose2d (7.8.8, 7.8.9).
+//! GPU lowering of conv2d and convTranspose2d (7.8.10, 7.8.11).
+//!
+//! Both are implicit GEMMs on the tiled core (`matmul::tiled`), one product per
+//! group (grid z): rows are the group's output channels, columns the output
+//! pixels of every batch, and K runs over (input channel, filter y, filter x).
+//! The im2col matrix is never stored: the core's B loads gather it from the
+//! input (0 outside the input: padding), and the filter is read in place through
+//! the strides of its layout, so every input and filter layout is the same
+//! kernel with other parameter words. For nhwc the product is computed
+//! transposed (pixels as rows, channels as columns, K with the channel
+//! innermost), so that both the gathers and the output stores walk the
+//! contiguous channel axis.
+//!
+//! convTranspose2d gathers too: output pixel o receives input pixel i through
+//! tap t when o = i * stride + t * dilation - padBegin, so its im2col element at
+//! (channel, t) is the input at (o + padBegin - t * dilation) / stride where that
+//! divides exactly and lands inside the input, else 0. (That visits stride_y *
+//! stride_x times more taps than contribute; a per-phase decomposition would
+//! not, at the cost of one dispatch per phase.)
+//!
+//! conv2d with one input channel per group (depthwise, MobileNet) has a direct
+//! kernel, one invocation per output element: as a GEMM its K would be only the
+//! filter's taps.
+//!
+//! Computed in float32: float16 is decoded on load and rounded once on store
+//! (one element per word, packed by `finish_words`). Bias is added in the
+//! epilogue.
 
-use crate::engine::gpu::plan::{Cx, Lowering};
-use crate::error::Result;
-use crate::graph::{OperandDesc, OperandId};
+use std::fmt::Write;
+
+use super::matmul::tiled::{Core, P_FAMILY};
+use crate::engine::gpu::plan::{not_supported, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
+use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
+use crate::error::{Result, WebnnError};
+use crate::graph::{DataType, OperandDesc, OperandId};
+use crate::ops::conv::{pick, strides_at, InputLayout};
 use crate::ops::Op;
+
+// Parameter words after the core's.
+const P_CIG: usize = P_FAMILY;
+const P_COG: usize = P_FAMILY + 1;
+const P_KH: usize = P_FAMILY + 2;
+const P_KW: usize = P_FAMILY + 3;
+const P_IH: usize = P_FAMILY + 4;
+const P_IW: usize = P_FAMILY + 5;
+const P_OH: usize = P_FAMILY + 6;
+const P_OW: usize = P_FAMILY + 7;
+const P_SY: usize = P_FAMILY + 8;
+const P_SX: usize = P_FAMILY + 9;
+const P_DY: usize = P_FAMILY + 10;
+const P_DX: usize = P_FAMILY + 11;
+const P_PT: usize = P_FAMILY + 12;
+const P_PL: usize = P_FAMILY + 13;
+/// Input strides (batch, channel, y, x), then the output's, then the filter's
+/// (group, output channel in group, input channel in group, y, x).
+const P_XS: usize = P_FAMILY + 14;
+const P_OS: usize = P_XS + 4;
+const P_FS: usize = P_OS + 4;
+/// Depthwise kernel only: output element count and output channels.
+const P_TOTAL: usize = P_FS + 5;
+const P_OC: usize = P_TOTAL + 1;
+const P_WORDS: usize = P_OC + 1;
 
 pub(super) fn lower(
     op: &Op,
@@ -11,6 +67,424 @@ pub(super) fn lower(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
-    let _ = (op, ins, outs, cx);
-    None
+    match op {
+        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, ins, outs, cx)),
+        _ => None,
+    }
+}
+
+/// Which of the two convolutions, for the kernel text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Conv,
+    Transpose,
+}
+
+/// A kernel variant: everything the text depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Variant {
+    st: Storage,
+    kind: Kind,
+    layout: InputLayout,
+    bias: bool,
+}
+
+/// Bindings and the index helpers both kernels share.
+fn common(v: Variant, table: bool) -> String {
+    let mut s = String::from(PRELUDE);
+    let mut names = vec![("x", "read"), ("w", "read")];
+    if v.bias {
+        names.push(("bias", "read"));
+    }
+    if table {
+        names.push(("ktab", "read"));
+    }
+    names.push(("out", "read_write"));
+    names.push(("p", "read"));
+    for (b, (name, access)) in names.iter().enumerate() {
+        let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<u32>;");
+    }
+    s.push_str(&load_fn("ld_x", "x", v.st, true));
+    s.push_str(&load_fn("ld_w", "w", v.st, true));
+    if v.bias {
+        s.push_str(&load_fn("ld_bias", "bias", v.st, true));
+    }
+    s
+}
+
+/// The implicit-GEMM declarations for the tiled core. K's decomposition comes
+/// from `ktab` (see `k_table`), so the per-element work is a few additions; the
+/// output pixel's decomposition depends only on the column, which a thread keeps
+/// through the K loop.
+fn gemm_decls(v: Variant) -> String {
+    let mut s = common(v, true);
+    let gather = match v.kind {
+        Kind::Conv => format!(
+            "  let iy = i32(o.y * p[{P_SY}] + kyd) - i32(p[{P_PT}]);\n\
+             \x20 let ix = i32(o.z * p[{P_SX}] + kxd) - i32(p[{P_PL}]);\n\
+             \x20 if (iy < 0 || ix < 0 || u32(iy) >= p[{P_IH}] || u32(ix) >= p[{P_IW}]) {{ return 0.0; }}\n\
+             \x20 let uy = u32(iy);\n  let ux = u32(ix);"
+        ),
+        Kind::Transpose => format!(
+            "  let ty = i32(o.y + p[{P_PT}]) - i32(kyd);\n\
+             \x20 let tx = i32(o.z + p[{P_PL}]) - i32(kxd);\n\
+             \x20 if (ty < 0 || tx < 0) {{ return 0.0; }}\n\
+             \x20 let uy = u32(ty) / p[{P_SY}];\n  let ux = u32(tx) / p[{P_SX}];\n\
+             \x20 if (uy * p[{P_SY}] != u32(ty) || ux * p[{P_SX}] != u32(tx) || uy >= p[{P_IH}] || ux >= p[{P_IW}]) {{ return 0.0; }}"
+        ),
+    };
+    let bias = if v.bias { " + ld_bias(c)" } else { "" };
+    let _ = write!(
+        s,
+        "var<private> grp: u32;\nfn setup(z: u32) {{ grp = z; }}\n\
+         fn pix(q: u32) -> vec3<u32> {{\n  let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  return vec3<u32>(b, oy, r - oy * p[{P_OW}]);\n}}\n\
+         fn filt(oc: u32, k: u32) -> f32 {{\n  return ld_w(grp * p[{fg}] + oc * p[{fo}] + ktab[4u * k + 3u]);\n}}\n\
+         fn xcol(k: u32, q: u32) -> f32 {{\n  let o = pix(q);\n  let kyd = ktab[4u * k + 1u];\n  let kxd = ktab[4u * k + 2u];\n{gather}\n\
+         \x20 return ld_x(o.x * p[{xn}] + grp * p[{P_CIG}] * p[{xc}] + ktab[4u * k] + uy * p[{xh}] + ux * p[{xw}]);\n}}\n\
+         fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = grp * p[{P_COG}] + oc;\n  let r = v{bias};\n\
+         \x20 out[o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}]] = {enc};\n}}\n",
+        fg = P_FS,
+        fo = P_FS + 1,
+        xn = P_XS,
+        xc = P_XS + 1,
+        xh = P_XS + 2,
+        xw = P_XS + 3,
+        on = P_OS,
+        ocs = P_OS + 1,
+        oh = P_OS + 2,
+        ow = P_OS + 3,
+        enc = v.st.encode("r"),
+    );
+    s.push_str(match v.layout {
+        InputLayout::Nchw => "fn lhs(m: u32, k: u32) -> f32 { return filt(m, k); }\n\
+                              fn rhs(k: u32, n: u32) -> f32 { return xcol(k, n); }\n\
+                              fn emit(m: u32, n: u32, v: f32) { put(m, n, v); }\n",
+        InputLayout::Nhwc => "fn lhs(m: u32, k: u32) -> f32 { return xcol(k, m); }\n\
+                              fn rhs(k: u32, n: u32) -> f32 { return filt(n, k); }\n\
+                              fn emit(m: u32, n: u32, v: f32) { put(n, m, v); }\n",
+    });
+    s
+}
+
+/// The K table: for each k, in the layout's K order ((ci, ky, kx) for nchw,
+/// (ky, kx, ci) for nhwc, channels innermost), four words: the input channel's
+/// offset ci * channelStride, ky * dilationY, kx * dilationX, and the filter
+/// offset of (ci, ky, kx) within an output channel's slice.
+#[allow(clippy::too_many_arguments)]
+fn k_table(
+    layout: InputLayout,
+    cig: usize,
+    k_h: usize,
+    k_w: usize,
+    x_c: usize,
+    dil: [usize; 2],
+    f_i: usize,
+    f_y: usize,
+    f_x: usize,
+) -> Result<Vec<u8>> {
+    let mut t = Vec::new();
+    let mut push = |ci: usize, ky: usize, kx: usize| -> Result<()> {
+        let words = [
+            ci.checked_mul(x_c),
+            ky.checked_mul(dil[0]),
+            kx.checked_mul(dil[1]),
+            ci.checked_mul(f_i)
+                .zip(ky.checked_mul(f_y))
+                .zip(kx.checked_mul(f_x))
+                .and_then(|((a, b), c)| a.checked_add(b)?.checked_add(c)),
+        ];
+        for w in words {
+            let w = w.ok_or_else(|| WebnnError::Operation("build: convolution offsets overflow".into()))?;
+            t.extend_from_slice(&u32_of(w, "a convolution offset")?.to_le_bytes());
+        }
+        Ok(())
+    };
+    match layout {
+        InputLayout::Nchw => {
+            for ci in 0..cig {
+                for ky in 0..k_h {
+                    for kx in 0..k_w {
+                        push(ci, ky, kx)?;
+                    }
+                }
+            }
+        }
+        InputLayout::Nhwc => {
+            for ky in 0..k_h {
+                for kx in 0..k_w {
+                    for ci in 0..cig {
+                        push(ci, ky, kx)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// The direct depthwise kernel: one invocation per output element, in the
+/// output's memory order.
+fn depthwise_wgsl(v: Variant) -> String {
+    let mut s = common(v, false);
+    s.push_str(MAIN_HEAD);
+    let _ = writeln!(s, "  if (g >= p[{P_TOTAL}]) {{ return; }}");
+    match v.layout {
+        InputLayout::Nchw => {
+            let _ = writeln!(
+                s,
+                "  let ox = g % p[{P_OW}];\n  let t = g / p[{P_OW}];\n  let oy = t % p[{P_OH}];\n  let t2 = t / p[{P_OH}];\n  let c = t2 % p[{P_OC}];\n  let b = t2 / p[{P_OC}];"
+            );
+        }
+        InputLayout::Nhwc => {
+            let _ = writeln!(
+                s,
+                "  let c = g % p[{P_OC}];\n  let t = g / p[{P_OC}];\n  let ox = t % p[{P_OW}];\n  let t2 = t / p[{P_OW}];\n  let oy = t2 % p[{P_OH}];\n  let b = t2 / p[{P_OH}];"
+            );
+        }
+    }
+    let bias = if v.bias { "ld_bias(c)" } else { "0.0" };
+    let _ = write!(
+        s,
+        "  let gi = c / p[{P_COG}];\n\
+         \x20 let xb = b * p[{xn}] + gi * p[{xc}];\n\
+         \x20 let wb = gi * p[{fg}] + (c - gi * p[{P_COG}]) * p[{fo}];\n\
+         \x20 var acc = 0.0;\n\
+         \x20 for (var ky = 0u; ky < p[{P_KH}]; ky = ky + 1u) {{\n\
+         \x20   let iy = i32(oy * p[{P_SY}] + ky * p[{P_DY}]) - i32(p[{P_PT}]);\n\
+         \x20   if (iy < 0 || u32(iy) >= p[{P_IH}]) {{ continue; }}\n\
+         \x20   for (var kx = 0u; kx < p[{P_KW}]; kx = kx + 1u) {{\n\
+         \x20     let ix = i32(ox * p[{P_SX}] + kx * p[{P_DX}]) - i32(p[{P_PL}]);\n\
+         \x20     if (ix < 0 || u32(ix) >= p[{P_IW}]) {{ continue; }}\n\
+         \x20     acc = acc + ld_x(xb + u32(iy) * p[{xh}] + u32(ix) * p[{xw}]) * ld_w(wb + ky * p[{fy}] + kx * p[{fx}]);\n\
+         \x20   }}\n  }}\n\
+         \x20 out[g] = {enc};\n}}\n",
+        xn = P_XS,
+        xc = P_XS + 1,
+        xh = P_XS + 2,
+        xw = P_XS + 3,
+        fg = P_FS,
+        fo = P_FS + 1,
+        fy = P_FS + 3,
+        fx = P_FS + 4,
+        enc = v.st.encode(&format!("acc + {bias}")),
+    );
+    s
+}
+
+/// Element strides of a 4-D tensor in `layout`, as (batch, channel, y, x).
+fn layout_strides(layout: InputLayout, shape: &[usize]) -> [usize; 4] {
+    let s = [shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1];
+    match layout {
+        InputLayout::Nchw => s,
+        InputLayout::Nhwc => [s[0], s[3], s[1], s[2]],
+    }
+}
+
+fn lower_conv(
+    op: &Op,
+    ins: &[(OperandId, &OperandDesc)],
+    outs: &[(OperandId, &OperandDesc)],
+    cx: &Cx,
+) -> Result<Lowering> {
+    let (Some(&x), Some(&w), Some(&out)) = (ins.first(), ins.get(1), outs.first()) else {
+        return Err(WebnnError::Operation(format!("internal: {} without its operands", op.name())));
+    };
+    let t = x.1.data_type;
+    if !matches!(t, DataType::Float32 | DataType::Float16) {
+        return Err(not_supported(op, t));
+    }
+    if x.1.shape.len() != 4 || w.1.shape.len() != 4 || out.1.shape.len() != 4 {
+        return Err(WebnnError::Operation(format!("internal: {} operands must have rank 4", op.name())));
+    }
+    for d in ins.iter().chain(outs) {
+        u32_of(d.1.element_count(), "the element count")?;
+    }
+    // (kind, layout, groups, padding, strides, dilations, bias, filter axes).
+    let (kind, layout, groups, padding, strides, dilations, has_bias, f_axes) = match op {
+        Op::Conv2d(a) => (
+            Kind::Conv,
+            a.input_layout,
+            a.groups,
+            a.padding,
+            a.strides,
+            a.dilations,
+            a.has_bias,
+            a.filter_layout.axes(),
+        ),
+        Op::ConvTranspose2d(a) => (
+            Kind::Transpose,
+            a.input_layout,
+            a.groups,
+            a.padding,
+            a.strides,
+            a.dilations,
+            a.has_bias,
+            a.filter_layout.axes(),
+        ),
+        _ => return Err(WebnnError::Operation("internal: not a convolution".into())),
+    };
+    let (batches, in_c, in_h, in_w) = layout.nchw(&x.1.shape);
+    let (_, out_c, out_h, out_w) = layout.nchw(&out.1.shape);
+    let fdims = pick(&w.1.shape, f_axes);
+    let fst = strides_at(&w.1.shape, f_axes);
+    if groups == 0 || in_c % groups != 0 || out_c % groups != 0 {
+        return Err(WebnnError::Operation("internal: channels do not divide by groups".into()));
+    }
+    let (cig, cog) = (in_c / groups, out_c / groups);
+    let [_, _, k_h, k_w] = fdims;
+    // Filter strides as (group, output channel in group, input channel in group, y, x).
+    let f = match kind {
+        // [O, I/g, H, W]: group g starts at output channel g * cog.
+        Kind::Conv => [cog * fst[0], fst[0], fst[1], fst[2], fst[3]],
+        // [I, O/g, H, W]: group g starts at input channel g * cig.
+        Kind::Transpose => [cig * fst[0], fst[1], fst[0], fst[2], fst[3]],
+    };
+    // Index arithmetic in the shader is i32 for positions: everything a position
+    // can reach must fit.
+    let reach = |a: usize, b: usize, c: usize, d: usize| -> Option<usize> {
+        a.checked_add(b)?.checked_add(c.checked_mul(d)?)
+    };
+    let fits = [
+        reach(in_h, padding[0] + padding[1], k_h, dilations[0]),
+        reach(in_w, padding[2] + padding[3], k_w, dilations[1]),
+        reach(out_h, padding[0], out_h, strides[0]),
+        reach(out_w, padding[2], out_w, strides[1]),
+    ]
+    .iter()
+    .all(|r| r.is_some_and(|v| v <= i32::MAX as usize));
+    if !fits {
+        return Err(WebnnError::Operation(format!(
+            "build: {}'s sizes, paddings, strides and dilations exceed what a GPU kernel can index",
+            op.name()
+        )));
+    }
+    let mut p = vec![0u32; P_WORDS];
+    let words = [
+        (P_CIG, cig),
+        (P_COG, cog),
+        (P_KH, k_h),
+        (P_KW, k_w),
+        (P_IH, in_h),
+        (P_IW, in_w),
+        (P_OH, out_h),
+        (P_OW, out_w),
+        (P_SY, strides[0]),
+        (P_SX, strides[1]),
+        (P_DY, dilations[0]),
+        (P_DX, dilations[1]),
+        (P_PT, padding[0]),
+        (P_PL, padding[2]),
+        (P_OC, out_c),
+        (P_TOTAL, out.1.element_count()),
+    ];
+    for (at, v) in words {
+        p[at] = u32_of(v, "a convolution size")?;
+    }
+    for (i, v) in layout_strides(layout, &x.1.shape).into_iter().enumerate() {
+        p[P_XS + i] = u32_of(v, "a stride")?;
+    }
+    for (i, v) in layout_strides(layout, &out.1.shape).into_iter().enumerate() {
+        p[P_OS + i] = u32_of(v, "a stride")?;
+    }
+    for (i, v) in f.into_iter().enumerate() {
+        p[P_FS + i] = u32_of(v, "a stride")?;
+    }
+    let variant = Variant {
+        st: Storage::of(t),
+        kind,
+        layout,
+        bias: has_bias,
+    };
+    let mut l = Lowering::default();
+    if out.1.element_count() == 0 {
+        return Ok(l);
+    }
+    let dst = l.word_output(out)?;
+    let mut reads = vec![Buf::Operand(x.0), Buf::Operand(w.0)];
+    if has_bias {
+        let b = ins
+            .get(2)
+            .ok_or_else(|| WebnnError::Operation(format!("internal: {} without its bias", op.name())))?;
+        reads.push(Buf::Operand(b.0));
+    }
+    if kind == Kind::Conv && cig == 1 {
+        l.steps.push(Lowered::Dispatch {
+            wgsl: depthwise_wgsl(variant),
+            reads,
+            writes: vec![dst],
+            params: p,
+            grid: Grid::Threads(out.1.element_count()),
+        });
+    } else {
+        let pixels = batches
+            .checked_mul(out_h)
+            .and_then(|v| v.checked_mul(out_w))
+            .ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU engine".into()))?;
+        let k = cig * k_h * k_w;
+        let table = k_table(layout, cig, k_h, k_w, p[P_XS + 1] as usize, dilations, f[2], f[3], f[4])?;
+        reads.push(l.local(Local::Data(table)));
+        let core = Core {
+            decls: gemm_decls(variant),
+            // nchw: the filter's K walks (i, y, x) (contiguous in oihw), the
+            // gather walks pixels; nhwc: both walk K's innermost channels.
+            lhs_k_fast: true,
+            rhs_k_fast: layout == InputLayout::Nhwc,
+        };
+        let (m, n) = match layout {
+            InputLayout::Nchw => (cog, pixels),
+            InputLayout::Nhwc => (pixels, cog),
+        };
+        l.steps.push(core.launch(m, n, k, groups, p, reads, vec![dst], cx)?);
+    }
+    l.finish_words(dst, out)?;
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::matmul::tiled::tests::validate;
+    use super::super::matmul::tiled::Tile;
+    use super::*;
+
+    fn words(b: &[u8]) -> Vec<u32> {
+        b.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    }
+
+    #[test]
+    fn k_table_follows_the_layout_order() {
+        // 2 channels, 1x2 filter, channel stride 10, dilation x 3, filter strides
+        // (i, y, x) = (100, 7, 1).
+        let t = words(&k_table(InputLayout::Nchw, 2, 1, 2, 10, [1, 3], 100, 7, 1).unwrap());
+        assert_eq!(t, [0, 0, 0, 0, 0, 0, 3, 1, 10, 0, 0, 100, 10, 0, 3, 101]);
+        // nhwc: channels innermost.
+        let t = words(&k_table(InputLayout::Nhwc, 2, 1, 2, 1, [1, 3], 100, 7, 1).unwrap());
+        assert_eq!(t, [0, 0, 0, 0, 1, 0, 0, 100, 0, 0, 3, 1, 1, 0, 3, 101]);
+        assert!(k_table(InputLayout::Nchw, 2, 1, 1, usize::MAX, [1, 1], 1, 1, 1).is_err());
+    }
+
+    #[test]
+    fn convolution_kernels_are_valid_wgsl() {
+        for st in [Storage::F32, Storage::F16] {
+            for kind in [Kind::Conv, Kind::Transpose] {
+                for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+                    for bias in [false, true] {
+                        let v = Variant { st, kind, layout, bias };
+                        let core = Core {
+                            decls: gemm_decls(v),
+                            lhs_k_fast: true,
+                            rhs_k_fast: layout == InputLayout::Nhwc,
+                        };
+                        for t in Tile::ALL {
+                            for swap in [false, true] {
+                                validate(&core.wgsl(t, swap));
+                            }
+                        }
+                        if kind == Kind::Conv {
+                            validate(&depthwise_wgsl(v));
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,175 @@
+'use strict'
+// Whole models on webnn-node's GPU device, checked against its CPU device: the
+// same graph (benchmark/models/, seeded weights) is built on both, the outputs
+// must agree (max |gpu - cpu| / max |cpu| <= 1e-3), then the GPU is timed: median
+// and p90 of --iters end-to-end compute() calls (upload, one submit, readback)
+// after --warmup. A model whose build() rejects with NotSupportedError on the GPU
+// (an operator family the GPU engine lacks) is reported as such and skipped.
+//
+// Last, a matmul line: TFLOP/s of an [S, S] x [S, S] float32 product on the GPU,
+// from the slope between a graph of one product and a graph of R chained products
+// (so uploads and readbacks, which cost as much as the product at 4096, cancel).
+//
+//   node benchmark/gpu.js                                  mobilenetv2, resnet50; matmul 4096
+//   node benchmark/gpu.js --only mobilenetv2 --iters 3 --warmup 1 --matmul 128   (lavapipe)
+//   node benchmark/gpu.js --only none --matmul 2048        the matmul line alone
+const os = require('node:os')
+const { ml, MLGraphBuilder } = require('..')
+const { Net, toWebnn, rng, count } = require('./models/net.js')
+const MODELS = require('./models/index.js')
+
+function arg (name, fallback) {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : fallback
+}
+
+const TOLERANCE = 1e-3
+
+function inputData (net) {
+  return net.inputs.map((i, n) => {
+    const r = rng(7 + n)
+    const a = new Float32Array(count(i.shape))
+    for (let j = 0; j < a.length; j++) a[j] = r() * 4 - 2
+    return a
+  })
+}
+
+/** Builds `net` on `context`; returns build time and a run() giving the output. */
+async function setup (context, net, data) {
+  const builder = new MLGraphBuilder(context)
+  const outs = toWebnn(net, builder)
+  const t0 = performance.now()
+  const graph = await builder.build(outs)
+  const buildMs = performance.now() - t0
+  const out = net.outputs[0]
+  let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, data[n].slice()]))
+  let outputs = { [out]: new Float32Array(count(net.shape(out))) }
+  return {
+    buildMs,
+    async run () {
+      const r = await context.compute(graph, inputs, outputs)
+      inputs = r.inputs
+      outputs = r.outputs
+      return r.outputs[out]
+    }
+  }
+}
+
+/** max |a - b| / max |b|. */
+function relError (a, b) {
+  let diff = 0
+  let scale = 0
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i])
+    if (!(d <= diff)) diff = d // NaN sticks
+    scale = Math.max(scale, Math.abs(b[i]))
+  }
+  return diff / scale
+}
+
+function stats (times) {
+  const s = [...times].sort((a, b) => a - b)
+  return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
+}
+
+const tflops = (flop, ms) => (flop / ms / 1e9).toPrecision(3)
+const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`)
+
+async function time (impl, iters, warmup) {
+  for (let i = 0; i < warmup; i++) await impl.run()
+  const t = []
+  for (let i = 0; i < iters; i++) {
+    const s = process.hrtime.bigint()
+    await impl.run()
+    t.push(Number(process.hrtime.bigint() - s) / 1e6)
+  }
+  return stats(t)
+}
+
+/** `chain` products of an [s, s] input with one constant [s, s] weight, scaled
+ * by sqrt(3/s) (uniform weights) so the values stay of order 1 however long the chain. */
+function matmulChain (s, chain) {
+  const n = new Net(`matmul-${s}-x${chain}`, 4096 + s)
+  let x = n.input('a', [s, s])
+  const w = n.constant([s, s])
+  const k = n.constants.at(-1)
+  const f = Math.sqrt(3 / s)
+  for (let i = 0; i < k.data.length; i++) k.data[i] *= f
+  for (let i = 0; i < chain; i++) x = n.matmul(x, w)
+  n.output(x)
+  return n
+}
+
+async function main () {
+  const only = (arg('only', 'mobilenetv2,resnet50')).split(',')
+  const iters = Number(arg('iters', 200))
+  const warmup = Number(arg('warmup', 20))
+  const size = Number(arg('matmul', 4096))
+  const chain = Number(arg('chain', 5))
+  let gpu
+  try {
+    gpu = await ml.createContext({ deviceType: 'gpu' })
+  } catch (e) {
+    console.log(`no GPU context: ${e.name}: ${e.message}`)
+    process.exitCode = 1
+    return
+  }
+  const cpu = await ml.createContext({ deviceType: 'cpu' })
+  const rows = []
+  for (const m of MODELS.filter((m) => only.includes(m.name))) {
+    const net = m.make()
+    const data = inputData(net)
+    let g
+    try {
+      g = await setup(gpu, net, data)
+    } catch (e) {
+      if (e.name !== 'NotSupportedError') throw e
+      console.log(`${m.name}: not supported on the GPU (${e.message})`)
+      rows.push({ model: m.name, status: 'not supported' })
+      continue
+    }
+    const c = await setup(cpu, net, data)
+    const err = relError(await g.run(), await c.run())
+    if (!(err <= TOLERANCE)) throw new Error(`${m.name}: GPU and CPU outputs disagree (max |gpu-cpu| / max |cpu| = ${err})`)
+    const sg = await time(g, iters, warmup)
+    const gflop = net.gflop()
+    rows.push({
+      model: m.name,
+      status: 'ok',
+      'build (gpu)': fmt(g.buildMs),
+      'rel err vs cpu': err.toExponential(1),
+      iters,
+      'gpu median': fmt(sg.median),
+      'gpu p90': fmt(sg.p90),
+      'GFLOP/s': gflop ? (gflop / sg.median * 1e3).toFixed(1) : '-'
+    })
+    console.log(JSON.stringify(rows.at(-1)))
+  }
+  if (size > 0) {
+    const one = matmulChain(size, 1)
+    const many = matmulChain(size, chain)
+    const data = inputData(one)
+    try {
+      const g1 = await setup(gpu, one, data)
+      const gn = await setup(gpu, many, data)
+      const c1 = await setup(cpu, one, data)
+      const err = relError(await g1.run(), await c1.run())
+      if (!(err <= TOLERANCE)) throw new Error(`matmul-${size}: GPU and CPU outputs disagree (${err})`)
+      const n = Math.max(3, Math.min(iters, 50))
+      const w = Math.min(warmup, 5)
+      const t1 = await time(g1, n, w)
+      const tn = await time(gn, n, w)
+      const per = (tn.median - t1.median) / (chain - 1)
+      const flop = 2 * size ** 3
+      console.log(`matmul-${size} float32 on the GPU: one product per compute() ${fmt(t1.median)} median (${tflops(flop, t1.median)} TFLOP/s end to end, transfers included); ` +
+        `${chain} chained ${fmt(tn.median)}; per product ${fmt(per)} = ${tflops(flop, per)} TFLOP/s (rel err vs cpu ${err.toExponential(1)})`)
+    } catch (e) {
+      if (e.name !== 'NotSupportedError') throw e
+      console.log(`matmul-${size}: not supported on the GPU (${e.message})`)
+    }
+  }
+  console.log(`\nnode ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0].model}); GPU timings are end-to-end compute() calls (upload, submit, readback)`)
+  if (rows.length) console.table(rows)
+}
+
+main().catch((e) => { console.error(e); process.exitCode = 1 })

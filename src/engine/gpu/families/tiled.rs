@@ -1,0 +1,402 @@
+//! The tiled, register-blocked GEMM core shared by matmul, gemm, conv2d and
+//! convTranspose2d: C[M, N] = epilogue(sum_k A[m, k] B[k, n]), one workgroup per
+//! BM x BN tile of C and grid z for batches (or convolution groups).
+//!
+//! The core knows nothing of tensors. A family hands it WGSL declarations that
+//! define, besides its bindings (reads, writes, then `p`, the parameter words):
+//!   `fn setup(z: u32)`: per-workgroup state for batch z (private globals);
+//!   `fn lhs(m: u32, k: u32) -> f32` and `fn rhs(k: u32, n: u32) -> f32`: the
+//!     operands' elements, called only with m < M, k < K, n < N (so a family
+//!     guards only its own holes: padding, strides of a transposed convolution);
+//!   `fn emit(m: u32, n: u32, v: f32)`: the epilogue (scale, bias, encode, store),
+//!     called once per element of C inside the bounds.
+//! The core owns p[0..4]: rows, columns and depth of the product it computes
+//! (swapped when it computes C^T = B^T A^T, see `Core::swap`), and one spare word.
+//!
+//! Per K step every thread copies (BM + BN) * BK / threads elements into
+//! workgroup memory (k-major, padded rows against bank conflicts; which index
+//! the neighbouring threads walk follows the operand's contiguous axis, so
+//! global reads coalesce; fetched into registers during the previous step), then accumulates a TM x TN block of C in registers: the
+//! inner product is unrolled in the text, so the accumulators are plain scalars
+//! whatever the shader compiler does with loops. Threads own rows ty + i*BM/TM
+//! and columns tx + j*BN/TN (interleaved), so a warp's stores of C are contiguous
+//! along n and its workgroup-memory reads are broadcasts or distinct banks.
+//! Where too few tiles would fill the GPU and K is long (a CNN's last stages,
+//! batch-1 linear layers), a tile has S > 1 K slices: S groups of threads take
+//! every S-th K step into their own workgroup tiles and hand their sums to the
+//! first group at the end (`Tile::slices`). Every loop bound is a constant or
+//! derived from p[2] (uniform), so the barriers stay in uniform control flow.
+//!
+//! `WEBNN_GPU_GEMM_TILE` (large, medium, small, split, row) forces one tile for
+//! every product, so the conformance suite can cover each on small cases.
+
+use std::fmt::Write;
+
+use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Lowered};
+use crate::error::{Result, WebnnError};
+
+/// A workgroup tile: BM x BN of C, K in steps of BK, TM x TN per thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::engine::gpu) struct Tile {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub tm: u32,
+    pub tn: u32,
+    /// Slices of K computed side by side by separate thread groups and summed at
+    /// the end: more threads per tile where there are too few tiles to fill the GPU.
+    pub slices: u32,
+}
+
+/// Padding (in floats) of each k-row of the workgroup tiles.
+const PAD: u32 = 4;
+
+impl Tile {
+    /// Big products (issue 4's measurement: 35 TFLOP/s at 4096 on an H100).
+    pub const LARGE: Tile = Tile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, slices: 1 };
+    pub const MEDIUM: Tile = Tile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, slices: 1 };
+    pub const SMALL: Tile = Tile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, slices: 1 };
+    /// Few tiles and a long K (the last stages of a CNN: 7x7 pixels, thousands of
+    /// K): four K slices per tile.
+    pub const SPLIT: Tile = Tile { bm: 32, bn: 32, bk: 8, tm: 4, tn: 4, slices: 4 };
+    /// At most 4 rows (batch-1 linear layers, matrix-vector products): a wide
+    /// row of columns per workgroup, four K slices.
+    pub const ROW: Tile = Tile { bm: 4, bn: 32, bk: 16, tm: 4, tn: 1, slices: 4 };
+    #[cfg(test)]
+    pub const ALL: [Tile; 5] = [Tile::LARGE, Tile::MEDIUM, Tile::SMALL, Tile::SPLIT, Tile::ROW];
+
+    pub fn threads(self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn) * self.slices
+    }
+
+    fn shared_bytes(self) -> u32 {
+        let red = if self.slices > 1 { self.bm * self.bn } else { 0 };
+        (self.slices * (self.bm + self.bn + 2 * PAD) * self.bk + red) * 4
+    }
+
+    fn fits(self, cx: &Cx) -> bool {
+        let l = cx.limits;
+        self.threads() <= l.max_compute_invocations_per_workgroup
+            && self.threads() <= l.max_compute_workgroup_size_x
+            && self.shared_bytes() <= l.max_compute_workgroup_storage_size
+    }
+
+    /// A tile forced by `WEBNN_GPU_GEMM_TILE` (large, medium, small, split, row): lets the
+    /// conformance suite run every tile on small cases.
+    fn forced() -> Option<Tile> {
+        match std::env::var("WEBNN_GPU_GEMM_TILE").ok()?.as_str() {
+            "large" => Some(Tile::LARGE),
+            "medium" => Some(Tile::MEDIUM),
+            "small" => Some(Tile::SMALL),
+            "split" => Some(Tile::SPLIT),
+            "row" => Some(Tile::ROW),
+            _ => None,
+        }
+    }
+
+    /// The tile for an M x N product repeated `batches` times: the largest whose
+    /// grid still fills a big GPU (about 132 multiprocessors, two workgroups each),
+    /// since a half-idle GPU loses more than smaller tiles' extra loads cost.
+    fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Result<Tile> {
+        let groups = |t: Tile| {
+            m.div_ceil(t.bm as usize)
+                .saturating_mul(n.div_ceil(t.bn as usize))
+                .saturating_mul(batches)
+        };
+        let wanted = if let Some(t) = Tile::forced() {
+            t
+        } else if m <= 4 {
+            Tile::ROW
+        } else if groups(Tile::LARGE) >= 264 {
+            Tile::LARGE
+        } else if groups(Tile::MEDIUM) >= 132 {
+            Tile::MEDIUM
+        } else if groups(Tile::SMALL) >= 132 || k < 256 {
+            Tile::SMALL
+        } else {
+            Tile::SPLIT
+        };
+        [wanted, Tile::MEDIUM, Tile::SMALL]
+            .into_iter()
+            .find(|t| t.fits(cx))
+            .ok_or_else(|| {
+                WebnnError::NotSupported(
+                    "build: the GPU's compute limits are too small for the engine's matrix-product tiles".into(),
+                )
+            })
+    }
+}
+
+/// A product the core computes: `decls` defines the bindings and the functions
+/// listed in the module doc; the flags say which index of each operand walks
+/// memory contiguously (true: k), so the tile loads coalesce.
+pub(in crate::engine::gpu) struct Core {
+    pub decls: String,
+    pub lhs_k_fast: bool,
+    pub rhs_k_fast: bool,
+}
+
+/// The core's parameter words (the family's start at `P_FAMILY`).
+pub(in crate::engine::gpu) const P_FAMILY: usize = 4;
+
+impl Core {
+    /// The steps computing an M x N x K product `batches` times (grid z): picks the
+    /// tile, and computes C^T = B^T A^T instead when N is the thin side (so the
+    /// one-row tile serves matrix-vector products either way). `params` holds the
+    /// family's words from `P_FAMILY` on; the core fills the first four.
+    pub fn launch(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        batches: usize,
+        mut params: Vec<u32>,
+        reads: Vec<Buf>,
+        writes: Vec<Buf>,
+        cx: &Cx,
+    ) -> Result<Lowered> {
+        let swap = n <= 4 && m > 4;
+        let (rows, cols) = if swap { (n, m) } else { (m, n) };
+        let tile = Tile::pick(rows, cols, k, batches, cx)?;
+        if params.len() < P_FAMILY {
+            params.resize(P_FAMILY, 0);
+        }
+        params[0] = u32_of(rows, "a matrix dimension")?;
+        params[1] = u32_of(cols, "a matrix dimension")?;
+        params[2] = u32_of(k, "a matrix dimension")?;
+        let gx = u32_of(cols.div_ceil(tile.bn as usize), "the number of GPU workgroups")?;
+        let gy = u32_of(rows.div_ceil(tile.bm as usize), "the number of GPU workgroups")?;
+        let gz = u32_of(batches, "the number of GPU workgroups")?;
+        Ok(Lowered::Dispatch {
+            wgsl: self.wgsl(tile, swap),
+            reads,
+            writes,
+            params,
+            grid: Grid::Groups([gx, gy, gz]),
+        })
+    }
+
+    /// The kernel's text for a tile; `swap`: compute C^T = B^T A^T.
+    pub fn wgsl(&self, t: Tile, swap: bool) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "// tiled gemm {}x{}x{} {}x{}{}", t.bm, t.bn, t.bk, t.tm, t.tn, if swap { " swapped" } else { "" });
+        s.push_str(&self.decls);
+        let (a_k_fast, b_k_fast) = if swap {
+            s.push_str(
+                "fn load_a(m: u32, k: u32) -> f32 { return rhs(k, m); }\n\
+                 fn load_b(k: u32, n: u32) -> f32 { return lhs(n, k); }\n\
+                 fn store(m: u32, n: u32, v: f32) { emit(n, m, v); }\n",
+            );
+            (self.rhs_k_fast, self.lhs_k_fast)
+        } else {
+            s.push_str(
+                "fn load_a(m: u32, k: u32) -> f32 { return lhs(m, k); }\n\
+                 fn load_b(k: u32, n: u32) -> f32 { return rhs(k, n); }\n\
+                 fn store(m: u32, n: u32, v: f32) { emit(m, n, v); }\n",
+            );
+            (self.lhs_k_fast, self.rhs_k_fast)
+        };
+        let threads = t.threads();
+        // Threads of one K slice; slice `sl` takes K steps sl, sl + S, ...
+        let per = threads / t.slices;
+        let (sa, sb) = (t.bm + PAD, t.bn + PAD);
+        let (rm, cn) = (t.bm / t.tm, t.bn / t.tn);
+        let _ = writeln!(s, "var<workgroup> tile_a: array<f32, {}>;", t.slices * sa * t.bk);
+        let _ = writeln!(s, "var<workgroup> tile_b: array<f32, {}>;", t.slices * sb * t.bk);
+        if t.slices > 1 {
+            let _ = writeln!(s, "var<workgroup> red: array<f32, {}>;", t.bm * t.bn);
+        }
+        let _ = writeln!(
+            s,
+            "@compute @workgroup_size({threads})\n\
+             fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{\n\
+             \x20 let rows = p[0];\n  let cols = p[1];\n  let depth = p[2];\n  setup(wg.z);\n\
+             \x20 let m0 = wg.y * {bm}u;\n  let n0 = wg.x * {bn}u;\n\
+             \x20 let sl = li / {per}u;\n  let lj = li % {per}u;\n\
+             \x20 let tx = lj % {cn}u;\n  let ty = lj / {cn}u;\n\
+             \x20 let ta = sl * {ta}u;\n  let tb = sl * {tb}u;",
+            bm = t.bm,
+            bn = t.bn,
+            ta = sa * t.bk,
+            tb = sb * t.bk,
+        );
+        for i in 0..t.tm {
+            for j in 0..t.tn {
+                let _ = writeln!(s, "  var c{i}_{j} = 0.0;");
+            }
+        }
+        // Tile loads, the operand's contiguous index fastest across threads: a
+        // thread's elements of the tile (unrolled) are fetched from global memory
+        // into registers one K step ahead and written to workgroup memory at the
+        // step's start, so the global loads' latency hides behind the previous
+        // step's arithmetic.
+        struct Side {
+            reg: &'static str,
+            tile: &'static str,
+            base: &'static str,
+            rows: u32,
+            stride: u32,
+            k_fast: bool,
+            a: bool,
+        }
+        let sides = [
+            Side { reg: "ga", tile: "tile_a", base: "ta", rows: t.bm, stride: sa, k_fast: a_k_fast, a: true },
+            Side { reg: "gb", tile: "tile_b", base: "tb", rows: t.bn, stride: sb, k_fast: b_k_fast, a: false },
+        ];
+        // A slice's thread count is a multiple of both tile sides (see the tests),
+        // so a thread's index along the fast axis is the same for all its
+        // elements and rounds, and what the operand computes from it alone can
+        // leave the K loop.
+        let index = |d: &Side, i: u32| -> (String, String) {
+            if d.k_fast {
+                (format!("lj % {}u", t.bk), format!("lj / {}u + {}u", t.bk, i * (per / t.bk)))
+            } else {
+                (format!("lj / {}u + {}u", d.rows, i * (per / d.rows)), format!("lj % {}u", d.rows))
+            }
+        };
+        let fetch = |s: &mut String, indent: &str| {
+            for d in &sides {
+                for i in 0..d.rows * t.bk / per {
+                    let (ki, ri) = index(d, i);
+                    let (guard, call, origin) = if d.a {
+                        ("r < rows && k < depth", "load_a(r, k)", "m0")
+                    } else {
+                        ("r < cols && k < depth", "load_b(k, r)", "n0")
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{indent}{{\n{indent}  let r = {origin} + {ri};\n{indent}  let k = k0 + {ki};\n{indent}  {reg}{i} = 0.0;\n{indent}  if ({guard}) {{ {reg}{i} = {call}; }}\n{indent}}}",
+                        reg = d.reg
+                    );
+                }
+            }
+        };
+        for d in &sides {
+            for i in 0..d.rows * t.bk / per {
+                let _ = writeln!(s, "  var {}{i} = 0.0;", d.reg);
+            }
+        }
+        // Every slice runs the same number of rounds (barriers stay uniform); a
+        // slice's step past the end loads zeros.
+        let _ = writeln!(
+            s,
+            "  let steps = (depth + {}u) / {bk}u;\n  let rounds = (steps + {}u) / {}u;\n  var k0 = sl * {bk}u;",
+            t.bk - 1,
+            t.slices - 1,
+            t.slices,
+            bk = t.bk
+        );
+        fetch(&mut s, "  ");
+        s.push_str("  for (var st = 0u; st < rounds; st = st + 1u) {\n");
+        for d in &sides {
+            for i in 0..d.rows * t.bk / per {
+                let (ki, ri) = index(d, i);
+                let _ = writeln!(
+                    s,
+                    "    {tile}[{base} + ({ki}) * {stride}u + {ri}] = {reg}{i};",
+                    tile = d.tile,
+                    base = d.base,
+                    stride = d.stride,
+                    reg = d.reg
+                );
+            }
+        }
+        let _ = writeln!(s, "    workgroupBarrier();\n    k0 = k0 + {}u;\n    if (st + 1u < rounds) {{", t.slices * t.bk);
+        fetch(&mut s, "      ");
+        s.push_str("    }\n");
+        let _ = writeln!(s, "    for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);
+        let _ = writeln!(s, "      let oa = ta + kk * {sa}u + ty;\n      let ob = tb + kk * {sb}u + tx;");
+        for i in 0..t.tm {
+            let _ = writeln!(s, "      let a{i} = tile_a[oa + {}u];", i * rm);
+        }
+        for j in 0..t.tn {
+            let _ = writeln!(s, "      let b{j} = tile_b[ob + {}u];", j * cn);
+        }
+        for i in 0..t.tm {
+            for j in 0..t.tn {
+                let _ = writeln!(s, "      c{i}_{j} = c{i}_{j} + a{i} * b{j};");
+            }
+        }
+        s.push_str("    }\n    workgroupBarrier();\n  }\n");
+        // Slices hand their sums to slice 0 one at a time.
+        for other in 1..t.slices {
+            let _ = writeln!(s, "  if (sl == {other}u) {{");
+            for i in 0..t.tm {
+                for j in 0..t.tn {
+                    let _ = writeln!(s, "    red[{}u + lj] = c{i}_{j};", (i * t.tn + j) * per);
+                }
+            }
+            s.push_str("  }\n  workgroupBarrier();\n  if (sl == 0u) {\n");
+            for i in 0..t.tm {
+                for j in 0..t.tn {
+                    let _ = writeln!(s, "    c{i}_{j} = c{i}_{j} + red[{}u + lj];", (i * t.tn + j) * per);
+                }
+            }
+            s.push_str("  }\n  workgroupBarrier();\n");
+        }
+        s.push_str("  if (sl != 0u) { return; }\n");
+        for i in 0..t.tm {
+            let _ = writeln!(s, "  let row{i} = m0 + ty + {}u;\n  if (row{i} < rows) {{", i * rm);
+            for j in 0..t.tn {
+                let _ = writeln!(
+                    s,
+                    "    let col{i}_{j} = n0 + tx + {}u;\n    if (col{i}_{j} < cols) {{ store(row{i}, col{i}_{j}, c{i}_{j}); }}",
+                    j * cn
+                );
+            }
+            s.push_str("  }\n");
+        }
+        s.push_str("}\n");
+        s
+    }
+}
+
+#[cfg(test)]
+pub(in crate::engine::gpu) mod tests {
+    use super::*;
+
+    pub fn validate(src: &str) {
+        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
+        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+    }
+
+    #[test]
+    fn tiles_divide_their_loads() {
+        for t in Tile::ALL {
+            assert_eq!(t.bm % t.tm, 0);
+            assert_eq!(t.bn % t.tn, 0);
+            assert_eq!((t.bm * t.bk) % t.threads(), 0, "{t:?}");
+            assert_eq!((t.bn * t.bk) % t.threads(), 0, "{t:?}");
+            // Tile loads rely on these (a thread keeps its fast-axis index).
+            let per = t.threads() / t.slices;
+            assert_eq!((t.bm * t.bk) % per, 0, "{t:?}");
+            assert_eq!((t.bn * t.bk) % per, 0, "{t:?}");
+            assert_eq!(per % t.bk, 0, "{t:?}");
+            assert_eq!(per % t.bm, 0, "{t:?}");
+            assert_eq!(per % t.bn, 0, "{t:?}");
+            assert!(t.threads() <= 256 && t.shared_bytes() <= 16384, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn every_tile_and_orientation_is_valid_wgsl() {
+        let core = Core {
+            decls: "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n\
+                    @group(0) @binding(1) var<storage, read> p: array<u32>;\n\
+                    var<private> z0: u32;\n\
+                    fn setup(z: u32) { z0 = z; }\n\
+                    fn lhs(m: u32, k: u32) -> f32 { return f32(m + k + p[4]); }\n\
+                    fn rhs(k: u32, n: u32) -> f32 { return f32(k * n); }\n\
+                    fn emit(m: u32, n: u32, v: f32) { out[z0 * 7u + m * p[1] + n] = bitcast<u32>(v); }\n"
+                .into(),
+            lhs_k_fast: true,
+            rhs_k_fast: false,
+        };
+        for t in Tile::ALL {
+            for swap in [false, true] {
+                validate(&core.wgsl(t, swap));
+            }
+        }
+    }
+}

@@ -10,17 +10,19 @@
 //! (`reduction::RowWalk`: the kept coordinates are the group, the reduced ones
 //! its elements; a second stride list walks scale and bias, which follow the
 //! channel for instance normalization and `axes` in the caller's order for layer
-//! normalization). The statistics use shifted sums, which keep float32 accurate
-//! on data far from zero without any error-free transformation: a first pass
-//! gives a rough mean m0; a second sums d = x - m0 and d^2 (x - m0 is exact
-//! where it matters, by Sterbenz' lemma), so mean = m0 + c with c = sum(d) / n
-//! and variance = sum(d^2) / n - c^2; the output is ((x - m0) - c) * inv, where
-//! subtracting the rounded mean instead would cost up to half an ULP of the data's
-//! offset.
+//! normalization): the mean, then the variance as the mean squared deviation
+//! from it (two passes), then every output.
+//!
+//! Precision: float32 alone is not enough where an output cancels (x near the
+//! mean, or scale * (x - mean) * inv near -bias): the error of a float32 mean or
+//! 1 / sqrt, relative to the data, becomes hundreds of ULP of such an output,
+//! beyond the (2 n + 10) ULP the conformance suite allows against float64. So the
+//! statistics and the final affine map are computed in double-float (`df_fns`),
+//! and only the output is rounded to float32 (then float16).
 
 use std::fmt::Write;
 
-use super::reduction::{group_grid, group_head, index_fns, loader, wg_sum_fns, RowWalk, W_EXTRA, W_RED};
+use super::reduction::{group_grid, group_head, index_fns, loader, RowWalk, W_EXTRA, W_RED};
 use crate::engine::gpu::plan::{contiguous_strides, not_supported, u32_of, Buf, Cx, Grid, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
@@ -45,26 +47,84 @@ fn optional(has_scale: bool, has_bias: bool) -> Vec<&'static str> {
     [("scale", has_scale), ("bias", has_bias)].into_iter().filter(|o| o.1).map(|o| o.0).collect()
 }
 
-/// `y` scaled and shifted by parameter element `pi` where those inputs exist.
-fn scale_bias(has_scale: bool, has_bias: bool, pi: &str) -> String {
-    let mut s = String::new();
+/// Double-float arithmetic (a value as an unevaluated sum hi + lo of two
+/// float32, about 44 significant bits): the normalizations compute mean,
+/// variance, 1 / sqrt and the final affine map in it, so an output that cancels
+/// to near zero (x near the mean, or scale * normalized near -bias) keeps the
+/// accuracy the CPU's float64 gives. Sums and products are split exactly
+/// (TwoSum; products of 12-bit halves); every value whose rounding error is
+/// recovered passes through `opq`, an OR with a zero word (`p[zero]`) that the
+/// shader only learns at run time, so no compiler can fold the error terms away.
+fn df_fns(zero: usize) -> String {
+    format!(
+        "fn opq(v: f32) -> f32 {{ return bitcast<f32>(bitcast<u32>(v) | p[{zero}u]); }}
+fn two_sum(a: f32, b: f32) -> vec2<f32> {{
+  let s = opq(a + b);
+  let bb = opq(s - a);
+  return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+}}
+// a + b for |a| >= |b| (or a zero).
+fn quick(a: f32, b: f32) -> vec2<f32> {{
+  let s = opq(a + b);
+  return vec2<f32>(s, b - (s - a));
+}}
+fn two_prod(a: f32, b: f32) -> vec2<f32> {{
+  let p = opq(a * b);
+  let ah = hi12(a);
+  let al = a - ah;
+  let bh = hi12(b);
+  let bl = b - bh;
+  return vec2<f32>(p, (((ah * bh - p) + ah * bl) + al * bh) + al * bl);
+}}
+fn df_add(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {{
+  let s = two_sum(x.x, y.x);
+  return quick(s.x, s.y + (x.y + y.y));
+}}
+fn df_mul(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {{
+  let m = two_prod(x.x, y.x);
+  return quick(m.x, m.y + (x.x * y.y + x.y * y.x));
+}}
+fn df_div(x: vec2<f32>, n: f32) -> vec2<f32> {{
+  let q = x.x / n;
+  let r = df_add(x, -two_prod(q, n));
+  return quick(q, r.x / n);
+}}
+// 1 / sqrt(v): one Newton step from the float32 estimate.
+fn df_rsqrt(v: vec2<f32>) -> vec2<f32> {{
+  let y = 1.0 / sqrt(v.x);
+  let r = df_add(vec2<f32>(1.0, 0.0), -df_mul(v, two_prod(y, y)));
+  return quick(y, y * r.x * 0.5);
+}}
+fn df(x: f32) -> vec2<f32> {{ return vec2<f32>(x, 0.0); }}
+"
+    )
+}
+
+/// The output from x, the mean and 1 / sqrt(variance + epsilon) (double-float),
+/// and scale and bias at parameter index `pi` where those exist: double-float
+/// throughout, the plain float32 formula where that is not finite (infinite or
+/// NaN data).
+fn affine(has_scale: bool, has_bias: bool, pi: &str, indent: &str) -> String {
+    let mut s = format!("{indent}var q = df_mul(df_add(df(x), -mean), inv);\n{indent}var y = (x - mean.x) * inv.x;\n");
     if has_scale {
-        let _ = writeln!(s, "  y = y * ld_scale({pi});");
+        s += &format!("{indent}let sc = ld_scale({pi});\n{indent}q = df_mul(q, df(sc));\n{indent}y = y * sc;\n");
     }
     if has_bias {
-        let _ = writeln!(s, "  y = y + ld_bias({pi});");
+        s += &format!("{indent}let bi = ld_bias({pi});\n{indent}q = df_add(q, df(bi));\n{indent}y = y + bi;\n");
     }
+    s += &format!("{indent}let yd = q.x + q.y;\n{indent}if (is_finite(yd)) {{ y = yd; }}\n");
     s
 }
 
 /// batchNormalization: parameters [0] elements, [1] inner size (elements after
-/// the axis), [2] features, [3] epsilon's bits.
+/// the axis), [2] features, [3] epsilon's bits, [4] zero (`opq`).
 fn batch_wgsl(st: Storage, has_scale: bool, has_bias: bool) -> String {
     let mut extra = vec!["mean", "variance"];
     extra.extend(optional(has_scale, has_bias));
     let mut s = format!("// batchNormalization {} {has_scale} {has_bias}\n", st.tag());
     s.push_str(PRELUDE);
     s.push_str(&bindings(&extra));
+    s.push_str(&df_fns(4));
     s.push_str(&loader("ld", "src", st));
     for name in &extra {
         s.push_str(&loader(&format!("ld_{name}"), name, st));
@@ -74,57 +134,72 @@ fn batch_wgsl(st: Storage, has_scale: bool, has_bias: bool) -> String {
         s,
         "  if (g >= p[0]) {{ return; }}
   let c = (g / p[1]) % p[2];
-  var y = (ld(g) - ld_mean(c)) * (1.0 / sqrt(ld_variance(c) + bitcast<f32>(p[3])));
+  let x = ld(g);
+  let mean = df(ld_mean(c));
+  let inv = df_rsqrt(two_sum(ld_variance(c), bitcast<f32>(p[3])));
 {}  dst[g] = {};
 }}
 ",
-        scale_bias(has_scale, has_bias, "c"),
+        affine(has_scale, has_bias, "c", "  "),
         st.encode("y")
     );
     s
 }
 
 /// instance and layer normalization (see the module docs); the walk's extra
-/// words are epsilon's bits.
+/// words are epsilon's bits and a zero (`opq`).
 fn grouped_wgsl(st: Storage, has_scale: bool, has_bias: bool) -> String {
     let extra = optional(has_scale, has_bias);
     let mut s = format!("// normalization groups {} {has_scale} {has_bias}\n", st.tag());
     s.push_str(PRELUDE);
     s.push_str(&bindings(&extra));
     s.push_str(&index_fns());
-    s.push_str(&wg_sum_fns());
+    s.push_str(&df_fns(W_EXTRA + 1));
     s.push_str(&loader("ld", "src", st));
     for name in &extra {
         s.push_str(&loader(&format!("ld_{name}"), name, st));
     }
-    s.push_str(&group_head());
     let step = super::reduction::WG;
+    let _ = writeln!(
+        s,
+        "var<workgroup> sh_df: array<vec2<f32>, {step}>;
+fn wg_df(li: u32, v: vec2<f32>) -> vec2<f32> {{
+  workgroupBarrier();
+  sh_df[li] = v;
+  workgroupBarrier();
+  for (var h = {h}u; h > 0u; h = h >> 1u) {{
+    if (li < h) {{ sh_df[li] = df_add(sh_df[li], sh_df[li + h]); }}
+    workgroupBarrier();
+  }}
+  return sh_df[0];
+}}",
+        h = step / 2
+    );
+    s.push_str(&group_head());
     let _ = write!(
         s,
         "  let base = k_index(o, 0u);
   let pbase = k_index(o, 1u);
   let n = p[{W_RED}u];
   let nf = f32(n);
-  var a = 0.0;
-  for (var r = li; r < n; r = r + {step}u) {{ a = a + ld(base + r_index(r, 0u)); }}
-  let m0 = wg_sum(li, vec2<f32>(a, 0.0)).x / nf;
-  var q = vec2<f32>(0.0, 0.0);
+  var a = vec2<f32>(0.0, 0.0);
+  for (var r = li; r < n; r = r + {step}u) {{ a = df_add(a, df(ld(base + r_index(r, 0u)))); }}
+  let mean = df_div(wg_df(li, a), nf);
+  var b = vec2<f32>(0.0, 0.0);
   for (var r = li; r < n; r = r + {step}u) {{
-    let d = ld(base + r_index(r, 0u)) - m0;
-    q = q + vec2<f32>(d, d * d);
+    let d = df_add(df(ld(base + r_index(r, 0u))), -mean);
+    b = df_add(b, df_mul(d, d));
   }}
-  let sums = wg_sum(li, q);
-  let c = sums.x / nf;
-  let variance = max(sums.y / nf - c * c, 0.0);
-  let inv = 1.0 / sqrt(variance + bitcast<f32>(p[{W_EXTRA}u]));
+  let variance = df_div(wg_df(li, b), nf);
+  let inv = df_rsqrt(df_add(variance, df(bitcast<f32>(p[{W_EXTRA}u]))));
   for (var r = li; r < n; r = r + {step}u) {{
     let i = base + r_index(r, 0u);
-    var y = ((ld(i) - m0) - c) * inv;
+    let x = ld(i);
 {}    dst[i] = {};
   }}
 }}
 ",
-        scale_bias(has_scale, has_bias, "pbase + r_index(r, 1u)").replace("  y =", "    y ="),
+        affine(has_scale, has_bias, "pbase + r_index(r, 1u)", "    "),
         st.encode("y")
     );
     s
@@ -165,6 +240,7 @@ fn lower_batch(
         u32_of(inner, "a dimension")?,
         u32_of(features, "a dimension")?,
         epsilon.to_bits(),
+        0,
     ];
     l.steps.push(Lowered::Dispatch {
         wgsl: batch_wgsl(st, has_scale, has_bias),

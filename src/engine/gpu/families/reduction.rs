@@ -28,7 +28,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::gpu::plan::{not_supported, u32_of, Buf, Cx, Grid, Lowered, Lowering};
+use crate::engine::gpu::plan::{not_supported, padded, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{load_fn, Storage, MAX_RANK, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{OperandDesc, OperandId};
@@ -42,6 +42,11 @@ const LONG_ROW: usize = 256;
 /// Rows at least this long get a workgroup each when outputs are few.
 const MEDIUM_ROW: usize = 48;
 const FEW_OUTPUTS: usize = 4096;
+/// Rows at least this long, when there are fewer than `SPLIT_MAX_OUTPUTS`, are
+/// folded in chunks of `CHUNK` by separate workgroups and the chunks merged.
+const SPLIT_ROW: usize = 16384;
+const SPLIT_MAX_OUTPUTS: usize = 64;
+const CHUNK: usize = 4096;
 
 // Parameter words of a row walk.
 pub(super) const W_GROUPS: usize = 0;
@@ -352,41 +357,121 @@ fn acc_store(o: u32, a: Acc) {{
     s
 }
 
-/// The reduction kernel: `per_group` selects one workgroup per output (else one
-/// invocation per output).
-fn reduce_wgsl(fold: Fold, st: Storage, per_group: bool) -> String {
-    let mut s = format!("// reduce {fold:?} {} {}\n", st.tag(), if per_group { "group" } else { "thread" });
+/// How a reduction kernel walks its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One invocation per output.
+    Thread,
+    /// One workgroup per output.
+    Group,
+    /// Very long rows, first pass: workgroup w folds chunk w % parts of output
+    /// w / parts (`p[W_EXTRA]` elements a chunk, `p[W_EXTRA + 1]` parts) and
+    /// writes its accumulator's words to `dst`.
+    Partial,
+    /// Second pass: one workgroup per output merges its parts' accumulators,
+    /// read from `src`.
+    Final,
+}
+
+/// Words of a serialized accumulator and the WGSL of `acc_put(w, a)` (into
+/// `dst`) and `acc_get(w)` (from `src`).
+fn acc_words_fns(fold: Fold, st: Storage) -> (u32, String) {
+    let vt = value_type(fold, st);
+    let (k, put, get) = match vt {
+        "f32" | "i32" => (2, "bitcast<u32>(a.v)".to_string(), format!("bitcast<{vt}>(src[2u * w])")),
+        "u32" => (2, "a.v".to_string(), "src[2u * w]".to_string()),
+        "vec2<f32>" => (
+            3,
+            String::new(),
+            "vec2<f32>(bitcast<f32>(src[3u * w]), bitcast<f32>(src[3u * w + 1u]))".to_string(),
+        ),
+        _ => (3, String::new(), "vec2<u32>(src[3u * w], src[3u * w + 1u])".to_string()),
+    };
+    let put = if k == 2 {
+        format!("  dst[2u * w] = {put};\n")
+    } else if vt == "vec2<f32>" {
+        "  dst[3u * w] = bitcast<u32>(a.v.x);\n  dst[3u * w + 1u] = bitcast<u32>(a.v.y);\n".to_string()
+    } else {
+        "  dst[3u * w] = a.v.x;\n  dst[3u * w + 1u] = a.v.y;\n".to_string()
+    };
+    let s = format!(
+        "fn acc_put(w: u32, a: Acc) {{\n{put}  dst[{k}u * w + {}u] = a.i;\n}}\nfn acc_get(w: u32) -> Acc {{ return Acc({get}, src[{k}u * w + {}u]); }}\n",
+        k - 1,
+        k - 1
+    );
+    (k, s)
+}
+
+/// The reduction kernel (see `Mode`).
+fn reduce_wgsl(fold: Fold, st: Storage, mode: Mode) -> String {
+    let mut s = format!("// reduce {fold:?} {} {mode:?}\n", st.tag());
     s.push_str(PRELUDE);
     s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
     s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
     s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
     s.push_str(&index_fns());
-    s.push_str(&loader("ld", "src", st));
+    if mode != Mode::Final {
+        s.push_str(&loader("ld", "src", st));
+    }
     s.push_str(&fold_fns(fold, st));
-    if per_group {
-        let _ = writeln!(s, "var<workgroup> sh: array<Acc, {WG}>;");
-        s.push_str(&group_head());
-        let _ = writeln!(
-            s,
-            "  let base = k_index(o, 0u);
-  let n = p[{W_RED}u];
-  var a = acc_init();
-  for (var r = li; r < n; r = r + {WG}u) {{ a = acc_step(a, ld(base + r_index(r, 0u)), r); }}
-  sh[li] = a;
+    if matches!(mode, Mode::Partial | Mode::Final) {
+        s.push_str(&acc_words_fns(fold, st).1);
+    }
+    let tree = format!(
+        "  sh[li] = a;
   workgroupBarrier();
   for (var s = {h}u; s > 0u; s = s >> 1u) {{
     if (li < s) {{ sh[li] = acc_merge(sh[li], sh[li + s]); }}
     workgroupBarrier();
   }}
-  if (li == 0u) {{ acc_store(o, sh[0]); }}
+",
+        h = WG / 2
+    );
+    match mode {
+        Mode::Group | Mode::Final => {
+            let _ = writeln!(s, "var<workgroup> sh: array<Acc, {WG}>;");
+            s.push_str(&group_head());
+            let (n, fold_in) = if mode == Mode::Group {
+                (format!("p[{W_RED}u]"), "acc_step(a, ld(base + r_index(r, 0u)), r)".to_string())
+            } else {
+                (format!("p[{}u]", W_EXTRA + 1), format!("acc_merge(a, acc_get(o * p[{}u] + r))", W_EXTRA + 1))
+            };
+            let _ = writeln!(
+                s,
+                "  let base = k_index(o, 0u);
+  let n = {n};
+  var a = acc_init();
+  for (var r = li; r < n; r = r + {WG}u) {{ a = {fold_in}; }}
+{tree}  if (li == 0u) {{ acc_store(o, sh[0]); }}
+}}"
+            );
+        }
+        Mode::Partial => {
+            let _ = writeln!(
+                s,
+                "var<workgroup> sh: array<Acc, {WG}>;
+@compute @workgroup_size({WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{
+  let w = wg.y * nwg.x + wg.x;
+  let parts = p[{p1}u];
+  if (w >= p[{W_GROUPS}u] * parts) {{ return; }}
+  let o = w / parts;
+  let lo = (w % parts) * p[{p0}u];
+  let hi = min(lo + p[{p0}u], p[{W_RED}u]);
+  let base = k_index(o, 0u);
+  var a = acc_init();
+  for (var r = lo + li; r < hi; r = r + {WG}u) {{ a = acc_step(a, ld(base + r_index(r, 0u)), r); }}
+{tree}  if (li == 0u) {{ acc_put(w, sh[0]); }}
 }}",
-            h = WG / 2
-        );
-    } else {
-        s.push_str(crate::engine::gpu::wgsl::MAIN_HEAD);
-        let _ = writeln!(
-            s,
-            "  let o = g;
+                p0 = W_EXTRA,
+                p1 = W_EXTRA + 1
+            );
+        }
+        Mode::Thread => {
+            s.push_str(crate::engine::gpu::wgsl::MAIN_HEAD);
+            let _ = writeln!(
+                s,
+                "  let o = g;
   if (o >= p[{W_GROUPS}u]) {{ return; }}
   let base = k_index(o, 0u);
   let n = p[{W_RED}u];
@@ -394,7 +479,8 @@ fn reduce_wgsl(fold: Fold, st: Storage, per_group: bool) -> String {
   for (var r = 0u; r < n; r = r + 1u) {{ a = acc_step(a, ld(base + r_index(r, 0u)), r); }}
   acc_store(o, a);
 }}"
-        );
+            );
+        }
     }
     s
 }
@@ -419,21 +505,51 @@ fn lower_fold(
     if walk.groups != out.1.element_count() {
         return Err(WebnnError::Operation(format!("internal: {} output size does not match its input", op.name())));
     }
-    let per_group = walk.red >= LONG_ROW || (walk.red >= MEDIUM_ROW && walk.groups < FEW_OUTPUTS);
     let mut l = Lowering::default();
     // argMin/argMax write both words of each int64 themselves.
     let dst = match fold {
         Fold::Arg { .. } => Buf::Operand(out.0),
         Fold::Reduce(_) => l.word_output(out)?,
     };
-    let grid = if per_group { group_grid(walk.groups)? } else { Grid::Threads(walk.groups) };
-    l.steps.push(Lowered::Dispatch {
-        wgsl: reduce_wgsl(fold, st, per_group),
-        reads: vec![Buf::Operand(x.0)],
-        writes: vec![dst],
-        params: walk.params()?,
-        grid,
-    });
+    let params = walk.params()?;
+    if walk.red >= SPLIT_ROW && walk.groups < SPLIT_MAX_OUTPUTS {
+        // Few very long rows: chunks of each row in parallel, then their merge.
+        let parts = walk.red.div_ceil(CHUNK);
+        let units = walk.groups * parts;
+        let (k, _) = acc_words_fns(fold, st);
+        let bytes = units
+            .checked_mul(4 * k as usize)
+            .ok_or_else(|| WebnnError::Operation("build: reduction too large for the GPU".into()))?;
+        let partials = l.local(Local::Scratch(padded(bytes)));
+        let mut p = params.clone();
+        p[W_EXTRA] = u32_of(CHUNK, "a chunk size")?;
+        p[W_EXTRA + 1] = u32_of(parts, "a chunk count")?;
+        l.steps.push(Lowered::Dispatch {
+            wgsl: reduce_wgsl(fold, st, Mode::Partial),
+            reads: vec![Buf::Operand(x.0)],
+            writes: vec![partials],
+            params: p.clone(),
+            grid: group_grid(units)?,
+        });
+        l.steps.push(Lowered::Dispatch {
+            wgsl: reduce_wgsl(fold, st, Mode::Final),
+            reads: vec![partials],
+            writes: vec![dst],
+            params: p,
+            grid: group_grid(walk.groups)?,
+        });
+    } else {
+        let per_group = walk.red >= LONG_ROW || (walk.red >= MEDIUM_ROW && walk.groups < FEW_OUTPUTS);
+        let (mode, grid) =
+            if per_group { (Mode::Group, group_grid(walk.groups)?) } else { (Mode::Thread, Grid::Threads(walk.groups)) };
+        l.steps.push(Lowered::Dispatch {
+            wgsl: reduce_wgsl(fold, st, mode),
+            reads: vec![Buf::Operand(x.0)],
+            writes: vec![dst],
+            params,
+            grid,
+        });
+    }
     if let Fold::Reduce(_) = fold {
         l.finish_words(dst, out)?;
     }
@@ -494,15 +610,15 @@ pub(super) mod tests {
                 if !supported(fold, st) {
                     continue;
                 }
-                for per_group in [false, true] {
-                    validate(&reduce_wgsl(fold, st, per_group));
-                    count += 1;
+                for mode in [Mode::Thread, Mode::Group, Mode::Partial, Mode::Final] {
+                    validate(&reduce_wgsl(fold, st, mode));
                 }
+                count += 1;
             }
         }
-        // Both ways of: 4 float-only kinds x 2 types, 4 float/int32 kinds x 4,
-        // reduceMax/reduceMin x 8, argMin/argMax (with selectLastIndex) x 8.
-        assert_eq!(count, 2 * (4 * 2 + 4 * 4 + 2 * 8 + 4 * 8));
+        // 4 float-only kinds x 2 types, 4 float/int32 kinds x 4, reduceMax and
+        // reduceMin x 8, argMin/argMax (with selectLastIndex) x 8.
+        assert_eq!(count, 4 * 2 + 4 * 4 + 2 * 8 + 4 * 8);
     }
 
     #[test]
@@ -549,5 +665,14 @@ pub(super) mod tests {
         let e = lower(&op, &[(0, &x)], &[(1, &d(DataType::Int64, &[5]))], &cx).unwrap().err().unwrap();
         assert_eq!(e.js_name(), "NotSupportedError");
         assert!(lower(&Op::Prelu, &[], &[], &cx).is_none());
+        // One output over 70000 elements: 18 chunks of 4096, then their merge.
+        let x = d(DataType::Int8, &[70000]);
+        let op = Op::ArgMinMax { kind: ArgKind::Min, axes: vec![0], keep_dimensions: false, select_last_index: false };
+        let l = lower(&op, &[(0, &x)], &[(1, &d(DataType::Int64, &[]))], &cx).unwrap().unwrap();
+        assert!(matches!(
+            &l.steps[..],
+            [Lowered::Dispatch { grid: Grid::Groups([18, 1, 1]), .. }, Lowered::Dispatch { grid: Grid::Groups([1, 1, 1]), .. }]
+        ));
+        assert!(matches!(l.locals[..], [Local::Scratch(144)]));
     }
 }

@@ -242,6 +242,16 @@ fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout
                         for (a, &v) in acc.iter_mut().zip(&cols[span.first..]) {
                             *a = r.merge(*a, v);
                         }
+                    } else if g.sw == 2 {
+                        // Even elements of (pair) chunks: a deinterleaving load that
+                        // vectorizes, where step_by does not. The last output's pair
+                        // may be cut short by the row's end, so it goes alone.
+                        let src = &cols[span.first..];
+                        let (body, last) = acc.split_at_mut(acc.len() - 1);
+                        for (a, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                            *a = r.merge(*a, pair[0]);
+                        }
+                        last[0] = r.merge(last[0], src[2 * body.len()]);
                     } else {
                         for (a, &v) in acc.iter_mut().zip(cols[span.first..].iter().step_by(g.sw)) {
                             *a = r.merge(*a, v);
@@ -442,6 +452,13 @@ mod tests {
                 let wide = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 2], [0, 0, 0, 0], [1, 5], [1, 1]) };
                 check(kind, &[2, 1, 2, 83], wide);
                 check(kind, &[1, 1, 3, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
+                // Stride 2 on wide rows (the deinterleaving loop): even and odd widths,
+                // padding on either side, ceil rounding reaching past the input.
+                check(kind, &[1, 2, 6, 64], opts([3, 3], [1, 1, 1, 1], [2, 2], [1, 1]));
+                check(kind, &[1, 1, 4, 66], opts([2, 2], [0, 0, 0, 0], [2, 2], [1, 1]));
+                let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([3, 3], [0, 1, 0, 1], [2, 2], [1, 1]) };
+                check(kind, &[1, 1, 5, 67], ceil);
+                check(kind, &[1, 1, 3, 70], opts([1, 3], [0, 0, 2, 0], [1, 2], [1, 2]));
             }
         });
     }

@@ -194,6 +194,95 @@ CASES.push(
   }
 )
 
+// Activations, softmax, normalization, reductions and pooling at the sizes models
+// use them (BERT-base: 128 tokens, hidden 768, FFN 3072, 12 heads; ResNet/MobileNet
+// pooling). Weights are constants, as in a model.
+const S = (name, data) => ({ name, dataType: 'float32', shape: [], data: new Float32Array([data]) })
+CASES.push(
+  {
+    name: 'tanh-4m',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [4 << 20] }],
+    output: { name: 'y', dataType: 'float32', shape: [4 << 20] },
+    webnn: (b, x) => b.tanh(x.a),
+    onnx: [{ op: 'Tanh', inputs: ['a'], outputs: ['y'] }]
+  },
+  {
+    name: 'gelu-bert',
+    note: '[128,3072] (BERT FFN); ONNX as the erf formula, which onnxruntime fuses into its Gelu kernel',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [128, 3072] }],
+    constants: [S('sqrt2', Math.SQRT2), S('one', 1), S('half', 0.5)],
+    output: { name: 'y', dataType: 'float32', shape: [128, 3072] },
+    webnn: (b, x) => b.gelu(x.a),
+    onnx: [
+      { op: 'Div', inputs: ['a', 'sqrt2'], outputs: ['d'] },
+      { op: 'Erf', inputs: ['d'], outputs: ['e'] },
+      { op: 'Add', inputs: ['e', 'one'], outputs: ['p'] },
+      { op: 'Mul', inputs: ['a', 'p'], outputs: ['m'] },
+      { op: 'Mul', inputs: ['m', 'half'], outputs: ['y'] }
+    ]
+  },
+  {
+    name: 'softmax-attn',
+    note: '[12,128,128] along the last axis (BERT attention scores)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [12, 128, 128] }],
+    output: { name: 'y', dataType: 'float32', shape: [12, 128, 128] },
+    webnn: (b, x) => b.softmax(x.a, 2),
+    onnx: [{ op: 'Softmax', inputs: ['a'], outputs: ['y'], attrs: { axis: -1 } }]
+  },
+  {
+    name: 'layernorm-bert',
+    note: '[128,768] over the last axis, scale and bias',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [128, 768] }],
+    constants: [W('scale', [768], 111), W('bias', [768], 112)],
+    output: { name: 'y', dataType: 'float32', shape: [128, 768] },
+    webnn: (b, x) => b.layerNormalization(x.a, { axes: [1], scale: x.scale, bias: x.bias, epsilon: 1e-5 }),
+    onnx: [{ op: 'LayerNormalization', inputs: ['a', 'scale', 'bias'], outputs: ['y'], attrs: { axis: -1, epsilon: { f: 1e-5 } } }],
+    errorFloor: 1 // onnxruntime computes the variance in float32: compare absolutely
+  },
+  {
+    name: 'reducemean-rows',
+    note: '[4096,256] -> [4096] (innermost axis)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [4096, 256] }],
+    output: { name: 'y', dataType: 'float32', shape: [4096] },
+    webnn: (b, x) => b.reduceMean(x.a, { axes: [1] }),
+    onnx: [{ op: 'ReduceMean', inputs: ['a'], outputs: ['y'], attrs: { axes: [1], keepdims: 0 } }],
+    errorFloor: 1 // means of values in [-2, 2] cancel; onnxruntime sums in float32
+  },
+  {
+    name: 'reducemean-cols',
+    note: '[256,4096] -> [4096] (outer axis)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [256, 4096] }],
+    output: { name: 'y', dataType: 'float32', shape: [4096] },
+    webnn: (b, x) => b.reduceMean(x.a, { axes: [0] }),
+    onnx: [{ op: 'ReduceMean', inputs: ['a'], outputs: ['y'], attrs: { axes: [0], keepdims: 0 } }],
+    errorFloor: 1 // means of values in [-2, 2] cancel; onnxruntime sums in float32
+  },
+  {
+    name: 'maxpool-3x3-s2',
+    note: '[1,64,112,112], 3x3, stride 2, padding 1 (ResNet stem)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 64, 112, 112] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 64, 56, 56] },
+    webnn: (b, x) => b.maxPool2d(x.a, { windowDimensions: [3, 3], strides: [2, 2], padding: [1, 1, 1, 1] }),
+    onnx: [{ op: 'MaxPool', inputs: ['a'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } }]
+  },
+  {
+    name: 'maxpool-3x3-s1',
+    note: '[1,192,56,56], 3x3, stride 1, padding 1 (Inception branch)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 192, 56, 56] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 192, 56, 56] },
+    webnn: (b, x) => b.maxPool2d(x.a, { windowDimensions: [3, 3], padding: [1, 1, 1, 1] }),
+    onnx: [{ op: 'MaxPool', inputs: ['a'], outputs: ['y'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } }]
+  },
+  {
+    name: 'avgpool-global',
+    note: '[1,1280,7,7] -> [1,1280,1,1] (MobileNetV2 head)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 1280, 7, 7] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 1280, 1, 1] },
+    webnn: (b, x) => b.averagePool2d(x.a),
+    onnx: [{ op: 'GlobalAveragePool', inputs: ['a'], outputs: ['y'] }]
+  }
+)
+
 function stats (times) {
   const s = [...times].sort((a, b) => a - b)
   return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }

@@ -13,6 +13,7 @@ pub mod normalization;
 pub mod pooling;
 pub mod recurrent;
 pub mod reduction;
+pub mod simd;
 
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;

@@ -20,6 +20,7 @@ use rayon::prelude::*;
 
 use super::broadcast::{par_rows, Broadcast, PARALLEL_MIN_ELEMENTS};
 use super::element::{as_elems, as_elems_mut, Element};
+use super::simd;
 use super::Tensor;
 use crate::dispatch;
 use crate::error::{Result, WebnnError};
@@ -47,12 +48,12 @@ fn to_f64s(what: &str, t: &Tensor) -> Result<Vec<f64>> {
     })
 }
 
-/// Sum of `x` (or of its squared deviations from `center`) in float64, four
-/// lanes wide so the loop vectorizes.
-#[inline]
+/// Sum of `x` (or of its squared deviations from `center`) in float64, eight
+/// lanes wide so the loop vectorizes (one AVX-512 register under `simd::dispatch`).
+#[inline(always)]
 fn sum_contiguous<T: Element>(x: &[T], center: Option<f64>) -> f64 {
-    let mut lanes = [0.0f64; 4];
-    let mut chunks = x.chunks_exact(4);
+    let mut lanes = [0.0f64; 8];
+    let mut chunks = x.chunks_exact(8);
     match center {
         None => {
             for c in &mut chunks {
@@ -84,7 +85,7 @@ const BLOCK: usize = 256;
 fn reduce_arb<T: Element>(x: &[T], (an, rn, bn): (usize, usize, usize), center: Option<&[f64]>, dst: &mut [f64]) {
     let bw = bn.min(BLOCK);
     // Sums rows r0..r1 of columns b0..b0+acc.len() of slab a into acc.
-    let block = |a: usize, b0: usize, r0: usize, r1: usize, acc: &mut [f64]| {
+    let block = |a: usize, b0: usize, r0: usize, r1: usize, acc: &mut [f64]| simd::dispatch(|| {
         let w = acc.len();
         if bn == 1 {
             let c = center.map(|m| m[a]);
@@ -108,7 +109,7 @@ fn reduce_arb<T: Element>(x: &[T], (an, rn, bn): (usize, usize, usize), center: 
                 }
             }
         }
-    };
+    });
     dst.fill(0.0);
     let work = an * rn * bn;
     let col_tasks = an * bn.div_ceil(bw);
@@ -249,7 +250,7 @@ fn apply<T: Element>(
     let plan = Broadcast::new(shape, [shape, group_shape, param_shape]);
     let inner = plan.inner();
     let [_, gs, ps] = plan.inner_step;
-    par_rows(out, inner, |rows, chunk| {
+    par_rows(out, inner, |rows, chunk| simd::dispatch(|| {
         let start = rows.start;
         plan.for_rows(rows, |row, [ox, og, op]| {
             let dst = &mut chunk[(row - start) * inner..][..inner];
@@ -284,7 +285,7 @@ fn apply<T: Element>(
                 }
             }
         });
-    });
+    }));
 }
 
 /// Scale and bias as float64 over `param_shape` (1 and 0 where absent).
@@ -509,144 +510,152 @@ mod tests {
 
     #[test]
     fn layer_normalization_matches_reference() {
-        run_layer(&[2, 3, 4], &[1, 2], true, true, 1, 0.0);
-        run_layer(&[2, 3, 4], &[2, 1], true, true, 2, 0.0);
-        run_layer(&[2, 3, 4], &[0], true, false, 3, 0.0);
-        run_layer(&[2, 3, 4], &[1], false, true, 4, 0.0);
-        run_layer(&[2, 3, 4], &[0, 2], true, true, 5, 0.0);
-        run_layer(&[2, 3, 4, 2], &[3, 0, 2], true, true, 6, 0.0);
-        run_layer(&[2, 3, 4], &[], true, true, 7, 0.0);
-        run_layer(&[5], &[0], true, true, 8, 0.0);
-        run_layer(&[1, 1, 6], &[0, 1, 2], false, false, 9, 0.0);
-        run_layer(&[3, 1, 4], &[1], true, true, 10, 0.0);
-        // A large offset: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit.
-        run_layer(&[4, 64], &[1], false, false, 11, 1000.0);
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            run_layer(&[2, 3, 4], &[1, 2], true, true, 1, 0.0);
+            run_layer(&[2, 3, 4], &[2, 1], true, true, 2, 0.0);
+            run_layer(&[2, 3, 4], &[0], true, false, 3, 0.0);
+            run_layer(&[2, 3, 4], &[1], false, true, 4, 0.0);
+            run_layer(&[2, 3, 4], &[0, 2], true, true, 5, 0.0);
+            run_layer(&[2, 3, 4, 2], &[3, 0, 2], true, true, 6, 0.0);
+            run_layer(&[2, 3, 4], &[], true, true, 7, 0.0);
+            run_layer(&[5], &[0], true, true, 8, 0.0);
+            run_layer(&[1, 1, 6], &[0, 1, 2], false, false, 9, 0.0);
+            run_layer(&[3, 1, 4], &[1], true, true, 10, 0.0);
+            // A large offset: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit.
+            run_layer(&[4, 64], &[1], false, false, 11, 1000.0);
+        });
     }
 
     #[test]
     fn large_reductions_split_across_threads() {
-        // One group of 2^17 elements (row split), and many column blocks.
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
-        pool.install(|| {
-            let mut rng = Rng(42);
-            let shape = [1usize, 1 << 17];
-            let x = rng.vec(1 << 17, 3.0, 5.0);
-            let xb = bytes(&x);
-            let attrs = LayerNormalization { axes: vec![1], epsilon: 1e-5, has_scale: false, has_bias: false };
-            let mut out = vec![0u8; xb.len()];
-            layer_normalization(&attrs, &[Tensor { data: &xb, shape: &shape, data_type: DataType::Float32 }], &mut out).unwrap();
-            let mean = x.iter().map(|&v| v as f64).sum::<f64>() / x.len() as f64;
-            let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / x.len() as f64;
-            let want: Vec<f64> = x.iter().map(|&v| (v as f64 - mean) / (var + 1e-5).sqrt()).collect();
-            assert_close(&floats(&out), &want, "long row");
-            // nhwc instance normalization, N = 1, few channels, many pixels.
-            let shape = [1usize, 128, 128, 3];
-            let x = rng.vec(128 * 128 * 3, -1.0, 3.0);
-            let xb = bytes(&x);
-            let attrs = InstanceNormalization { epsilon: 1e-3, layout: InputLayout::Nhwc, has_scale: false, has_bias: false };
-            let mut out = vec![0u8; xb.len()];
-            instance_normalization(&attrs, &[Tensor { data: &xb, shape: &shape, data_type: DataType::Float32 }], &mut out).unwrap();
-            for ch in 0..3 {
-                let vals: Vec<f64> = x.iter().skip(ch).step_by(3).map(|&v| v as f64).collect();
-                let mean = vals.iter().sum::<f64>() / vals.len() as f64;
-                let var = vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / vals.len() as f64;
-                let got: Vec<f32> = floats(&out).into_iter().skip(ch).step_by(3).collect();
-                let want: Vec<f64> = vals.iter().map(|v| (v - mean) / (var + 1e-3).sqrt()).collect();
-                assert_close(&got, &want, "nhwc channel");
-            }
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            // One group of 2^17 elements (row split), and many column blocks.
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+            pool.install(|| {
+                let mut rng = Rng(42);
+                let shape = [1usize, 1 << 17];
+                let x = rng.vec(1 << 17, 3.0, 5.0);
+                let xb = bytes(&x);
+                let attrs = LayerNormalization { axes: vec![1], epsilon: 1e-5, has_scale: false, has_bias: false };
+                let mut out = vec![0u8; xb.len()];
+                layer_normalization(&attrs, &[Tensor { data: &xb, shape: &shape, data_type: DataType::Float32 }], &mut out).unwrap();
+                let mean = x.iter().map(|&v| v as f64).sum::<f64>() / x.len() as f64;
+                let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / x.len() as f64;
+                let want: Vec<f64> = x.iter().map(|&v| (v as f64 - mean) / (var + 1e-5).sqrt()).collect();
+                assert_close(&floats(&out), &want, "long row");
+                // nhwc instance normalization, N = 1, few channels, many pixels.
+                let shape = [1usize, 128, 128, 3];
+                let x = rng.vec(128 * 128 * 3, -1.0, 3.0);
+                let xb = bytes(&x);
+                let attrs = InstanceNormalization { epsilon: 1e-3, layout: InputLayout::Nhwc, has_scale: false, has_bias: false };
+                let mut out = vec![0u8; xb.len()];
+                instance_normalization(&attrs, &[Tensor { data: &xb, shape: &shape, data_type: DataType::Float32 }], &mut out).unwrap();
+                for ch in 0..3 {
+                    let vals: Vec<f64> = x.iter().skip(ch).step_by(3).map(|&v| v as f64).collect();
+                    let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+                    let var = vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / vals.len() as f64;
+                    let got: Vec<f32> = floats(&out).into_iter().skip(ch).step_by(3).collect();
+                    let want: Vec<f64> = vals.iter().map(|v| (v - mean) / (var + 1e-3).sqrt()).collect();
+                    assert_close(&got, &want, "nhwc channel");
+                }
+            });
         });
     }
 
     #[test]
     fn instance_normalization_is_layer_normalization_per_channel() {
-        let mut rng = Rng(5);
-        let shape = [2usize, 3, 4, 5];
-        let x = rng.vec(120, -3.0, 3.0);
-        let s = rng.vec(3, 0.5, 2.0);
-        let b = rng.vec(3, -1.0, 1.0);
-        let (xb, sb, bb) = (bytes(&x), bytes(&s), bytes(&b));
-        let c = [3usize];
-        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
-            // The same data read as nhwc has channels last: shape [2, 4, 5, 3].
-            let shape: &[usize] = if layout == InputLayout::Nchw { &shape } else { &[2, 4, 5, 3] };
-            let attrs = InstanceNormalization { epsilon: 1e-5, layout, has_scale: true, has_bias: true };
-            let inputs = [
-                Tensor { data: &xb, shape, data_type: DataType::Float32 },
-                Tensor { data: &sb, shape: &c, data_type: DataType::Float32 },
-                Tensor { data: &bb, shape: &c, data_type: DataType::Float32 },
-            ];
-            let mut out = vec![0u8; xb.len()];
-            instance_normalization(&attrs, &inputs, &mut out).unwrap();
-            let (axes, ch) = if layout == InputLayout::Nchw { (vec![2, 3], 1) } else { (vec![1, 2], 3) };
-            let plain = reference_layer(&x, shape, &axes, None, None, 1e-5);
-            let want: Vec<f64> = plain
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let k = coords(i, shape)[ch];
-                    v * s[k] as f64 + b[k] as f64
-                })
-                .collect();
-            assert_close(&floats(&out), &want, &format!("instance {layout:?}"));
-        }
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let mut rng = Rng(5);
+            let shape = [2usize, 3, 4, 5];
+            let x = rng.vec(120, -3.0, 3.0);
+            let s = rng.vec(3, 0.5, 2.0);
+            let b = rng.vec(3, -1.0, 1.0);
+            let (xb, sb, bb) = (bytes(&x), bytes(&s), bytes(&b));
+            let c = [3usize];
+            for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+                // The same data read as nhwc has channels last: shape [2, 4, 5, 3].
+                let shape: &[usize] = if layout == InputLayout::Nchw { &shape } else { &[2, 4, 5, 3] };
+                let attrs = InstanceNormalization { epsilon: 1e-5, layout, has_scale: true, has_bias: true };
+                let inputs = [
+                    Tensor { data: &xb, shape, data_type: DataType::Float32 },
+                    Tensor { data: &sb, shape: &c, data_type: DataType::Float32 },
+                    Tensor { data: &bb, shape: &c, data_type: DataType::Float32 },
+                ];
+                let mut out = vec![0u8; xb.len()];
+                instance_normalization(&attrs, &inputs, &mut out).unwrap();
+                let (axes, ch) = if layout == InputLayout::Nchw { (vec![2, 3], 1) } else { (vec![1, 2], 3) };
+                let plain = reference_layer(&x, shape, &axes, None, None, 1e-5);
+                let want: Vec<f64> = plain
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let k = coords(i, shape)[ch];
+                        v * s[k] as f64 + b[k] as f64
+                    })
+                    .collect();
+                assert_close(&floats(&out), &want, &format!("instance {layout:?}"));
+            }
+        });
     }
 
     #[test]
     fn batch_normalization_any_axis_and_float16() {
-        let mut rng = Rng(9);
-        let shape = [2usize, 3, 4];
-        let x = rng.vec(24, -3.0, 3.0);
-        let xb = bytes(&x);
-        for axis in 0..3 {
-            let c = shape[axis];
-            let (m, v, s, b) = (rng.vec(c, -1.0, 1.0), rng.vec(c, 0.1, 2.0), rng.vec(c, 0.5, 1.5), rng.vec(c, -1.0, 1.0));
-            let (mb, vb, sb, bb) = (bytes(&m), bytes(&v), bytes(&s), bytes(&b));
-            let cs = [c];
-            for (has_scale, has_bias) in [(false, false), (true, false), (false, true), (true, true)] {
-                let mut inputs = vec![
-                    Tensor { data: &xb, shape: &shape, data_type: DataType::Float32 },
-                    Tensor { data: &mb, shape: &cs, data_type: DataType::Float32 },
-                    Tensor { data: &vb, shape: &cs, data_type: DataType::Float32 },
-                ];
-                if has_scale {
-                    inputs.push(Tensor { data: &sb, shape: &cs, data_type: DataType::Float32 });
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let mut rng = Rng(9);
+            let shape = [2usize, 3, 4];
+            let x = rng.vec(24, -3.0, 3.0);
+            let xb = bytes(&x);
+            for axis in 0..3 {
+                let c = shape[axis];
+                let (m, v, s, b) = (rng.vec(c, -1.0, 1.0), rng.vec(c, 0.1, 2.0), rng.vec(c, 0.5, 1.5), rng.vec(c, -1.0, 1.0));
+                let (mb, vb, sb, bb) = (bytes(&m), bytes(&v), bytes(&s), bytes(&b));
+                let cs = [c];
+                for (has_scale, has_bias) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let mut inputs = vec![
+                        Tensor { data: &xb, shape: &shape, data_type: DataType::Float32 },
+                        Tensor { data: &mb, shape: &cs, data_type: DataType::Float32 },
+                        Tensor { data: &vb, shape: &cs, data_type: DataType::Float32 },
+                    ];
+                    if has_scale {
+                        inputs.push(Tensor { data: &sb, shape: &cs, data_type: DataType::Float32 });
+                    }
+                    if has_bias {
+                        inputs.push(Tensor { data: &bb, shape: &cs, data_type: DataType::Float32 });
+                    }
+                    let attrs = BatchNormalization { axis, epsilon: 1e-3, has_scale, has_bias };
+                    let mut out = vec![0u8; xb.len()];
+                    batch_normalization(&attrs, &inputs, &mut out).unwrap();
+                    let want: Vec<f64> = (0..24)
+                        .map(|i| {
+                            let k = coords(i, &shape)[axis];
+                            let sc = if has_scale { s[k] as f64 } else { 1.0 };
+                            let bi = if has_bias { b[k] as f64 } else { 0.0 };
+                            sc * (x[i] as f64 - m[k] as f64) / (v[k] as f64 + 1e-3).sqrt() + bi
+                        })
+                        .collect();
+                    assert_close(&floats(&out), &want, &format!("batch axis {axis}"));
                 }
-                if has_bias {
-                    inputs.push(Tensor { data: &bb, shape: &cs, data_type: DataType::Float32 });
-                }
-                let attrs = BatchNormalization { axis, epsilon: 1e-3, has_scale, has_bias };
-                let mut out = vec![0u8; xb.len()];
-                batch_normalization(&attrs, &inputs, &mut out).unwrap();
-                let want: Vec<f64> = (0..24)
-                    .map(|i| {
-                        let k = coords(i, &shape)[axis];
-                        let sc = if has_scale { s[k] as f64 } else { 1.0 };
-                        let bi = if has_bias { b[k] as f64 } else { 0.0 };
-                        sc * (x[i] as f64 - m[k] as f64) / (v[k] as f64 + 1e-3).sqrt() + bi
-                    })
-                    .collect();
-                assert_close(&floats(&out), &want, &format!("batch axis {axis}"));
             }
-        }
-        // float16: computed in float64, rounded once.
-        let hx: Vec<f16> = [0.5f32, -1.25, 2.0, 3.5].iter().map(|&v| f16::from_f32(v)).collect();
-        let hm = [f16::from_f32(0.25), f16::from_f32(-0.5)];
-        let hv = [f16::from_f32(1.5), f16::from_f32(0.75)];
-        let hb = |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_le_bytes()).collect() };
-        let (xb, mb, vb) = (hb(&hx), hb(&hm), hb(&hv));
-        let inputs = [
-            Tensor { data: &xb, shape: &[2, 2], data_type: DataType::Float16 },
-            Tensor { data: &mb, shape: &[2], data_type: DataType::Float16 },
-            Tensor { data: &vb, shape: &[2], data_type: DataType::Float16 },
-        ];
-        let attrs = BatchNormalization { axis: 1, epsilon: 1e-5, has_scale: false, has_bias: false };
-        let mut out = vec![0u8; 8];
-        batch_normalization(&attrs, &inputs, &mut out).unwrap();
-        for i in 0..4 {
-            let k = i % 2;
-            let want = f16::from_f64((hx[i].to_f64() - hm[k].to_f64()) / (hv[k].to_f64() + 1e-5f32 as f64).sqrt());
-            assert_eq!(f16::from_le_bytes([out[2 * i], out[2 * i + 1]]), want, "f16 [{i}]");
-        }
+            // float16: computed in float64, rounded once.
+            let hx: Vec<f16> = [0.5f32, -1.25, 2.0, 3.5].iter().map(|&v| f16::from_f32(v)).collect();
+            let hm = [f16::from_f32(0.25), f16::from_f32(-0.5)];
+            let hv = [f16::from_f32(1.5), f16::from_f32(0.75)];
+            let hb = |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_le_bytes()).collect() };
+            let (xb, mb, vb) = (hb(&hx), hb(&hm), hb(&hv));
+            let inputs = [
+                Tensor { data: &xb, shape: &[2, 2], data_type: DataType::Float16 },
+                Tensor { data: &mb, shape: &[2], data_type: DataType::Float16 },
+                Tensor { data: &vb, shape: &[2], data_type: DataType::Float16 },
+            ];
+            let attrs = BatchNormalization { axis: 1, epsilon: 1e-5, has_scale: false, has_bias: false };
+            let mut out = vec![0u8; 8];
+            batch_normalization(&attrs, &inputs, &mut out).unwrap();
+            for i in 0..4 {
+                let k = i % 2;
+                let want = f16::from_f64((hx[i].to_f64() - hm[k].to_f64()) / (hv[k].to_f64() + 1e-5f32 as f64).sqrt());
+                assert_eq!(f16::from_le_bytes([out[2 * i], out[2 * i + 1]]), want, "f16 [{i}]");
+            }
+        });
     }
 
     #[test]

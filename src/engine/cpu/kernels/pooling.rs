@@ -14,6 +14,7 @@
 
 use super::broadcast::par_rows;
 use super::element::{as_elems, as_elems_mut, Element};
+use super::simd;
 use super::Tensor;
 use crate::dispatch;
 use crate::error::{Result, WebnnError};
@@ -113,7 +114,7 @@ fn max_nan<T: Element>(acc: T, x: T) -> T {
 
 /// Reduces a contiguous run of cells with four independent accumulators (the
 /// dependency chain of one accumulator would bound the loop by add latency).
-#[inline]
+#[inline(always)]
 fn reduce_run<T: Element, R: Reduce<T>>(r: &R, acc: R::Acc, run: &[T]) -> R::Acc {
     let mut lanes = [r.init(); 4];
     let mut chunks = run.chunks_exact(4);
@@ -220,7 +221,7 @@ fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout
         // are reduced column by column into `cols` (contiguous, vectorizes), then
         // each output reduces its window's columns of that (`spans[kx]` are the
         // outputs tap kx covers).
-        InputLayout::Nchw if g.ow >= TAP_MAJOR_MIN_WIDTH => par_rows(out, g.ow, |range, chunk| {
+        InputLayout::Nchw if g.ow >= TAP_MAJOR_MIN_WIDTH => par_rows(out, g.ow, |range, chunk| simd::dispatch(|| {
             let mut cols = vec![r.init(); g.w];
             let mut acc = vec![r.init(); g.ow];
             for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow)) {
@@ -241,6 +242,16 @@ fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout
                         for (a, &v) in acc.iter_mut().zip(&cols[span.first..]) {
                             *a = r.merge(*a, v);
                         }
+                    } else if g.sw == 2 {
+                        // Even elements of (pair) chunks: a deinterleaving load that
+                        // vectorizes, where step_by does not. The last output's pair
+                        // may be cut short by the row's end, so it goes alone.
+                        let src = &cols[span.first..];
+                        let (body, last) = acc.split_at_mut(acc.len() - 1);
+                        for (a, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                            *a = r.merge(*a, pair[0]);
+                        }
+                        last[0] = r.merge(last[0], src[2 * body.len()]);
                     } else {
                         for (a, &v) in acc.iter_mut().zip(cols[span.first..].iter().step_by(g.sw)) {
                             *a = r.merge(*a, v);
@@ -252,10 +263,10 @@ fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout
                     *d = r.finish(a, rows * (tx.k1 - tx.k0));
                 }
             }
-        }),
+        })),
         // Narrow rows (global pooling and the like): one output at a time, each
         // window row a contiguous run when the width dilation is 1.
-        InputLayout::Nchw => par_rows(out, g.ow, |range, chunk| {
+        InputLayout::Nchw => par_rows(out, g.ow, |range, chunk| simd::dispatch(|| {
             for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow.max(1))) {
                 let (plane, oy) = (row / g.oh, row % g.oh);
                 let src = &x[plane * g.h * g.w..][..g.h * g.w];
@@ -276,9 +287,9 @@ fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout
                     *d = r.finish(acc, (ty.k1 - ty.k0) * n);
                 }
             }
-        }),
+        })),
         // One output pixel (c values) at a time, accumulating whole channel vectors.
-        InputLayout::Nhwc => par_rows(out, g.c, |range, chunk| {
+        InputLayout::Nhwc => par_rows(out, g.c, |range, chunk| simd::dispatch(|| {
             let mut acc = vec![r.init(); g.c];
             for (pixel, dst) in range.zip(chunk.chunks_exact_mut(g.c.max(1))) {
                 let (ox, rest) = (pixel % g.ow, pixel / g.ow);
@@ -300,7 +311,7 @@ fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout
                     *d = r.finish(a, count);
                 }
             }
-        }),
+        })),
     }
 }
 
@@ -419,35 +430,46 @@ mod tests {
 
     #[test]
     fn matches_reference_over_options() {
-        for kind in [PoolKind::Average, PoolKind::L2, PoolKind::Max] {
-            let shape = match kind { PoolKind::Max => [2, 3, 7, 6], _ => [1, 4, 6, 7] };
-            check(kind, &shape, Pool2dOptions::default());
-            check(kind, &shape, opts([3, 3], [0, 0, 0, 0], [1, 1], [1, 1]));
-            check(kind, &shape, opts([3, 2], [1, 2, 2, 1], [2, 3], [1, 1]));
-            check(kind, &shape, opts([2, 3], [1, 0, 0, 2], [1, 2], [2, 2]));
-            let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([2, 2], [0, 1, 1, 0], [2, 2], [1, 1]) };
-            check(kind, &shape, ceil);
-            // Stride larger than the window with ceil: the last window may miss the input.
-            let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 1], [0, 0, 0, 0], [4, 4], [1, 1]) };
-            check(kind, &[1, 2, 5, 5], ceil);
-            let sized = Pool2dOptions { output_sizes: Some(vec![3, 3]), ..opts([2, 2], [0, 0, 0, 0], [3, 3], [1, 1]) };
-            check(kind, &[1, 2, 7, 7], sized);
-            check(kind, &[1, 1, 1, 1], Pool2dOptions::default());
-            check(kind, &[3, 1, 1, 5], opts([1, 2], [0, 0, 1, 1], [1, 1], [1, 1]));
-            // Rows wide enough for the tap-major "nchw" loop, with strides, dilations,
-            // padding and ceil rounding (windows past the input included).
-            check(kind, &[1, 2, 5, 41], opts([2, 3], [1, 0, 2, 3], [2, 3], [1, 2]));
-            let wide = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 2], [0, 0, 0, 0], [1, 5], [1, 1]) };
-            check(kind, &[2, 1, 2, 83], wide);
-            check(kind, &[1, 1, 3, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
-        }
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            for kind in [PoolKind::Average, PoolKind::L2, PoolKind::Max] {
+                let shape = match kind { PoolKind::Max => [2, 3, 7, 6], _ => [1, 4, 6, 7] };
+                check(kind, &shape, Pool2dOptions::default());
+                check(kind, &shape, opts([3, 3], [0, 0, 0, 0], [1, 1], [1, 1]));
+                check(kind, &shape, opts([3, 2], [1, 2, 2, 1], [2, 3], [1, 1]));
+                check(kind, &shape, opts([2, 3], [1, 0, 0, 2], [1, 2], [2, 2]));
+                let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([2, 2], [0, 1, 1, 0], [2, 2], [1, 1]) };
+                check(kind, &shape, ceil);
+                // Stride larger than the window with ceil: the last window may miss the input.
+                let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 1], [0, 0, 0, 0], [4, 4], [1, 1]) };
+                check(kind, &[1, 2, 5, 5], ceil);
+                let sized = Pool2dOptions { output_sizes: Some(vec![3, 3]), ..opts([2, 2], [0, 0, 0, 0], [3, 3], [1, 1]) };
+                check(kind, &[1, 2, 7, 7], sized);
+                check(kind, &[1, 1, 1, 1], Pool2dOptions::default());
+                check(kind, &[3, 1, 1, 5], opts([1, 2], [0, 0, 1, 1], [1, 1], [1, 1]));
+                // Rows wide enough for the tap-major "nchw" loop, with strides, dilations,
+                // padding and ceil rounding (windows past the input included).
+                check(kind, &[1, 2, 5, 41], opts([2, 3], [1, 0, 2, 3], [2, 3], [1, 2]));
+                let wide = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([1, 2], [0, 0, 0, 0], [1, 5], [1, 1]) };
+                check(kind, &[2, 1, 2, 83], wide);
+                check(kind, &[1, 1, 3, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
+                // Stride 2 on wide rows (the deinterleaving loop): even and odd widths,
+                // padding on either side, ceil rounding reaching past the input.
+                check(kind, &[1, 2, 6, 64], opts([3, 3], [1, 1, 1, 1], [2, 2], [1, 1]));
+                check(kind, &[1, 1, 4, 66], opts([2, 2], [0, 0, 0, 0], [2, 2], [1, 1]));
+                let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([3, 3], [0, 1, 0, 1], [2, 2], [1, 1]) };
+                check(kind, &[1, 1, 5, 67], ceil);
+                check(kind, &[1, 1, 3, 70], opts([1, 3], [0, 0, 2, 0], [1, 2], [1, 2]));
+            }
+        });
     }
 
     #[test]
     fn large_inputs_split_across_threads() {
-        // More than PARALLEL_MIN_ELEMENTS outputs so par_rows splits the work.
-        check(PoolKind::Average, &[2, 16, 40, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
-        check(PoolKind::Max, &[1, 40, 64, 32], opts([2, 2], [0, 0, 0, 0], [1, 1], [1, 1]));
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            // More than PARALLEL_MIN_ELEMENTS outputs so par_rows splits the work.
+            check(PoolKind::Average, &[2, 16, 40, 40], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1]));
+            check(PoolKind::Max, &[1, 40, 64, 32], opts([2, 2], [0, 0, 0, 0], [1, 1], [1, 1]));
+        });
     }
 
     #[test]
@@ -469,33 +491,35 @@ mod tests {
 
     #[test]
     fn max_is_exact_for_integers_and_float16() {
-        let o = opts([2, 2], [1, 0, 0, 1], [1, 1], [1, 1]);
-        let x: Vec<i8> = vec![-128, 5, -7, 127, 3, -128, 0, 1, -1];
-        let desc = OperandDesc::new(DataType::Int8, vec![1, 1, 3, 3]);
-        let (p, od) = validate(PoolKind::Max, &desc, &o).unwrap();
-        let bytes: Vec<u8> = x.iter().map(|&v| v as u8).collect();
-        let mut out = vec![0u8; od.byte_length()];
-        pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Int8 }, &mut out, &od.shape).unwrap();
-        let got: Vec<i8> = out.iter().map(|&b| b as i8).collect();
-        // Rows: padded row -1 then rows 0..2; columns 0..3 with the last window half padding.
-        assert_eq!(got, vec![5, 5, -7, 127, 5, -7, 127, 3, -1]);
-        // uint64 beyond 2^53 stays exact.
-        let big: Vec<u64> = vec![u64::MAX - 1, u64::MAX, 1 << 60, 3];
-        let desc = OperandDesc::new(DataType::Uint64, vec![1, 2, 2, 1]);
-        let nhwc = Pool2dOptions { layout: InputLayout::Nhwc, ..Default::default() };
-        let (p, od) = validate(PoolKind::Max, &desc, &nhwc).unwrap();
-        let bytes: Vec<u8> = big.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut out = vec![0u8; od.byte_length()];
-        pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Uint64 }, &mut out, &od.shape).unwrap();
-        assert_eq!(u64::from_le_bytes(out.try_into().unwrap()), u64::MAX);
-        // float16 average rounds once from float64.
-        let hx: Vec<f16> = [0.1f32, 0.2, 0.3, 0.7].iter().map(|&v| f16::from_f32(v)).collect();
-        let desc = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
-        let (p, od) = validate(PoolKind::Average, &desc, &Pool2dOptions::default()).unwrap();
-        let bytes: Vec<u8> = hx.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut out = vec![0u8; od.byte_length()];
-        pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Float16 }, &mut out, &od.shape).unwrap();
-        let want = f16::from_f64(hx.iter().map(|v| v.to_f64()).sum::<f64>() / 4.0);
-        assert_eq!(f16::from_le_bytes([out[0], out[1]]), want);
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let o = opts([2, 2], [1, 0, 0, 1], [1, 1], [1, 1]);
+            let x: Vec<i8> = vec![-128, 5, -7, 127, 3, -128, 0, 1, -1];
+            let desc = OperandDesc::new(DataType::Int8, vec![1, 1, 3, 3]);
+            let (p, od) = validate(PoolKind::Max, &desc, &o).unwrap();
+            let bytes: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+            let mut out = vec![0u8; od.byte_length()];
+            pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Int8 }, &mut out, &od.shape).unwrap();
+            let got: Vec<i8> = out.iter().map(|&b| b as i8).collect();
+            // Rows: padded row -1 then rows 0..2; columns 0..3 with the last window half padding.
+            assert_eq!(got, vec![5, 5, -7, 127, 5, -7, 127, 3, -1]);
+            // uint64 beyond 2^53 stays exact.
+            let big: Vec<u64> = vec![u64::MAX - 1, u64::MAX, 1 << 60, 3];
+            let desc = OperandDesc::new(DataType::Uint64, vec![1, 2, 2, 1]);
+            let nhwc = Pool2dOptions { layout: InputLayout::Nhwc, ..Default::default() };
+            let (p, od) = validate(PoolKind::Max, &desc, &nhwc).unwrap();
+            let bytes: Vec<u8> = big.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut out = vec![0u8; od.byte_length()];
+            pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Uint64 }, &mut out, &od.shape).unwrap();
+            assert_eq!(u64::from_le_bytes(out.try_into().unwrap()), u64::MAX);
+            // float16 average rounds once from float64.
+            let hx: Vec<f16> = [0.1f32, 0.2, 0.3, 0.7].iter().map(|&v| f16::from_f32(v)).collect();
+            let desc = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
+            let (p, od) = validate(PoolKind::Average, &desc, &Pool2dOptions::default()).unwrap();
+            let bytes: Vec<u8> = hx.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut out = vec![0u8; od.byte_length()];
+            pool2d(&p, &Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Float16 }, &mut out, &od.shape).unwrap();
+            let want = f16::from_f64(hx.iter().map(|v| v.to_f64()).sum::<f64>() / 4.0);
+            assert_eq!(f16::from_le_bytes([out[0], out[1]]), want);
+        });
     }
 }

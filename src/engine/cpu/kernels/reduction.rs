@@ -25,6 +25,7 @@ use std::marker::PhantomData;
 use super::broadcast::PARALLEL_MIN_ELEMENTS;
 use super::element::{as_elems, as_elems_mut, Element};
 use super::elementwise::Arith;
+use super::simd;
 use super::Tensor;
 use crate::dispatch;
 use crate::error::{Result, WebnnError};
@@ -189,7 +190,7 @@ where
 }
 
 /// Folds one contiguous run whose first element has flat index `first`.
-#[inline]
+#[inline(always)]
 fn fold_run<T: Copy, R: Reducer<T>>(r: &R, acc: R::Acc, xs: &[T], first: usize) -> R::Acc {
     let mut lanes = [r.init(); LANES];
     let chunks = xs.chunks_exact(LANES);
@@ -211,6 +212,7 @@ fn fold_run<T: Copy, R: Reducer<T>>(r: &R, acc: R::Acc, xs: &[T], first: usize) 
 }
 
 /// Output `o`'s fold over the flat reduced range `range` (runs layout).
+#[inline(always)]
 fn fold_output_runs<T: Copy, R: Reducer<T>>(
     r: &R,
     x: &[T],
@@ -237,6 +239,7 @@ fn fold_output_runs<T: Copy, R: Reducer<T>>(
 
 /// Folds rows `rows` (positions of the reduced dimensions) of columns
 /// `col0..col0 + acc.len()` of kept position `base` into `acc` (columns layout).
+#[inline(always)]
 fn fold_columns<T: Copy, R: Reducer<T>>(
     r: &R,
     x: &[T],
@@ -288,7 +291,7 @@ fn split_reduced<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan, out
     // runs, rows for columns.
     let extent = if plan.inner_reduced { plan.reduced() } else { plan.runs() };
     let parts = (x.len() / PARALLEL_MIN_ELEMENTS).clamp(1, threads * 4).min(extent.max(1));
-    let partial = |p: usize| -> Vec<R::Acc> {
+    let partial = |p: usize| -> Vec<R::Acc> { simd::dispatch(|| {
         let range = extent * p / parts..extent * (p + 1) / parts;
         let mut kept = Walk::new(&plan.kept, 0);
         let mut red = Walk::new(&plan.red, 0);
@@ -310,7 +313,7 @@ fn split_reduced<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan, out
             }
             acc
         }
-    };
+    })};
     let merged = (0..parts)
         .into_par_iter()
         .map(partial)
@@ -330,7 +333,7 @@ fn split_reduced<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan, out
 fn by_output_runs<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan, out: &mut [R::Out], threads: usize) {
     let n_red = plan.reduced().max(1);
     let chunk = PARALLEL_MIN_ELEMENTS.div_ceil(n_red).max(out.len().div_ceil(threads * 4)).max(1);
-    let task = |(i, outs): (usize, &mut [R::Out])| {
+    let task = |(i, outs): (usize, &mut [R::Out])| simd::dispatch(|| {
         let mut kept = Walk::new(&plan.kept, i * chunk);
         let mut red = Walk::new(&plan.red, 0);
         for o in outs.iter_mut() {
@@ -342,7 +345,7 @@ fn by_output_runs<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan, ou
             *o = r.finish(acc);
             kept.advance();
         }
-    };
+    });
     if x.len() < PARALLEL_MIN_ELEMENTS {
         task((0, out));
     } else {
@@ -356,7 +359,7 @@ fn by_output_columns<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan,
     let inner = plan.inner;
     let runs = plan.runs();
     let rows = out.len() / inner;
-    let row_task = |row: usize, outs: &mut [R::Out], col0: usize| {
+    let row_task = |row: usize, outs: &mut [R::Out], col0: usize| simd::dispatch(|| {
         let base = Walk::new(&plan.kept, row).offset;
         let mut red = Walk::new(&plan.red, 0);
         let mut acc = [r.init(); BLOCK];
@@ -368,7 +371,7 @@ fn by_output_columns<T: Copy + Sync, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan,
                 *o = r.finish(a);
             }
         }
-    };
+    });
     if x.len() < PARALLEL_MIN_ELEMENTS {
         for (row, outs) in out.chunks_mut(inner).enumerate() {
             row_task(row, outs, 0);
@@ -670,78 +673,84 @@ mod tests {
 
     #[test]
     fn float32_reductions_match_float64_reference() {
-        let mut next = rng(1);
-        for &(shape, axes) in CASES {
-            let n: usize = shape.iter().product();
-            // Positive data for the logarithms, signed for the rest.
-            let signed: Vec<f32> = (0..n).map(|_| next() as f32 * 4.0).collect();
-            let positive: Vec<f32> = (0..n).map(|_| (next() as f32 + 1.5) * 2.0).collect();
-            for kind in ReduceKind::ALL {
-                let x = if matches!(kind, ReduceKind::LogSum) { &positive } else { &signed };
-                let got = run_f32(kind, shape, axes, x);
-                let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-                for (o, g) in groups(shape, axes, &xs).iter().enumerate() {
-                    let want = reference(kind, g);
-                    let tol = want.abs() * 1e-6 + 1e-6;
-                    assert!(
-                        (got[o] as f64 - want).abs() <= tol,
-                        "{} {shape:?} {axes:?}[{o}]: {} vs {want}",
-                        kind.name(),
-                        got[o]
-                    );
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let mut next = rng(1);
+            for &(shape, axes) in CASES {
+                let n: usize = shape.iter().product();
+                // Positive data for the logarithms, signed for the rest.
+                let signed: Vec<f32> = (0..n).map(|_| next() as f32 * 4.0).collect();
+                let positive: Vec<f32> = (0..n).map(|_| (next() as f32 + 1.5) * 2.0).collect();
+                for kind in ReduceKind::ALL {
+                    let x = if matches!(kind, ReduceKind::LogSum) { &positive } else { &signed };
+                    let got = run_f32(kind, shape, axes, x);
+                    let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+                    for (o, g) in groups(shape, axes, &xs).iter().enumerate() {
+                        let want = reference(kind, g);
+                        let tol = want.abs() * 1e-6 + 1e-6;
+                        assert!(
+                            (got[o] as f64 - want).abs() <= tol,
+                            "{} {shape:?} {axes:?}[{o}]: {} vs {want}",
+                            kind.name(),
+                            got[o]
+                        );
+                    }
                 }
             }
-        }
+        });
     }
 
     #[test]
     fn large_reductions_take_every_parallel_path() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
-        let mut next = rng(2);
-        let shapes: &[(&[usize], &[usize])] = &[
-            (&[300_000], &[0]),       // split reduced, one run
-            (&[3, 100_000], &[1]),    // split reduced, runs
-            (&[100_000, 3], &[0]),    // split reduced, columns
-            (&[2000, 64], &[1]),      // runs by output
-            (&[64, 2000], &[0]),      // columns, few rows wide
-            (&[40, 50, 40], &[1]),    // columns, many rows
-            (&[50, 70, 30], &[0, 2]), // runs with outer reduced dims
-        ];
-        for &(shape, axes) in shapes {
-            let n: usize = shape.iter().product();
-            let x: Vec<f32> = (0..n).map(|_| next() as f32).collect();
-            let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-            for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::LogSumExp] {
-                let got = pool.install(|| run_f32(kind, shape, axes, &x));
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+            let mut next = rng(2);
+            let shapes: &[(&[usize], &[usize])] = &[
+                (&[300_000], &[0]),       // split reduced, one run
+                (&[3, 100_000], &[1]),    // split reduced, runs
+                (&[100_000, 3], &[0]),    // split reduced, columns
+                (&[2000, 64], &[1]),      // runs by output
+                (&[64, 2000], &[0]),      // columns, few rows wide
+                (&[40, 50, 40], &[1]),    // columns, many rows
+                (&[50, 70, 30], &[0, 2]), // runs with outer reduced dims
+            ];
+            for &(shape, axes) in shapes {
+                let n: usize = shape.iter().product();
+                let x: Vec<f32> = (0..n).map(|_| next() as f32).collect();
+                let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+                for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::LogSumExp] {
+                    let got = pool.install(|| run_f32(kind, shape, axes, &x));
+                    for (o, g) in groups(shape, axes, &xs).iter().enumerate() {
+                        let want = reference(kind, g);
+                        let tol = 1e-6 * (want.abs() + g.len() as f64 * 1e-2);
+                        assert!((got[o] as f64 - want).abs() <= tol, "{} {shape:?}[{o}]: {} vs {want}", kind.name(), got[o]);
+                    }
+                }
+                let mut got = vec![0i64; groups(shape, axes, &xs).len()];
+                let t = Tensor { data: bytes(&x), shape, data_type: DataType::Float32 };
+                pool.install(|| arg_min_max(ArgKind::Max, axes, false, &t, bytes_mut(&mut got))).unwrap();
                 for (o, g) in groups(shape, axes, &xs).iter().enumerate() {
-                    let want = reference(kind, g);
-                    let tol = 1e-6 * (want.abs() + g.len() as f64 * 1e-2);
-                    assert!((got[o] as f64 - want).abs() <= tol, "{} {shape:?}[{o}]: {} vs {want}", kind.name(), got[o]);
+                    let best = g.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    assert_eq!(got[o], g.iter().position(|&v| v == best).unwrap() as i64, "argMax {shape:?}[{o}]");
                 }
             }
-            let mut got = vec![0i64; groups(shape, axes, &xs).len()];
-            let t = Tensor { data: bytes(&x), shape, data_type: DataType::Float32 };
-            pool.install(|| arg_min_max(ArgKind::Max, axes, false, &t, bytes_mut(&mut got))).unwrap();
-            for (o, g) in groups(shape, axes, &xs).iter().enumerate() {
-                let best = g.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                assert_eq!(got[o], g.iter().position(|&v| v == best).unwrap() as i64, "argMax {shape:?}[{o}]");
-            }
-        }
+        });
     }
 
     #[test]
     fn float16_rounds_once_from_float64() {
-        let x: Vec<f16> = [1.0f32, 2.0, 3.0, 1e-3, 0.1, 0.2].iter().map(|&v| f16::from_f32(v)).collect();
-        let mut out = vec![f16::ZERO; 1];
-        let t = Tensor { data: bytes(&x), shape: &[6], data_type: DataType::Float16 };
-        reduce(ReduceKind::Sum, &[0], &t, bytes_mut(&mut out)).unwrap();
-        let exact: f64 = x.iter().map(|v| v.to_f64()).sum();
-        assert_eq!(out[0], f16::from_f64(exact));
-        // 60000 + 60000 overflows float16 but the mean does not.
-        let x = [f16::from_f32(60000.0); 4];
-        let t = Tensor { data: bytes(&x), shape: &[4], data_type: DataType::Float16 };
-        reduce(ReduceKind::Mean, &[0], &t, bytes_mut(&mut out)).unwrap();
-        assert_eq!(out[0], f16::from_f32(60000.0));
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let x: Vec<f16> = [1.0f32, 2.0, 3.0, 1e-3, 0.1, 0.2].iter().map(|&v| f16::from_f32(v)).collect();
+            let mut out = vec![f16::ZERO; 1];
+            let t = Tensor { data: bytes(&x), shape: &[6], data_type: DataType::Float16 };
+            reduce(ReduceKind::Sum, &[0], &t, bytes_mut(&mut out)).unwrap();
+            let exact: f64 = x.iter().map(|v| v.to_f64()).sum();
+            assert_eq!(out[0], f16::from_f64(exact));
+            // 60000 + 60000 overflows float16 but the mean does not.
+            let x = [f16::from_f32(60000.0); 4];
+            let t = Tensor { data: bytes(&x), shape: &[4], data_type: DataType::Float16 };
+            reduce(ReduceKind::Mean, &[0], &t, bytes_mut(&mut out)).unwrap();
+            assert_eq!(out[0], f16::from_f32(60000.0));
+        });
     }
 
     #[test]
@@ -793,14 +802,16 @@ mod tests {
 
     #[test]
     fn log_sum_exp_is_stable() {
-        let x = [1000.0f32, 1000.0, -f32::INFINITY];
-        let got = run_f32(ReduceKind::LogSumExp, &[3], &[0], &x)[0];
-        assert!((got as f64 - (1000.0 + 2f64.ln())).abs() < 1e-3);
-        assert_eq!(run_f32(ReduceKind::LogSumExp, &[2], &[0], &[f32::INFINITY, 1.0])[0], f32::INFINITY);
-        assert!(run_f32(ReduceKind::LogSumExp, &[2], &[0], &[f32::NAN, 1.0])[0].is_nan());
-        assert_eq!(run_f32(ReduceKind::LogSumExp, &[2], &[0], &[f32::NEG_INFINITY; 2])[0], f32::NEG_INFINITY);
-        assert!(run_f32(ReduceKind::Max, &[3], &[0], &[1.0, f32::NAN, 2.0])[0].is_nan());
-        assert!(run_f32(ReduceKind::Min, &[3], &[0], &[1.0, 2.0, f32::NAN])[0].is_nan());
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let x = [1000.0f32, 1000.0, -f32::INFINITY];
+            let got = run_f32(ReduceKind::LogSumExp, &[3], &[0], &x)[0];
+            assert!((got as f64 - (1000.0 + 2f64.ln())).abs() < 1e-3);
+            assert_eq!(run_f32(ReduceKind::LogSumExp, &[2], &[0], &[f32::INFINITY, 1.0])[0], f32::INFINITY);
+            assert!(run_f32(ReduceKind::LogSumExp, &[2], &[0], &[f32::NAN, 1.0])[0].is_nan());
+            assert_eq!(run_f32(ReduceKind::LogSumExp, &[2], &[0], &[f32::NEG_INFINITY; 2])[0], f32::NEG_INFINITY);
+            assert!(run_f32(ReduceKind::Max, &[3], &[0], &[1.0, f32::NAN, 2.0])[0].is_nan());
+            assert!(run_f32(ReduceKind::Min, &[3], &[0], &[1.0, 2.0, f32::NAN])[0].is_nan());
+        });
     }
 
     #[test]

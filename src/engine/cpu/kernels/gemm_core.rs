@@ -1,15 +1,33 @@
 //! The GEMM core that matmul, gemm, conv2d and convTranspose2d share: a safe,
-//! bounds-checked wrapper around the `gemm` crate's f32 kernel (packed, SIMD,
-//! parallel on the current rayon pool), and the float32 staging of float16 data.
+//! bounds-checked front to our packed SGEMM (`super::gemm`: Goto/BLIS blocking,
+//! AVX-512 / AVX2+FMA / scalar microkernels picked once at run time, split over the
+//! current rayon pool), and the float32 staging of float16 data.
+//!
+//! API:
+//! - `sgemm(m, n, k, dst, d, accumulate, lhs, l, rhs, r, scale, threads)`:
+//!   `dst = scale * lhs * rhs`, or `dst += scale * lhs * rhs` when `accumulate`
+//!   (without `accumulate` the old contents are never read, so they may be NaN).
+//!   Every matrix is a strided `Mat` view of its slice (any strides: transposed
+//!   views cost nothing, packing absorbs them). `Threads::Pool` lets the product
+//!   use every thread of the current rayon pool (products under ~2^19
+//!   multiply-adds stay on one anyway); `Threads::One` keeps it on the calling
+//!   thread, for callers that already split work across the pool.
+//! - `sgemm_shared`: the same through a `SharedMut`, for pool tasks writing
+//!   disjoint parts of one output.
+//! - `pack_b(k, n, rhs, r) -> PackedB` then `sgemm_packed(m, dst, d, accumulate,
+//!   lhs, l, &packed, scale, threads)` (and `sgemm_packed_shared`): for a right
+//!   operand used many times (constant weights), pack it once at build time and
+//!   skip the per-call packing. A `PackedB` holds k * round_up(n, NR) floats and is
+//!   tied to the kernel detected when it was packed.
+//! - `alloc_f32`, `f32_input`, `with_f32_output`: float16/float32 staging.
 //!
 //! float16 operands are widened to float32, multiplied with float32 accumulation and
-//! rounded to float16 once at the end: the `gemm` crate's own f16 kernel would
-//! round partial sums, which the WebNN tolerance (K * 2 float16 ULP) does not
-//! leave room for on long dot products.
+//! rounded to float16 once at the end: rounding partial sums to float16 would not
+//! fit the WebNN tolerance (K * 2 float16 ULP) on long dot products.
 //!
-//! Every matrix is a strided view of a slice; the wrapper checks that each view lies
-//! within its slice before handing raw pointers to the crate, so no caller can make
-//! it read or write out of bounds.
+//! Every view is checked to lie within its slice before raw pointers reach the
+//! kernels, so no caller can make them read or write out of bounds; running out of
+//! working memory is an OperationError, never an abort.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

@@ -295,6 +295,13 @@ const PARALLEL_MIN_MACS: usize = 1 << 19;
 
 /// `C = scale * A * B` (or `C += ...` when `accumulate`) for `m`, `n`, `k` >= 1.
 ///
+/// With several threads the product is cut into a grid of sub-products (column
+/// ranges first, since repacking A per range is cheaper than repacking B per
+/// row range when n is large), about two per thread, that workers take in turn.
+/// Each sub-product runs the whole loop nest with its own A and B buffers, so the
+/// threads never wait on one another until the end: on a loaded machine a
+/// descheduled thread delays only its own tiles.
+///
 /// # Safety
 /// The `m` x `k` view `l` lies within `a`; a `BSource::View` lies within its slice
 /// (k x n) and a `BSource::Packed` has this `k`, `n` and ISA; `dst` addresses an
@@ -321,113 +328,161 @@ pub unsafe fn run(
     } else {
         1
     };
-
-    // Row blocks: a multiple of the thread count (when there are enough A
-    // micro-panels), each a whole number of micro-panels, as even as that allows.
-    let a_panels = m.div_ceil(mr);
-    let mut blocks = m.div_ceil(kern.mc);
-    if threads > 1 {
-        blocks = blocks.div_ceil(threads) * threads;
-    }
-    let blocks = blocks.min(a_panels);
-    let mc = a_panels.div_ceil(blocks) * mr;
-    let kc_max = kern.kc.min(k);
+    let (a_panels, b_panels) = (m.div_ceil(mr), n.div_ceil(nr));
+    let (rsplit, csplit) = if threads > 1 {
+        let want = threads * 2;
+        let c = want.min(b_panels);
+        (want.div_ceil(c).min(a_panels), c)
+    } else {
+        (1, 1)
+    };
+    let tasks = rsplit * csplit;
+    // The largest sub-product, for the buffer sizes.
+    let rows_max = a_panels.div_ceil(rsplit) * mr;
+    let cols_max = b_panels.div_ceil(csplit) * nr;
 
     // Read a row-major B in place when A is at most two micro-panels high.
     let direct = match b {
         BSource::View(_, r) => r.cs == 1 && m <= 2 * mr,
         BSource::Packed(_) => false,
     };
+    let kc_max = kern.kc.min(k);
     let nc = match b {
-        BSource::View(..) => kern.nc.min(n.div_ceil(nr) * nr),
-        BSource::Packed(_) => n.div_ceil(nr) * nr,
+        BSource::View(..) => kern.nc.min(cols_max),
+        BSource::Packed(_) => cols_max,
     };
-    let mut bbuf = match b {
-        BSource::View(..) if !direct => Some(Aligned::new(kc_max * nc)?),
-        _ => None,
+    // An MC as even as MR allows over each sub-product's rows.
+    let mc = rows_max.div_ceil(rows_max.div_ceil(kern.mc).max(1)).div_ceil(mr) * mr;
+    let too_big = || no_memory(usize::MAX);
+    let a_len = mc.checked_mul(kc_max).ok_or_else(too_big)?;
+    let b_len = match b {
+        BSource::View(..) if !direct => kc_max.checked_mul(nc).ok_or_else(too_big)?,
+        _ => 0,
     };
-    let a_len = mc.checked_mul(kc_max).ok_or_else(|| no_memory(usize::MAX))?;
-    let mut abuf = Aligned::new(a_len.checked_mul(threads).ok_or_else(|| no_memory(usize::MAX))?)?;
-
-    let mut jc = 0;
-    while jc < n {
-        let ncur = nc.min(n - jc);
-        let panels = ncur.div_ceil(nr);
-        let mut pc = 0;
-        while pc < k {
-            let kc = kc_max.min(k - pc);
-            // B micro-panel `jp` of this block: its first element and row stride.
-            let (bptr, ldb, panel_step): (*const f32, usize, usize) = match (&b, bbuf.as_mut()) {
-                (BSource::View(bs, r), Some(buf)) => {
-                    let buf = &mut buf.as_mut_slice()[..panels * kc * nr];
-                    let pack = |(jp, panel): (usize, &mut [f32])| {
-                        pack_b_panel(panel, nr, bs, *r, pc, kc, jc + jp * nr, n)
-                    };
-                    if threads > 1 {
-                        buf.par_chunks_mut(kc * nr).enumerate().for_each(pack);
-                    } else {
-                        buf.chunks_mut(kc * nr).enumerate().for_each(pack);
-                    }
-                    (buf.as_ptr(), nr, kc * nr)
-                }
-                (BSource::View(bs, r), None) => (bs.as_ptr().add(r.offset + pc * r.rs + jc), r.rs, nr),
-                (BSource::Packed(p), _) => {
-                    let n_pad = n.div_ceil(nr) * nr;
-                    (p.data.as_slice().as_ptr().add(pc * n_pad), nr, kc * nr)
-                }
-            };
-            let bptr = bptr as usize; // shared read-only across the tasks
-            let acc = accumulate || pc > 0;
-
-            // Tasks: row block x range of B micro-panels.
-            let splits = if blocks >= threads { 1 } else { threads.div_ceil(blocks).min(panels) };
-            let tasks = blocks * splits;
-            let task = |t: usize, abuf: &mut [f32]| {
-                let (ib, js) = (t / splits, t % splits);
-                let i0 = ib * a_panels / blocks * mr;
-                let rows = ((ib + 1) * a_panels / blocks * mr).min(m) - i0;
-                let (p0, p1) = (js * panels / splits, (js + 1) * panels / splits);
-                pack_a(abuf, mr, a, l, i0, rows, pc, kc);
-                for jp in p0..p1 {
-                    let j = jc + jp * nr;
-                    let cols = nr.min(n - j);
-                    let bp = (bptr as *const f32).add(jp * panel_step);
-                    for (ip, ap) in abuf.chunks_exact(kc * mr).take(rows.div_ceil(mr)).enumerate() {
-                        let i = i0 + ip * mr;
-                        let tile = Tile {
-                            c: dst.at(i, j),
-                            rsc: dst.rs,
-                            csc: dst.cs,
-                            rows: mr.min(m - i),
-                            cols,
-                            scale,
-                            accumulate: acc,
-                        };
-                        (kern.f)(kc, ap.as_ptr(), bp, ldb, &tile);
-                    }
-                }
-            };
-            let workers = threads.min(tasks);
-            if workers > 1 {
-                let next = AtomicUsize::new(0);
-                abuf.as_mut_slice()[..a_len * workers]
-                    .par_chunks_mut(a_len)
-                    .for_each(|ab| loop {
-                        let t = next.fetch_add(1, Ordering::Relaxed);
-                        if t >= tasks {
-                            break;
-                        }
-                        task(t, ab);
-                    });
-            } else {
-                let ab = &mut abuf.as_mut_slice()[..a_len];
-                for t in 0..tasks {
-                    task(t, ab);
-                }
-            }
-            pc += kc;
+    let per_worker = a_len.checked_add(b_len).ok_or_else(too_big)?;
+    let workers = threads.min(tasks);
+    let mut bufs = Aligned::new(per_worker.checked_mul(workers).ok_or_else(too_big)?)?;
+    let g = Geometry {
+        kern,
+        n,
+        k,
+        mc,
+        nc,
+        kc_max,
+        direct,
+    };
+    let sub = |t: usize, buf: &mut [f32]| {
+        let (ri, ci) = (t / csplit, t % csplit);
+        let i0 = ri * a_panels / rsplit * mr;
+        let i1 = ((ri + 1) * a_panels / rsplit * mr).min(m);
+        let j0 = ci * b_panels / csplit * nr;
+        let j1 = ((ci + 1) * b_panels / csplit * nr).min(n);
+        let (abuf, bbuf) = buf.split_at_mut(a_len);
+        if i0 < i1 && j0 < j1 {
+            g.sub_product(i0..i1, j0..j1, dst, accumulate, a, l, &b, scale, abuf, bbuf);
         }
-        jc += ncur;
+    };
+    if workers > 1 {
+        let next = AtomicUsize::new(0);
+        bufs.as_mut_slice().par_chunks_mut(per_worker).for_each(|buf| loop {
+            let t = next.fetch_add(1, Ordering::Relaxed);
+            if t >= tasks {
+                break;
+            }
+            sub(t, buf);
+        });
+    } else {
+        for t in 0..tasks {
+            sub(t, bufs.as_mut_slice());
+        }
     }
     Ok(())
+}
+
+/// The blocking of one product.
+struct Geometry {
+    kern: Kernel,
+    n: usize,
+    k: usize,
+    mc: usize,
+    nc: usize,
+    kc_max: usize,
+    direct: bool,
+}
+
+impl Geometry {
+    /// Rows `rows` x columns `cols` of C (column bounds on NR boundaries), on the
+    /// calling thread.
+    ///
+    /// # Safety
+    /// As for `run`; `abuf` holds `mc * kc_max` floats and, when B is packed here,
+    /// `bbuf` holds `kc_max * nc`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn sub_product(
+        &self,
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        dst: Dst,
+        accumulate: bool,
+        a: &[f32],
+        l: Mat,
+        b: &BSource,
+        scale: f32,
+        abuf: &mut [f32],
+        bbuf: &mut [f32],
+    ) {
+        let kern = self.kern;
+        let (mr, nr, n, k) = (kern.mr, kern.nr, self.n, self.k);
+        let mut jc = cols.start;
+        while jc < cols.end {
+            let ncur = self.nc.min(cols.end - jc);
+            let panels = ncur.div_ceil(nr);
+            let mut pc = 0;
+            while pc < k {
+                let kc = self.kc_max.min(k - pc);
+                // B micro-panel `jp` of this block: its first element, at
+                // `bptr + jp * panel_step`, and its row stride.
+                let (bptr, ldb, panel_step): (*const f32, usize, usize) = match b {
+                    BSource::View(bs, r) if self.direct => (bs.as_ptr().add(r.offset + pc * r.rs + jc), r.rs, nr),
+                    BSource::View(bs, r) => {
+                        let buf = &mut bbuf[..panels * kc * nr];
+                        for (jp, panel) in buf.chunks_mut(kc * nr).enumerate() {
+                            pack_b_panel(panel, nr, bs, *r, pc, kc, jc + jp * nr, n);
+                        }
+                        (buf.as_ptr(), nr, kc * nr)
+                    }
+                    BSource::Packed(p) => {
+                        let n_pad = n.div_ceil(nr) * nr;
+                        (p.data.as_slice().as_ptr().add(pc * n_pad + jc * kc), nr, kc * nr)
+                    }
+                };
+                let acc = accumulate || pc > 0;
+                let mut ic = rows.start;
+                while ic < rows.end {
+                    let mcur = self.mc.min(rows.end - ic);
+                    pack_a(abuf, mr, a, l, ic, mcur, pc, kc);
+                    for jp in 0..panels {
+                        let j = jc + jp * nr;
+                        let bp = bptr.add(jp * panel_step);
+                        for (ip, ap) in abuf.chunks_exact(kc * mr).take(mcur.div_ceil(mr)).enumerate() {
+                            let i = ic + ip * mr;
+                            let tile = Tile {
+                                c: dst.at(i, j),
+                                rsc: dst.rs,
+                                csc: dst.cs,
+                                rows: mr.min(rows.end - i),
+                                cols: nr.min(cols.end - j),
+                                scale,
+                                accumulate: acc,
+                            };
+                            (kern.f)(kc, ap.as_ptr(), bp, ldb, &tile);
+                        }
+                    }
+                    ic += mcur;
+                }
+                pc += kc;
+            }
+            jc += ncur;
+        }
+    }
 }

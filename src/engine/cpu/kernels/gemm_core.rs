@@ -1,15 +1,33 @@
 //! The GEMM core that matmul, gemm, conv2d and convTranspose2d share: a safe,
-//! bounds-checked wrapper around the `gemm` crate's f32 kernel (packed, SIMD,
-//! parallel on the current rayon pool), and the float32 staging of float16 data.
+//! bounds-checked front to our packed SGEMM (`super::gemm`: Goto/BLIS blocking,
+//! AVX-512 / AVX2+FMA / scalar microkernels picked once at run time, split over the
+//! current rayon pool), and the float32 staging of float16 data.
+//!
+//! API:
+//! - `sgemm(m, n, k, dst, d, accumulate, lhs, l, rhs, r, scale, threads)`:
+//!   `dst = scale * lhs * rhs`, or `dst += scale * lhs * rhs` when `accumulate`
+//!   (without `accumulate` the old contents are never read, so they may be NaN).
+//!   Every matrix is a strided `Mat` view of its slice (any strides: transposed
+//!   views cost nothing, packing absorbs them). `Threads::Pool` lets the product
+//!   use every thread of the current rayon pool (products under ~2^19
+//!   multiply-adds stay on one anyway); `Threads::One` keeps it on the calling
+//!   thread, for callers that already split work across the pool.
+//! - `sgemm_shared`: the same through a `SharedMut`, for pool tasks writing
+//!   disjoint parts of one output.
+//! - `pack_b(k, n, rhs, r) -> PackedB` then `sgemm_packed(m, dst, d, accumulate,
+//!   lhs, l, &packed, scale, threads)` (and `sgemm_packed_shared`): for a right
+//!   operand used many times (constant weights), pack it once at build time and
+//!   skip the per-call packing. A `PackedB` holds k * round_up(n, NR) floats and is
+//!   tied to the kernel detected when it was packed.
+//! - `alloc_f32`, `f32_input`, `with_f32_output`: float16/float32 staging.
 //!
 //! float16 operands are widened to float32, multiplied with float32 accumulation and
-//! rounded to float16 once at the end: the `gemm` crate's own f16 kernel would
-//! round partial sums, which the WebNN tolerance (K * 2 float16 ULP) does not
-//! leave room for on long dot products.
+//! rounded to float16 once at the end: rounding partial sums to float16 would not
+//! fit the WebNN tolerance (K * 2 float16 ULP) on long dot products.
 //!
-//! Every matrix is a strided view of a slice; the wrapper checks that each view lies
-//! within its slice before handing raw pointers to the crate, so no caller can make
-//! it read or write out of bounds.
+//! Every view is checked to lie within its slice before raw pointers reach the
+//! kernels, so no caller can make them read or write out of bounds; running out of
+//! working memory is an OperationError, never an abort.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -19,6 +37,8 @@ use half::slice::HalfFloatSliceExt;
 
 use super::broadcast::par_chunks;
 use super::element::{as_elems, as_elems_mut};
+use super::gemm::{self, BSource, Dst, Isa};
+pub use super::gemm::PackedB;
 use super::Tensor;
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -111,18 +131,6 @@ fn check(what: &str, len: usize, m: Mat, rows: usize, cols: usize) -> Result<()>
     }
 }
 
-fn parallelism(threads: Threads, m: usize, n: usize, k: usize) -> gemm::Parallelism {
-    let pool = rayon::current_num_threads();
-    // Below ~2^18 multiply-adds the crate's own threshold keeps one thread anyway;
-    // saying so here skips its bookkeeping.
-    let big = m.saturating_mul(n).saturating_mul(k) >= 1 << 18;
-    if threads == Threads::Pool && pool > 1 && big {
-        gemm::Parallelism::Rayon(pool)
-    } else {
-        gemm::Parallelism::None
-    }
-}
-
 /// `dst = scale * lhs * rhs`, or `dst += scale * lhs * rhs` when `accumulate`, for
 /// an `m` x `k` lhs and a `k` x `n` rhs, all float32.
 #[allow(clippy::too_many_arguments)]
@@ -179,6 +187,110 @@ pub unsafe fn sgemm_shared(
     scale: f32,
     threads: Threads,
 ) -> Result<()> {
+    sgemm_isa(
+        Isa::detected(),
+        m,
+        n,
+        k,
+        dst,
+        d,
+        accumulate,
+        lhs,
+        l,
+        Rhs::View(rhs, r),
+        scale,
+        threads,
+    )
+}
+
+/// Packs the `k` x `n` view `r` of `rhs` once, for any number of later
+/// `sgemm_packed` calls with that right-hand operand.
+pub fn pack_b(k: usize, n: usize, rhs: &[f32], r: Mat) -> Result<PackedB> {
+    pack_b_isa(Isa::detected(), k, n, rhs, r)
+}
+
+fn pack_b_isa(isa: Isa, k: usize, n: usize, rhs: &[f32], r: Mat) -> Result<PackedB> {
+    if k > 0 && n > 0 {
+        check("right operand", rhs.len(), r, k, n)?;
+    }
+    PackedB::new(isa, k, n, rhs, r)
+}
+
+/// `sgemm` with a right-hand operand packed by `pack_b`; `m` rows of `lhs`.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_packed(
+    m: usize,
+    dst: &mut [f32],
+    d: Mat,
+    accumulate: bool,
+    lhs: &[f32],
+    l: Mat,
+    rhs: &PackedB,
+    scale: f32,
+    threads: Threads,
+) -> Result<()> {
+    // SAFETY: `dst` is borrowed mutably and exclusively for the call.
+    unsafe { sgemm_packed_shared(m, SharedMut::new(dst), d, accumulate, lhs, l, rhs, scale, threads) }
+}
+
+/// `sgemm_packed` writing through a `SharedMut`.
+///
+/// # Safety
+/// As for `sgemm_shared`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_packed_shared(
+    m: usize,
+    dst: SharedMut<f32>,
+    d: Mat,
+    accumulate: bool,
+    lhs: &[f32],
+    l: Mat,
+    rhs: &PackedB,
+    scale: f32,
+    threads: Threads,
+) -> Result<()> {
+    sgemm_isa(
+        rhs.isa(),
+        m,
+        rhs.n(),
+        rhs.k(),
+        dst,
+        d,
+        accumulate,
+        lhs,
+        l,
+        Rhs::Packed(rhs),
+        scale,
+        threads,
+    )
+}
+
+/// The right-hand operand of `sgemm_isa`.
+enum Rhs<'a> {
+    View(&'a [f32], Mat),
+    Packed(&'a PackedB),
+}
+
+/// The checked core of every entry point, on a given instruction set (the tests
+/// run each one; everything else passes `Isa::detected()`).
+///
+/// # Safety
+/// As for `sgemm_shared`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sgemm_isa(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: SharedMut<f32>,
+    d: Mat,
+    accumulate: bool,
+    lhs: &[f32],
+    l: Mat,
+    rhs: Rhs,
+    scale: f32,
+    threads: Threads,
+) -> Result<()> {
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -195,33 +307,35 @@ pub unsafe fn sgemm_shared(
         return Ok(());
     }
     check("left operand", lhs.len(), l, m, k)?;
-    check("right operand", rhs.len(), r, k, n)?;
-    let s = |v: usize| v as isize; // every stride is below the 2^32-byte operand limit
-                                   // SAFETY: the three views lie within their buffers (checked above); lhs and rhs
-                                   // are shared borrows, so they cannot alias the exclusively held destination.
-    gemm::gemm::<f32>(
-        m,
-        n,
-        k,
-        dst.ptr.add(d.offset),
-        s(d.cs),
-        s(d.rs),
-        accumulate,
-        lhs.as_ptr().add(l.offset),
-        s(l.cs),
-        s(l.rs),
-        rhs.as_ptr().add(r.offset),
-        s(r.cs),
-        s(r.rs),
-        // The crate computes dst := alpha * dst + beta * lhs * rhs.
-        if accumulate { 1.0 } else { 0.0 },
-        scale,
-        false,
-        false,
-        false,
-        parallelism(threads, m, n, k),
-    );
-    Ok(())
+    if !isa.supported() {
+        return Err(WebnnError::Operation(format!("internal: GEMM kernel {isa:?} needs a newer CPU")));
+    }
+    let pool = threads == Threads::Pool;
+    let b = match rhs {
+        Rhs::View(rhs, r) => {
+            check("right operand", rhs.len(), r, k, n)?;
+            if d.cs != 1 && d.rs == 1 {
+                // A column-major destination is a row-major one of the transposed
+                // product: C^T = B^T A^T, so the kernels keep storing whole rows.
+                let c = Dst {
+                    ptr: dst.ptr.add(d.offset),
+                    rs: d.cs,
+                    cs: 1,
+                };
+                return gemm::run(isa, n, m, k, c, accumulate, rhs, r.t(), BSource::View(lhs, l.t()), scale, pool);
+            }
+            BSource::View(rhs, r)
+        }
+        Rhs::Packed(p) => BSource::Packed(p),
+    };
+    let c = Dst {
+        ptr: dst.ptr.add(d.offset),
+        rs: d.rs,
+        cs: d.cs,
+    };
+    // SAFETY: the views lie within their buffers (checked above); lhs and rhs are
+    // shared borrows, so they cannot alias the exclusively held destination.
+    gemm::run(isa, m, n, k, c, accumulate, lhs, l, b, scale, pool)
 }
 
 /// A zero-filled float32 buffer; running out of memory is an OperationError.
@@ -369,6 +483,160 @@ mod tests {
         }
     }
 
+    /// xorshift32, for the shapes and layouts of the randomized tests.
+    struct Rng(u32);
+
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 17;
+            self.0 ^= self.0 << 5;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            self.next() as usize % n
+        }
+    }
+
+    /// A random layout for a `rows` x `cols` view: row-major, column-major or with
+    /// padded strides in either order, at a random offset. Returns the view and the
+    /// buffer length it needs.
+    fn layout(rng: &mut Rng, rows: usize, cols: usize) -> (Mat, usize) {
+        let offset = rng.below(4);
+        let (pr, pc) = (rng.below(3), rng.below(3));
+        let m = match rng.below(4) {
+            0 => Mat::rows(offset, cols),
+            1 => Mat::cols(offset, rows),
+            2 => Mat {
+                offset,
+                rs: cols + pr,
+                cs: 1,
+            },
+            _ => Mat {
+                offset,
+                rs: 1 + pc,
+                cs: (rows * (1 + pc)).max(1) + pr,
+            },
+        };
+        // An empty view (k = 0) needs no elements.
+        (m, m.end(rows, cols).unwrap_or(offset))
+    }
+
+    /// The instruction sets this machine can run: all three on an AVX-512 CPU.
+    fn isas() -> Vec<Isa> {
+        [Isa::Avx512, Isa::Avx2, Isa::Scalar]
+            .into_iter()
+            .filter(|i| i.supported())
+            .collect()
+    }
+
+    /// One product on `isa` checked against float64: every element of the view
+    /// within (k + 2) float32 epsilons of the sum of magnitudes it came from, and
+    /// every element outside the view untouched.
+    #[allow(clippy::too_many_arguments)]
+    fn check_product(rng: &mut Rng, isa: Isa, m: usize, n: usize, k: usize, packed: bool, threads: Threads) {
+        let (l, llen) = layout(rng, m, k);
+        let (r, rlen) = layout(rng, k, n);
+        let (d, dlen) = layout(rng, m, n);
+        let lhs = data(llen, rng.next());
+        let rhs = data(rlen, rng.next());
+        let accumulate = rng.below(2) == 0;
+        let scale = [1.0f32, -0.75, 2.5][rng.below(3)];
+        let sentinel = 12345.0f32;
+        let mut dst: Vec<f32> = vec![sentinel; dlen];
+        let before: Vec<f32> = data(m * n, rng.next());
+        for i in 0..m {
+            for j in 0..n {
+                // The old contents must be ignored when not accumulating.
+                dst[d.offset + i * d.rs + j * d.cs] = if accumulate { before[i * n + j] } else { f32::NAN };
+            }
+        }
+        let what = format!("{isa:?} {m}x{n}x{k} l={l:?} r={r:?} d={d:?} acc={accumulate} scale={scale} packed={packed} {threads:?}");
+        if packed {
+            let p = pack_b_isa(isa, k, n, &rhs, r).unwrap();
+            sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, &lhs, l, Rhs::Packed(&p), scale, threads);
+        } else {
+            sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, &lhs, l, Rhs::View(&rhs, r), scale, threads);
+        }
+        let mut inside = vec![false; dlen];
+        for i in 0..m {
+            for j in 0..n {
+                let at = d.offset + i * d.rs + j * d.cs;
+                inside[at] = true;
+                let (mut exact, mut mag) = (0.0f64, 0.0f64);
+                for p in 0..k {
+                    let x = lhs[l.offset + i * l.rs + p * l.cs] as f64 * rhs[r.offset + p * r.rs + j * r.cs] as f64;
+                    exact += x;
+                    mag += x.abs();
+                }
+                let old = if accumulate { before[i * n + j] as f64 } else { 0.0 };
+                let want = old + scale as f64 * exact;
+                let tol = (k as f64 + 2.0) * f32::EPSILON as f64 * (scale.abs() as f64 * mag + old.abs());
+                let got = dst[at] as f64;
+                assert!((got - want).abs() <= tol, "{what}: C({i},{j}) = {got}, want {want} +- {tol}");
+            }
+        }
+        for (at, v) in dst.iter().enumerate() {
+            assert!(inside[at] || *v == sentinel, "{what}: element {at} outside the view was written");
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sgemm_isa_safe(
+        isa: Isa,
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: &mut [f32],
+        d: Mat,
+        accumulate: bool,
+        lhs: &[f32],
+        l: Mat,
+        rhs: Rhs,
+        scale: f32,
+        threads: Threads,
+    ) {
+        // SAFETY: `dst` is borrowed exclusively.
+        unsafe { sgemm_isa(isa, m, n, k, SharedMut::new(dst), d, accumulate, lhs, l, rhs, scale, threads) }.unwrap();
+    }
+
+    #[test]
+    fn random_small_products_on_every_isa_match_float64() {
+        let mut rng = Rng(0x9e37_79b9);
+        for isa in isas() {
+            for case in 0..400 {
+                let (m, n) = (1 + rng.below(70), 1 + rng.below(70));
+                let k = match case % 8 {
+                    0 => 0,
+                    1 => 1,
+                    2 => 257 + rng.below(400),
+                    _ => 1 + rng.below(70),
+                };
+                let packed = case % 3 == 0;
+                let threads = if case % 2 == 0 { Threads::Pool } else { Threads::One };
+                check_product(&mut rng, isa, m, n, k, packed, threads);
+            }
+        }
+    }
+
+    #[test]
+    fn large_products_split_over_odd_pools_match_float64() {
+        // Past the parallel threshold, with more K than one KC slice and more N
+        // than one NC block, on a 3-thread pool so the splits are uneven.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let mut rng = Rng(0x1234_5678);
+        pool.install(|| {
+            for isa in isas() {
+                for &(m, n, k) in &[(301, 203, 300), (5, 3000, 111), (40, 4111, 50), (1, 700, 900), (130, 2, 2100)] {
+                    for packed in [false, true] {
+                        check_product(&mut rng, isa, m, n, k, packed, Threads::Pool);
+                    }
+                }
+            }
+        });
+    }
+
     #[test]
     fn views_outside_their_buffers_are_errors() {
         let a = vec![1.0f32; 6];
@@ -426,30 +694,96 @@ mod tests {
 mod timing {
     use super::*;
 
-    /// `cargo test --release --lib gemm_layouts -- --ignored --nocapture`
+    /// The `gemm` crate's f32 kernel on the same row-major operands, for a
+    /// side-by-side rate (it is still a dependency, of the recurrent kernels).
+    fn crate_gemm(m: usize, n: usize, k: usize, d: &mut [f32], a: &[f32], b: &[f32], threads: usize) {
+        let par = if threads > 1 {
+            ::gemm::Parallelism::Rayon(threads)
+        } else {
+            ::gemm::Parallelism::None
+        };
+        // SAFETY: row-major m x k, k x n and m x n buffers of exactly those sizes.
+        unsafe {
+            ::gemm::gemm::<f32>(
+                m,
+                n,
+                k,
+                d.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                a.as_ptr(),
+                1,
+                k as isize,
+                b.as_ptr(),
+                1,
+                n as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
+            )
+        }
+    }
+
+    /// Pure-GEMM rates, ours and the `gemm` crate's interleaved, median of
+    /// `GEMM_ITERS` (default 15) runs, 1 and 2 threads:
+    /// `cargo test --release --lib gemm_rates -- --ignored --nocapture`
+    /// (`GEMM_SIZES=1024x1024x1024,64x1000x1024` to choose the m x n x k sizes).
     #[test]
     #[ignore]
-    fn gemm_layouts() {
-        let (m, k, n) = (64, 1024, 1000);
-        let a = vec![0.5f32; m * k];
-        let b = vec![0.25f32; k * n];
-        let mut d = vec![0f32; m * n];
-        for (name, l, r) in [
-            ("A B", Mat::rows(0, k), Mat::rows(0, n)),
-            ("A B^T", Mat::rows(0, k), Mat::cols(0, k)),
-            ("A^T B", Mat::cols(0, m), Mat::rows(0, n)),
-        ] {
-            let mut best = f64::MAX;
-            for _ in 0..20 {
-                let t = std::time::Instant::now();
-                sgemm(m, n, k, &mut d, Mat::rows(0, n), false, &a, l, &b, r, 1.0, Threads::One).unwrap();
-                best = best.min(t.elapsed().as_secs_f64());
-            }
-            println!(
-                "{name}: {:.3} ms, {:.1} GFLOP/s",
-                best * 1e3,
-                2.0 * (m * n * k) as f64 / best / 1e9
-            );
+    fn gemm_rates() {
+        let sizes: Vec<(usize, usize, usize)> = std::env::var("GEMM_SIZES")
+            .unwrap_or_else(|_| "512x512x512,1024x1024x1024,2048x2048x2048,64x1000x1024,128x768x768,3136x64x576".into())
+            .split(',')
+            .map(|s| {
+                let v: Vec<usize> = s.split('x').map(|x| x.parse().unwrap()).collect();
+                (v[0], v[1], v[2])
+            })
+            .collect();
+        let iters: usize = std::env::var("GEMM_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                for &(m, n, k) in &sizes {
+                    let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+                    let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect();
+                    let mut d = vec![0f32; m * n];
+                    let packed = pack_b(k, n, &b, Mat::rows(0, n)).unwrap();
+                    let (mut ours, mut pk, mut theirs) = (vec![], vec![], vec![]);
+                    let time = |f: &mut dyn FnMut()| {
+                        let t = std::time::Instant::now();
+                        f();
+                        t.elapsed().as_secs_f64()
+                    };
+                    for _ in 0..iters {
+                        ours.push(time(&mut || {
+                            sgemm(m, n, k, &mut d, Mat::rows(0, n), false, &a, Mat::rows(0, k), &b, Mat::rows(0, n), 1.0, Threads::Pool).unwrap()
+                        }));
+                        pk.push(time(&mut || {
+                            sgemm_packed(m, &mut d, Mat::rows(0, n), false, &a, Mat::rows(0, k), &packed, 1.0, Threads::Pool).unwrap()
+                        }));
+                        theirs.push(time(&mut || crate_gemm(m, n, k, &mut d, &a, &b, threads)));
+                    }
+                    let med = |v: &mut Vec<f64>| {
+                        v.sort_by(|x, y| x.partial_cmp(y).unwrap());
+                        v[v.len() / 2]
+                    };
+                    let flop = 2.0 * (m * n * k) as f64;
+                    let (o, p, t) = (med(&mut ours), med(&mut pk), med(&mut theirs));
+                    println!(
+                        "{threads} thr {m}x{n}x{k}: ours {:.2} ms {:.1} GFLOP/s | ours prepacked B {:.1} GFLOP/s | gemm crate {:.2} ms {:.1} GFLOP/s | ours/crate time {:.2}",
+                        o * 1e3,
+                        flop / o / 1e9,
+                        flop / p / 1e9,
+                        t * 1e3,
+                        flop / t / 1e9,
+                        o / t
+                    );
+                }
+            });
         }
     }
 }

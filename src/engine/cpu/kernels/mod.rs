@@ -6,6 +6,7 @@ pub mod conv;
 pub mod element;
 pub mod elementwise;
 pub mod gather;
+pub mod gemm;
 pub mod gemm_core;
 pub mod matmul;
 pub mod movement;

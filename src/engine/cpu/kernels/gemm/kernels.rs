@@ -1,0 +1,246 @@
+//! SGEMM microkernels: each computes one `rows` x `cols` tile of C from a packed A
+//! micro-panel and a B micro-panel, holding the whole tile in registers.
+//!
+//! Operand layout (the contract with the packing code in `mod.rs`):
+//! - A: `kc` steps of `MR` floats, `a[p * MR + i]` = A(i, p); rows past `rows` are
+//!   never read.
+//! - B: `kc` rows `ldb` floats apart, `b[p * ldb + j]` = B(p, j). Only columns below
+//!   `cols` are read (masked loads), so B may be a packed, zero-padded panel
+//!   (`ldb = NR`) or a window of the caller's row-major matrix itself.
+//! - C: `c[i * rsc + j * csc]`; the tile is stored as `scale * acc`, or added as
+//!   `c + scale * acc` when `accumulate` (C is not read otherwise, so it may hold
+//!   NaN).
+//!
+//! Each ISA's kernel is generic over the tile's row count and vector count, so edge
+//! tiles cost what they compute instead of a full MR x NR tile.
+
+/// Where one tile goes and how it is combined with C.
+pub(super) struct Tile {
+    pub c: *mut f32,
+    pub rsc: usize,
+    pub csc: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub scale: f32,
+    pub accumulate: bool,
+}
+
+/// A microkernel: `(kc, a, b, ldb, tile)`.
+///
+/// # Safety
+/// `a` holds `kc * MR` floats; `b` rows `0..kc` have `tile.cols` readable floats
+/// each; the tile lies within C; `1 <= rows <= MR`, `1 <= cols <= NR`; the CPU has
+/// the kernel's ISA.
+pub(super) type KernelFn = unsafe fn(usize, *const f32, *const f32, usize, &Tile);
+
+/// Stores a tile kept as a row-major `[rows][stride]` array element by element
+/// (any C strides).
+///
+/// # Safety
+/// As for `KernelFn`.
+unsafe fn store_scalar(acc: &[f32], stride: usize, t: &Tile) {
+    for i in 0..t.rows {
+        for j in 0..t.cols {
+            let v = t.scale * acc[i * stride + j];
+            let c = t.c.add(i * t.rsc + j * t.csc);
+            *c = if t.accumulate { *c + v } else { v };
+        }
+    }
+}
+
+/// Portable kernel, MR x NR = 4 x 8.
+pub(super) mod scalar {
+    use super::{store_scalar, Tile};
+
+    pub const MR: usize = 4;
+    pub const NR: usize = 8;
+
+    /// # Safety
+    /// See `KernelFn`.
+    pub unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, ldb: usize, t: &Tile) {
+        let mut acc = [0f32; MR * NR];
+        let mut bp = [0f32; NR];
+        for p in 0..kc {
+            for (j, v) in bp.iter_mut().enumerate().take(t.cols) {
+                *v = *b.add(p * ldb + j);
+            }
+            for i in 0..t.rows {
+                let ai = *a.add(p * MR + i);
+                for j in 0..NR {
+                    acc[i * NR + j] = ai.mul_add(bp[j], acc[i * NR + j]);
+                }
+            }
+        }
+        store_scalar(&acc, NR, t);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(super) mod avx512 {
+    use super::{store_scalar, Tile};
+    use std::arch::x86_64::*;
+
+    pub const MR: usize = 12;
+    pub const NR: usize = 32;
+
+    /// Lanes `off..off + 16` of a `cols`-wide row, as a load/store mask.
+    fn mask(cols: usize, off: usize) -> __mmask16 {
+        let n = cols.saturating_sub(off).min(16);
+        ((1u32 << n) - 1) as __mmask16
+    }
+
+    /// # Safety
+    /// See `KernelFn`; the CPU has AVX-512F.
+    pub unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, ldb: usize, t: &Tile) {
+        macro_rules! rows {
+            ($($r:literal)*) => {
+                match (t.rows, t.cols > 16) {
+                    $(($r, false) => tile::<$r, 1>(kc, a, b, ldb, t),
+                      ($r, true) => tile::<$r, 2>(kc, a, b, ldb, t),)*
+                    _ => {}
+                }
+            };
+        }
+        rows!(1 2 3 4 5 6 7 8 9 10 11 12);
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tile<const R: usize, const V: usize>(kc: usize, a: *const f32, b: *const f32, ldb: usize, t: &Tile) {
+        let m = [mask(t.cols, 0), mask(t.cols, 16)];
+        let mut acc = [[_mm512_setzero_ps(); V]; R];
+        let (mut a, mut b) = (a, b);
+        for _ in 0..kc {
+            let mut bv = [_mm512_setzero_ps(); V];
+            for (v, x) in bv.iter_mut().enumerate() {
+                *x = _mm512_maskz_loadu_ps(m[v], b.add(16 * v));
+            }
+            for (i, row) in acc.iter_mut().enumerate() {
+                let ai = _mm512_set1_ps(*a.add(i));
+                for v in 0..V {
+                    row[v] = _mm512_fmadd_ps(ai, bv[v], row[v]);
+                }
+            }
+            a = a.add(MR);
+            b = b.add(ldb);
+        }
+        let scale = _mm512_set1_ps(t.scale);
+        if t.csc == 1 {
+            for (i, row) in acc.iter().enumerate() {
+                let c = t.c.add(i * t.rsc);
+                for v in 0..V {
+                    let cv = c.add(16 * v);
+                    let r = if t.accumulate {
+                        _mm512_fmadd_ps(row[v], scale, _mm512_maskz_loadu_ps(m[v], cv))
+                    } else {
+                        _mm512_mul_ps(row[v], scale)
+                    };
+                    _mm512_mask_storeu_ps(cv, m[v], r);
+                }
+            }
+        } else {
+            let mut tmp = [0f32; MR * NR];
+            for (i, row) in acc.iter().enumerate() {
+                for v in 0..V {
+                    _mm512_storeu_ps(tmp.as_mut_ptr().add(i * NR + 16 * v), row[v]);
+                }
+            }
+            store_scalar(&tmp, NR, t);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(super) mod avx2 {
+    use super::{store_scalar, Tile};
+    use std::arch::x86_64::*;
+
+    pub const MR: usize = 6;
+    pub const NR: usize = 16;
+
+    /// # Safety
+    /// See `KernelFn`; the CPU has AVX2 and FMA.
+    pub unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, ldb: usize, t: &Tile) {
+        macro_rules! rows {
+            ($($r:literal)*) => {
+                match (t.rows, t.cols) {
+                    $(($r, 16) => tile::<$r, 2, true>(kc, a, b, ldb, t),
+                      ($r, 9..) => tile::<$r, 2, false>(kc, a, b, ldb, t),
+                      ($r, 8) => tile::<$r, 1, true>(kc, a, b, ldb, t),
+                      ($r, _) => tile::<$r, 1, false>(kc, a, b, ldb, t),)*
+                    _ => {}
+                }
+            };
+        }
+        rows!(1 2 3 4 5 6);
+    }
+
+    /// Lanes `off..off + 8` of a `cols`-wide row, as a maskload/maskstore mask.
+    #[target_feature(enable = "avx2")]
+    unsafe fn mask(cols: usize, off: usize) -> __m256i {
+        let n = cols.saturating_sub(off).min(8) as i32;
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile<const R: usize, const V: usize, const FULL: bool>(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        ldb: usize,
+        t: &Tile,
+    ) {
+        let m = [mask(t.cols, 0), mask(t.cols, 8)];
+        let mut acc = [[_mm256_setzero_ps(); V]; R];
+        let (mut a, mut b) = (a, b);
+        for _ in 0..kc {
+            let mut bv = [_mm256_setzero_ps(); V];
+            for (v, x) in bv.iter_mut().enumerate() {
+                *x = if FULL {
+                    _mm256_loadu_ps(b.add(8 * v))
+                } else {
+                    _mm256_maskload_ps(b.add(8 * v), m[v])
+                };
+            }
+            for (i, row) in acc.iter_mut().enumerate() {
+                let ai = _mm256_set1_ps(*a.add(i));
+                for v in 0..V {
+                    row[v] = _mm256_fmadd_ps(ai, bv[v], row[v]);
+                }
+            }
+            a = a.add(MR);
+            b = b.add(ldb);
+        }
+        let scale = _mm256_set1_ps(t.scale);
+        if t.csc == 1 {
+            for (i, row) in acc.iter().enumerate() {
+                let c = t.c.add(i * t.rsc);
+                for v in 0..V {
+                    let cv = c.add(8 * v);
+                    if FULL {
+                        let r = if t.accumulate {
+                            _mm256_fmadd_ps(row[v], scale, _mm256_loadu_ps(cv))
+                        } else {
+                            _mm256_mul_ps(row[v], scale)
+                        };
+                        _mm256_storeu_ps(cv, r);
+                    } else {
+                        let r = if t.accumulate {
+                            _mm256_fmadd_ps(row[v], scale, _mm256_maskload_ps(cv, m[v]))
+                        } else {
+                            _mm256_mul_ps(row[v], scale)
+                        };
+                        _mm256_maskstore_ps(cv, m[v], r);
+                    }
+                }
+            }
+        } else {
+            let mut tmp = [0f32; MR * NR];
+            for (i, row) in acc.iter().enumerate() {
+                for v in 0..V {
+                    _mm256_storeu_ps(tmp.as_mut_ptr().add(i * NR + 8 * v), row[v]);
+                }
+            }
+            store_scalar(&tmp, NR, t);
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! The packed SGEMM engine behind `gemm_core`: Goto/BLIS blocking, runtime ISA
+//! dispatch and the split over the rayon pool. `gemm_core` owns the public API and
+//! the bounds checks; this module trusts the views it is given (each entry point
+//! says what it requires) and never allocates after its up-front buffers, so
+//! nothing in the parallel part can fail.
+//!
+//! Loop nest, for C (m x n) = A (m x k) * B (k x n):
+//! - `jc` over NC-column blocks of B; `pc` over KC-deep slices of k. The B block
+//!   (KC x NC, ~4 MB at most) is packed into NR-wide micro-panels, in parallel,
+//!   and shared by every thread through L3.
+//! - tasks over MC-row blocks of A (and, when there are fewer row blocks than
+//!   threads, over ranges of B micro-panels): each task packs its A block (MC x KC,
+//!   ~250 KB, stays in the core's L2) into MR-high micro-panels, then runs the
+//!   microkernel over every (B micro-panel, A micro-panel) pair, B outer so that
+//!   its micro-panel (KC x NR, 32 KB for AVX-512) stays in L1.
+//!
+//! Small products whose A is only a few micro-panels high read a row-major B in
+//! place instead of packing it (packing would cost as much as the product).
+
+pub(super) mod kernels;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use self::kernels::{KernelFn, Tile};
+use super::gemm_core::Mat;
+use crate::error::{Result, WebnnError};
+
+/// The instruction set a product runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx2,
+    Scalar,
+}
+
+impl Isa {
+    /// The best kernel this CPU runs, detected once.
+    pub fn detected() -> Isa {
+        static ISA: OnceLock<Isa> = OnceLock::new();
+        *ISA.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if is_x86_feature_detected!("avx512f") {
+                    return Isa::Avx512;
+                }
+                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                    return Isa::Avx2;
+                }
+            }
+            Isa::Scalar
+        })
+    }
+
+    /// Whether this CPU can run the ISA's kernel.
+    pub fn supported(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            Isa::Avx2 => matches!(Isa::detected(), Isa::Avx2 | Isa::Avx512),
+            Isa::Avx512 => Isa::detected() == Isa::Avx512,
+        }
+    }
+}
+
+/// One ISA's microkernel and blocking.
+#[derive(Clone, Copy)]
+struct Kernel {
+    mr: usize,
+    nr: usize,
+    kc: usize,
+    mc: usize,
+    nc: usize,
+    f: KernelFn,
+}
+
+fn kernel(isa: Isa) -> Kernel {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => Kernel {
+            mr: kernels::avx512::MR,
+            nr: kernels::avx512::NR,
+            kc: 256,
+            mc: 240,
+            nc: 4096,
+            f: kernels::avx512::kernel,
+        },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => Kernel {
+            mr: kernels::avx2::MR,
+            nr: kernels::avx2::NR,
+            kc: 256,
+            mc: 144,
+            nc: 4096,
+            f: kernels::avx2::kernel,
+        },
+        _ => Kernel {
+            mr: kernels::scalar::MR,
+            nr: kernels::scalar::NR,
+            kc: 256,
+            mc: 64,
+            nc: 4096,
+            f: kernels::scalar::kernel,
+        },
+    }
+}
+
+fn no_memory(floats: usize) -> WebnnError {
+    WebnnError::Operation(format!(
+        "cannot allocate {} bytes of GEMM working memory",
+        floats.saturating_mul(4)
+    ))
+}
+
+/// A zeroed float buffer whose usable part starts on a 64-byte boundary.
+struct Aligned {
+    v: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Result<Aligned> {
+        let total = len.checked_add(16).ok_or_else(|| no_memory(len))?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(total).map_err(|_| no_memory(total))?;
+        v.resize(total, 0.0);
+        let start = (v.as_ptr() as usize).wrapping_neg() % 64 / 4;
+        Ok(Aligned { v, start, len })
+    }
+
+    fn as_slice(&self) -> &[f32] {
+        &self.v[self.start..self.start + self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.v[self.start..self.start + self.len]
+    }
+}
+
+/// A right-hand operand packed once for repeated products (constant weights).
+pub struct PackedB {
+    isa: Isa,
+    k: usize,
+    n: usize,
+    /// For each KC slice starting at `pc` (depth `kc`): at `pc * n_pad`, the
+    /// `n_pad / NR` micro-panels of that slice, `kc * NR` floats each.
+    data: Aligned,
+}
+
+impl PackedB {
+    /// Packs the `k` x `n` view `r` of `rhs` for `isa`'s kernel. The view must lie
+    /// within `rhs` (checked by the caller).
+    pub fn new(isa: Isa, k: usize, n: usize, rhs: &[f32], r: Mat) -> Result<PackedB> {
+        let kern = kernel(isa);
+        let too_big = || no_memory(usize::MAX);
+        let n_pad = n.div_ceil(kern.nr).checked_mul(kern.nr).ok_or_else(too_big)?;
+        let len = n_pad.checked_mul(k).ok_or_else(too_big)?;
+        let mut data = Aligned::new(len)?;
+        let buf = data.as_mut_slice();
+        let mut pc = 0;
+        while pc < k {
+            let kc = kern.kc.min(k - pc);
+            let block = &mut buf[pc * n_pad..(pc + kc) * n_pad];
+            for (jp, panel) in block.chunks_mut(kc * kern.nr).enumerate() {
+                pack_b_panel(panel, kern.nr, rhs, r, pc, kc, jp * kern.nr, n);
+            }
+            pc += kc;
+        }
+        Ok(PackedB { isa, k, n, data })
+    }
+
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    pub fn n(&self) -> usize {
+        self.n
+    }
+}
+
+/// Where the right-hand operand comes from.
+pub enum BSource<'a> {
+    /// A strided view, packed block by block.
+    View(&'a [f32], Mat),
+    Packed(&'a PackedB),
+}
+
+/// The destination: a raw pointer to C(0, 0) and its strides.
+#[derive(Clone, Copy)]
+pub struct Dst {
+    pub ptr: *mut f32,
+    pub rs: usize,
+    pub cs: usize,
+}
+
+// SAFETY: tasks write disjoint tiles of the destination (see `run`).
+unsafe impl Send for Dst {}
+unsafe impl Sync for Dst {}
+
+impl Dst {
+    /// C(i, j). (A method, so closures capture the whole `Dst`, which is `Sync`.)
+    ///
+    /// # Safety
+    /// (i, j) lies within the destination.
+    unsafe fn at(&self, i: usize, j: usize) -> *mut f32 {
+        self.ptr.add(i * self.rs + j * self.cs)
+    }
+}
+
+/// Packs one `kc` x NR micro-panel of B: columns `j0..min(j0 + NR, n)` of rows
+/// `pc..pc + kc`, zero-padded to NR columns.
+#[allow(clippy::too_many_arguments)]
+fn pack_b_panel(out: &mut [f32], nr: usize, b: &[f32], r: Mat, pc: usize, kc: usize, j0: usize, n: usize) {
+    let cols = nr.min(n - j0);
+    if r.cs == 1 {
+        for (p, row) in out.chunks_exact_mut(nr).take(kc).enumerate() {
+            let s = r.offset + (pc + p) * r.rs + j0;
+            row[..cols].copy_from_slice(&b[s..s + cols]);
+            row[cols..].fill(0.0);
+        }
+    } else if r.rs == 1 {
+        for j in 0..nr {
+            if j < cols {
+                let s = r.offset + (j0 + j) * r.cs + pc;
+                for (p, &v) in b[s..s + kc].iter().enumerate() {
+                    out[p * nr + j] = v;
+                }
+            } else {
+                for p in 0..kc {
+                    out[p * nr + j] = 0.0;
+                }
+            }
+        }
+    } else {
+        for (p, row) in out.chunks_exact_mut(nr).take(kc).enumerate() {
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = if j < cols {
+                    b[r.offset + (pc + p) * r.rs + (j0 + j) * r.cs]
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+}
+
+/// Packs rows `i0..i0 + rows` x columns `pc..pc + kc` of A into MR-high
+/// micro-panels (`kc * MR` floats each, zero rows past the end).
+#[allow(clippy::too_many_arguments)]
+fn pack_a(out: &mut [f32], mr: usize, a: &[f32], l: Mat, i0: usize, rows: usize, pc: usize, kc: usize) {
+    for (ip, panel) in out.chunks_exact_mut(kc * mr).take(rows.div_ceil(mr)).enumerate() {
+        let r0 = i0 + ip * mr;
+        let h = mr.min(i0 + rows - r0);
+        if l.rs == 1 && h == mr {
+            for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
+                let s = l.offset + r0 + (pc + p) * l.cs;
+                col.copy_from_slice(&a[s..s + mr]);
+            }
+        } else if l.cs == 1 {
+            for i in 0..mr {
+                if i < h {
+                    let s = l.offset + (r0 + i) * l.rs + pc;
+                    for (p, &v) in a[s..s + kc].iter().enumerate() {
+                        panel[p * mr + i] = v;
+                    }
+                } else {
+                    for p in 0..kc {
+                        panel[p * mr + i] = 0.0;
+                    }
+                }
+            }
+        } else {
+            for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
+                for (i, x) in col.iter_mut().enumerate() {
+                    *x = if i < h {
+                        a[l.offset + (r0 + i) * l.rs + (pc + p) * l.cs]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Products below this many multiply-adds stay on one thread: the fork costs more
+/// than the second core saves.
+const PARALLEL_MIN_MACS: usize = 1 << 19;
+
+/// `C = scale * A * B` (or `C += ...` when `accumulate`) for `m`, `n`, `k` >= 1.
+///
+/// With several threads the product is cut into a grid of sub-products (column
+/// ranges first, since repacking A per range is cheaper than repacking B per
+/// row range when n is large), about two per thread, that workers take in turn.
+/// Each sub-product runs the whole loop nest with its own A and B buffers, so the
+/// threads never wait on one another until the end: on a loaded machine a
+/// descheduled thread delays only its own tiles.
+///
+/// # Safety
+/// The `m` x `k` view `l` lies within `a`; a `BSource::View` lies within its slice
+/// (k x n) and a `BSource::Packed` has this `k`, `n` and ISA; `dst` addresses an
+/// `m` x `n` matrix no one else touches during the call; `isa.supported()`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn run(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: Dst,
+    accumulate: bool,
+    a: &[f32],
+    l: Mat,
+    b: BSource,
+    scale: f32,
+    pool: bool,
+) -> Result<()> {
+    let kern = kernel(isa);
+    let (mr, nr) = (kern.mr, kern.nr);
+    let macs = m.saturating_mul(n).saturating_mul(k);
+    let threads = if pool && macs >= PARALLEL_MIN_MACS {
+        rayon::current_num_threads().max(1)
+    } else {
+        1
+    };
+    let (a_panels, b_panels) = (m.div_ceil(mr), n.div_ceil(nr));
+    let (rsplit, csplit) = if threads > 1 {
+        let want = threads * 2;
+        let c = want.min(b_panels);
+        (want.div_ceil(c).min(a_panels), c)
+    } else {
+        (1, 1)
+    };
+    let tasks = rsplit * csplit;
+    // The largest sub-product, for the buffer sizes.
+    let rows_max = a_panels.div_ceil(rsplit) * mr;
+    let cols_max = b_panels.div_ceil(csplit) * nr;
+
+    // Read a row-major B in place when A is at most two micro-panels high.
+    let direct = match b {
+        BSource::View(_, r) => r.cs == 1 && m <= 2 * mr,
+        BSource::Packed(_) => false,
+    };
+    let kc_max = kern.kc.min(k);
+    let nc = match b {
+        BSource::View(..) => kern.nc.min(cols_max),
+        BSource::Packed(_) => cols_max,
+    };
+    // An MC as even as MR allows over each sub-product's rows.
+    let mc = rows_max.div_ceil(rows_max.div_ceil(kern.mc).max(1)).div_ceil(mr) * mr;
+    let too_big = || no_memory(usize::MAX);
+    let a_len = mc.checked_mul(kc_max).ok_or_else(too_big)?;
+    let b_len = match b {
+        BSource::View(..) if !direct => kc_max.checked_mul(nc).ok_or_else(too_big)?,
+        _ => 0,
+    };
+    let per_worker = a_len.checked_add(b_len).ok_or_else(too_big)?;
+    let workers = threads.min(tasks);
+    let mut bufs = Aligned::new(per_worker.checked_mul(workers).ok_or_else(too_big)?)?;
+    let g = Geometry {
+        kern,
+        n,
+        k,
+        mc,
+        nc,
+        kc_max,
+        direct,
+    };
+    let sub = |t: usize, buf: &mut [f32]| {
+        let (ri, ci) = (t / csplit, t % csplit);
+        let i0 = ri * a_panels / rsplit * mr;
+        let i1 = ((ri + 1) * a_panels / rsplit * mr).min(m);
+        let j0 = ci * b_panels / csplit * nr;
+        let j1 = ((ci + 1) * b_panels / csplit * nr).min(n);
+        let (abuf, bbuf) = buf.split_at_mut(a_len);
+        if i0 < i1 && j0 < j1 {
+            g.sub_product(i0..i1, j0..j1, dst, accumulate, a, l, &b, scale, abuf, bbuf);
+        }
+    };
+    if workers > 1 {
+        let next = AtomicUsize::new(0);
+        bufs.as_mut_slice().par_chunks_mut(per_worker).for_each(|buf| loop {
+            let t = next.fetch_add(1, Ordering::Relaxed);
+            if t >= tasks {
+                break;
+            }
+            sub(t, buf);
+        });
+    } else {
+        for t in 0..tasks {
+            sub(t, bufs.as_mut_slice());
+        }
+    }
+    Ok(())
+}
+
+/// The blocking of one product.
+struct Geometry {
+    kern: Kernel,
+    n: usize,
+    k: usize,
+    mc: usize,
+    nc: usize,
+    kc_max: usize,
+    direct: bool,
+}
+
+impl Geometry {
+    /// Rows `rows` x columns `cols` of C (column bounds on NR boundaries), on the
+    /// calling thread.
+    ///
+    /// # Safety
+    /// As for `run`; `abuf` holds `mc * kc_max` floats and, when B is packed here,
+    /// `bbuf` holds `kc_max * nc`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn sub_product(
+        &self,
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        dst: Dst,
+        accumulate: bool,
+        a: &[f32],
+        l: Mat,
+        b: &BSource,
+        scale: f32,
+        abuf: &mut [f32],
+        bbuf: &mut [f32],
+    ) {
+        let kern = self.kern;
+        let (mr, nr, n, k) = (kern.mr, kern.nr, self.n, self.k);
+        let mut jc = cols.start;
+        while jc < cols.end {
+            let ncur = self.nc.min(cols.end - jc);
+            let panels = ncur.div_ceil(nr);
+            let mut pc = 0;
+            while pc < k {
+                let kc = self.kc_max.min(k - pc);
+                // B micro-panel `jp` of this block: its first element, at
+                // `bptr + jp * panel_step`, and its row stride.
+                let (bptr, ldb, panel_step): (*const f32, usize, usize) = match b {
+                    BSource::View(bs, r) if self.direct => (bs.as_ptr().add(r.offset + pc * r.rs + jc), r.rs, nr),
+                    BSource::View(bs, r) => {
+                        let buf = &mut bbuf[..panels * kc * nr];
+                        for (jp, panel) in buf.chunks_mut(kc * nr).enumerate() {
+                            pack_b_panel(panel, nr, bs, *r, pc, kc, jc + jp * nr, n);
+                        }
+                        (buf.as_ptr(), nr, kc * nr)
+                    }
+                    BSource::Packed(p) => {
+                        let n_pad = n.div_ceil(nr) * nr;
+                        (p.data.as_slice().as_ptr().add(pc * n_pad + jc * kc), nr, kc * nr)
+                    }
+                };
+                let acc = accumulate || pc > 0;
+                let mut ic = rows.start;
+                while ic < rows.end {
+                    let mcur = self.mc.min(rows.end - ic);
+                    pack_a(abuf, mr, a, l, ic, mcur, pc, kc);
+                    for jp in 0..panels {
+                        let j = jc + jp * nr;
+                        let bp = bptr.add(jp * panel_step);
+                        for (ip, ap) in abuf.chunks_exact(kc * mr).take(mcur.div_ceil(mr)).enumerate() {
+                            let i = ic + ip * mr;
+                            let tile = Tile {
+                                c: dst.at(i, j),
+                                rsc: dst.rs,
+                                csc: dst.cs,
+                                rows: mr.min(rows.end - i),
+                                cols: nr.min(cols.end - j),
+                                scale,
+                                accumulate: acc,
+                            };
+                            (kern.f)(kc, ap.as_ptr(), bp, ldb, &tile);
+                        }
+                    }
+                    ic += mcur;
+                }
+                pc += kc;
+            }
+            jc += ncur;
+        }
+    }
+}

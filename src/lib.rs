@@ -7,6 +7,7 @@
 #[macro_use]
 pub mod error;
 pub mod binding;
+pub mod compile;
 pub mod engine;
 pub mod graph;
 pub mod ops;

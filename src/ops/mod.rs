@@ -104,6 +104,9 @@ pub enum Op {
     BatchNormalization(normalization::BatchNormalization),
     InstanceNormalization(normalization::InstanceNormalization),
     LayerNormalization(normalization::LayerNormalization),
+    /// An operator the compiler made by fusing others (`crate::compile`); never
+    /// built by `MLGraphBuilder`, and rejected by engines that do not know it.
+    Fused(crate::compile::fused::FusedOp),
 }
 
 impl Op {
@@ -143,6 +146,7 @@ impl Op {
             Op::BatchNormalization(_) => "batchNormalization",
             Op::InstanceNormalization(_) => "instanceNormalization",
             Op::LayerNormalization(_) => "layerNormalization",
+            Op::Fused(f) => f.name(),
         }
     }
 }

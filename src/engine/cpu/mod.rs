@@ -1,12 +1,16 @@
 //! The rayon CPU engine.
 //!
-//! `compile` turns a graph into a `CpuPlan`: the reached operators in topological
+//! `compile` runs the compiler's CPU pipeline (`crate::compile`: constant folding,
+//! batchNormalization folding, bias and epilogue fusion, element-wise chains) and
+//! turns the result into a `CpuPlan`: the reached operators in topological
 //! order, each operand bound to a slot (a caller's input or output buffer, a
 //! constant, or a region of one arena whose layout is planned up front by operand
 //! lifetimes). `execute` runs the steps on the context's rayon pool; kernels split
 //! large work across that same pool. Arenas are pooled per plan so repeated computes
 //! do not allocate.
 
+pub mod epilogue;
+pub mod fused;
 pub mod kernels;
 
 use std::collections::HashMap;
@@ -16,11 +20,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use super::{Bindings, Completion, Engine, Executable, HostBuffer};
+use crate::compile::{self, Passes};
 use crate::error::{Result, WebnnError};
 use crate::graph::builder::{Graph, OperandKind};
 use crate::graph::{ConstantData, OperandDesc, OperandId};
 use crate::ops::Op;
 use kernels::Tensor;
+
+/// Runs one step: a fused operator on its CPU form, any other on its kernel.
+fn run_op(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
+    match op {
+        Op::Fused(f) => fused::run(f, inputs, outputs),
+        _ => kernels::run(op, inputs, outputs),
+    }
+}
 
 /// Thread pools shared by every context asking for the same size, so many contexts
 /// (or worker threads) do not multiply OS threads.
@@ -58,11 +71,44 @@ impl CpuEngine {
         let threads = if threads == 0 { cores } else { threads.min(cores) };
         Ok(CpuEngine { pool: shared_pool(threads)? })
     }
+
+    /// Compiles with the given compiler passes (on this engine's pool, where
+    /// constant folding runs its kernels).
+    pub fn compile_with(&self, graph: Graph, passes: Passes) -> Result<Arc<CpuPlan>> {
+        let graph = self
+            .pool
+            .install(|| compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs)));
+        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone())?))
+    }
+
+    /// Computes one operator on constant inputs: constant folding's evaluator.
+    pub fn evaluate(&self, op: &Op, inputs: &[(&OperandDesc, &[u8])], outputs: &[OperandDesc]) -> Result<Vec<Vec<u8>>> {
+        // Kernels read their inputs as typed slices: give each an aligned copy.
+        let mut in_bufs = Vec::with_capacity(inputs.len());
+        for (d, bytes) in inputs {
+            let mut b = AlignedBuf::new(bytes.len())?;
+            b.bytes_mut()[..bytes.len()].copy_from_slice(bytes);
+            in_bufs.push((*d, b));
+        }
+        let ins: Vec<Tensor> = in_bufs
+            .iter()
+            .map(|(d, b)| Tensor { data: &b.bytes()[..d.byte_length()], shape: &d.shape, data_type: d.data_type })
+            .collect();
+        let mut out_bufs = outputs.iter().map(|d| AlignedBuf::new(d.byte_length())).collect::<Result<Vec<_>>>()?;
+        let mut outs: Vec<(&mut [u8], &[usize])> = out_bufs
+            .iter_mut()
+            .zip(outputs)
+            .map(|(b, d)| (&mut b.bytes_mut()[..d.byte_length()], d.shape.as_slice()))
+            .collect();
+        catch_unwind(AssertUnwindSafe(|| run_op(op, &ins, &mut outs)))
+            .map_err(|_| WebnnError::Operation("internal: constant folding panicked".into()))??;
+        Ok(out_bufs.iter().zip(outputs).map(|(b, d)| b.bytes()[..d.byte_length()].to_vec()).collect())
+    }
 }
 
 impl Engine for CpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
-        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone())?))
+        Ok(self.compile_with(graph, Passes::from_env())?)
     }
 }
 
@@ -91,6 +137,16 @@ impl AlignedBuf {
 
     fn ptr(&mut self) -> *mut u8 {
         self.blocks.as_mut_ptr() as *mut u8
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the blocks are plain bytes, `len()` of them.
+        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr() as *const u8, self.len()) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.len()) }
     }
 
     fn len(&self) -> usize {
@@ -295,7 +351,7 @@ impl CpuPlan {
                 let data = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
                 outs.push((data, self.descs[&o].shape.as_slice()));
             }
-            kernels::run(&step.op, &ins, &mut outs)?;
+            run_op(&step.op, &ins, &mut outs)?;
         }
         for &(from, to) in &self.output_copies {
             if let Some(dst) = bindings.outputs[to] {

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use super::gemm_core::{alloc_f32, f32_input, sgemm, sgemm_shared, with_f32_output, Mat, SharedMut, Threads};
 use super::Tensor;
+use crate::engine::cpu::epilogue::{Bias, Epi};
 use crate::error::Result;
 use crate::ops::conv::{pick, strides_at, Conv2dAttrs, ConvTranspose2dAttrs, InputLayout};
 
@@ -33,6 +34,57 @@ const COL_BUDGET: usize = 1 << 20;
 
 /// Multiply-adds below which a kernel stays on the calling thread.
 const PARALLEL_MIN_WORK: usize = 1 << 15;
+
+/// Floats of one block of GEMM results that gets its bias and epilogue right after
+/// the GEMM call: small enough to still be in L2.
+const EPI_BUDGET: usize = 1 << 15;
+
+/// The output as several tasks write it, each to elements no other touches, for
+/// the bias and epilogue of its blocks (`SharedMut` serves the GEMM calls).
+#[derive(Clone, Copy)]
+struct RawOut {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: tasks write disjoint blocks (each caller's geometry guarantees it).
+unsafe impl Send for RawOut {}
+unsafe impl Sync for RawOut {}
+
+impl RawOut {
+    /// # Safety
+    /// No other thread may access elements [at, at + n) while the slice lives.
+    unsafe fn slice<'s>(self, at: usize, n: usize) -> &'s mut [f32] {
+        assert!(at.checked_add(n).is_some_and(|end| end <= self.len), "internal: conv block out of bounds");
+        std::slice::from_raw_parts_mut(self.ptr.add(at), n)
+    }
+}
+
+/// Bias and epilogue of an nchw block of `rows` channels (from channel `c0` of
+/// the output, rows `stride` apart) by `width` pixels starting at `offset`.
+#[allow(clippy::too_many_arguments)]
+fn finish_nchw_block(out: RawOut, offset: usize, rows: usize, width: usize, stride: usize, c0: usize, bias: Option<&[f32]>, epi: &Epi) {
+    if bias.is_none() && epi.is_empty() {
+        return;
+    }
+    for r in 0..rows {
+        let at = offset + r * stride;
+        // SAFETY: the calling task alone writes this block.
+        let row = unsafe { out.slice(at, width) };
+        epi.apply(row, at, bias.map_or(Bias::None, |b| Bias::Scalar(b[c0 + r])));
+    }
+}
+
+/// Pixels (nchw) or rows (nhwc) per block whose results get their epilogue at
+/// once: about `EPI_BUDGET` floats of `per_item` each, at least 64, and enough
+/// blocks that with `others` independent ones they cover the pool.
+fn epi_block(total: usize, per_item: usize, others: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    let by_budget = (EPI_BUDGET / per_item.max(1)).max(64);
+    let want_blocks = threads.div_ceil(others.max(1)).max(1);
+    let by_threads = total.div_ceil(want_blocks).max(32.min(total));
+    by_budget.min(by_threads).clamp(1, total.max(1))
+}
 
 /// Sizes of one convolution, in nchw terms whatever the layouts.
 #[derive(Debug, Clone, Copy)]
@@ -160,15 +212,30 @@ pub fn conv2d(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
-    conv2d_with(x, f, bias, attrs, out, out_shape, COL_BUDGET)
+    conv2d_with(x, f, bias, attrs, &Epi::NONE, out, out_shape, COL_BUDGET)
+}
+
+/// conv2d whose results go through `epi` (after the bias) block by block.
+pub fn conv2d_fused(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &Conv2dAttrs,
+    epi: &Epi,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
+    conv2d_with(x, f, bias, attrs, epi, out, out_shape, COL_BUDGET)
 }
 
 /// conv2d with im2col blocks of at most `col_budget` floats (or one pixel).
+#[allow(clippy::too_many_arguments)]
 fn conv2d_with(
     x: &Tensor,
     f: &Tensor,
     bias: Option<&Tensor>,
     attrs: &Conv2dAttrs,
+    epi: &Epi,
     out: &mut [u8],
     out_shape: &[usize],
     col_budget: usize,
@@ -200,8 +267,8 @@ fn conv2d_with(
     let bs = bias.map(f32_input).transpose()?;
     let f_strides = strides_at(f.shape, axes);
     let f_dims = [out_c, cig, k_h, k_w];
+    let bs = bs.as_deref();
     with_f32_output(out, x.data_type, |dst| {
-        init_bias(dst, bs.as_deref(), layout, out_c, g.out_plane());
         if g.groups == g.in_c && g.groups == g.out_c {
             // Depthwise: the filter as [c][kh][kw] (nchw) or [kh][kw][c] (nhwc).
             let order = if layout == InputLayout::Nchw {
@@ -211,8 +278,8 @@ fn conv2d_with(
             };
             let w = pack(&fs, f_strides, f_dims, order)?;
             return match layout {
-                InputLayout::Nchw => depthwise_nchw(&xs, &w, &g, dst),
-                InputLayout::Nhwc => depthwise_nhwc(&xs, &w, &g, dst),
+                InputLayout::Nchw => depthwise_nchw(&xs, &w, &g, bs, epi, dst),
+                InputLayout::Nhwc => depthwise_nhwc(&xs, &w, &g, bs, epi, dst),
             };
         }
         // The filter as a [outputChannels, K] matrix per group, K running over
@@ -254,10 +321,10 @@ fn conv2d_with(
         };
         let pointwise = k_h == 1 && k_w == 1 && g.stride == [1, 1] && attrs.padding == [0; 4];
         match (layout, pointwise) {
-            (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, fm, &g, dst),
-            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, fm, &g, dst),
-            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, fm, &g, col_budget, dst),
-            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, fm, &g, col_budget, dst),
+            (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, fm, &g, bs, epi, dst),
+            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, fm, &g, bs, epi, dst),
+            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, fm, &g, col_budget, bs, epi, dst),
+            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, fm, &g, col_budget, bs, epi, dst),
         }
     })
 }
@@ -282,52 +349,88 @@ impl FilterMat {
     }
 }
 
-/// 1x1, unit strides, no padding, nchw: per (batch, group), out[cog, HW] +=
-/// W[cog, cig] * X[cig, HW].
-fn pointwise_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
+/// 1x1, unit strides, no padding, nchw: tasks of (batch, group, block of pixels),
+/// each out[cog, block] = W[cog, cig] * X[cig, block], then the block's bias and
+/// epilogue.
+#[allow(clippy::too_many_arguments)]
+fn pointwise_nchw(
+    x: &[f32],
+    w: &[f32],
+    fm: FilterMat,
+    g: &Geometry,
+    bias: Option<&[f32]>,
+    epi: &Epi,
+    dst: &mut [f32],
+) -> Result<()> {
     let p = g.out_plane();
-    let per_batch = g.out_c * p;
-    let threads = rayon::current_num_threads();
-    let run = |n: usize, out: &mut [f32], threads: Threads| {
-        for grp in 0..g.groups {
-            let d = Mat::rows(grp * g.cog * p, p);
-            let l = fm.of(grp);
-            let r = Mat::rows((n * g.in_c + grp * g.cig) * p, p);
-            sgemm(g.cog, p, g.cig, out, d, true, w, l, x, r, 1.0, threads)?;
-        }
+    let pc = epi_block(p, g.cog, g.batches * g.groups);
+    let blocks = p.div_ceil(pc);
+    let tasks = g.batches * g.groups * blocks;
+    let threads = if tasks >= rayon::current_num_threads() {
+        Threads::One
+    } else {
+        Threads::Pool
+    };
+    let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
+    // SAFETY: `raw` and `out` both come from `dst`, borrowed for the whole call.
+    let out = SharedMut::new(unsafe { std::slice::from_raw_parts_mut(raw.ptr, raw.len) });
+    let task = |t: usize| -> Result<()> {
+        let (nb, block) = (t / blocks, t % blocks);
+        let (n, grp) = (nb / g.groups, nb % g.groups);
+        let p0 = block * pc;
+        let width = pc.min(p - p0);
+        let d = Mat { offset: (n * g.out_c + grp * g.cog) * p + p0, rs: p, cs: 1 };
+        let r = Mat { offset: (n * g.in_c + grp * g.cig) * p + p0, rs: p, cs: 1 };
+        // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
+        // batch n at pixels [p0, p0 + width).
+        unsafe { sgemm_shared(g.cog, width, g.cig, out, d, false, w, fm.of(grp), x, r, 1.0, threads)? };
+        finish_nchw_block(raw, d.offset, g.cog, width, p, grp * g.cog, bias, epi);
         Ok(())
     };
-    let work = per_batch.saturating_mul(g.cig);
-    if g.batches >= threads && work.saturating_mul(g.batches) >= PARALLEL_MIN_WORK {
-        dst.par_chunks_mut(per_batch)
-            .enumerate()
-            .try_for_each(|(n, out)| run(n, out, Threads::One))
+    if tasks == 1 {
+        task(0)
     } else {
-        dst.chunks_mut(per_batch)
-            .enumerate()
-            .try_for_each(|(n, out)| run(n, out, Threads::Pool))
+        (0..tasks).into_par_iter().try_for_each(task)
     }
 }
 
-/// 1x1, unit strides, no padding, nhwc: out[N*HW, cog] += X[N*HW, cig] * W^T, the
-/// input's channels of each group read in place.
-fn pointwise_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, dst: &mut [f32]) -> Result<()> {
+/// 1x1, unit strides, no padding, nhwc: tasks of blocks of rows (pixels over all
+/// batches), each out[rows, cog] = X[rows, cig] * W^T per group with the input's
+/// channels of each group read in place, then the block's bias and epilogue.
+#[allow(clippy::too_many_arguments)]
+fn pointwise_nhwc(
+    x: &[f32],
+    w: &[f32],
+    fm: FilterMat,
+    g: &Geometry,
+    bias: Option<&[f32]>,
+    epi: &Epi,
+    dst: &mut [f32],
+) -> Result<()> {
     let rows = g.batches * g.out_plane();
-    for grp in 0..g.groups {
-        let d = Mat {
-            offset: grp * g.cog,
-            rs: g.out_c,
-            cs: 1,
-        };
-        let l = Mat {
-            offset: grp * g.cig,
-            rs: g.in_c,
-            cs: 1,
-        };
-        let r = fm.of(grp).t();
-        sgemm(rows, g.cog, g.cig, dst, d, true, x, l, w, r, 1.0, Threads::Pool)?;
+    let rc = epi_block(rows, g.out_c, 1);
+    let tasks = rows.div_ceil(rc);
+    let threads = if tasks >= rayon::current_num_threads() {
+        Threads::One
+    } else {
+        Threads::Pool
+    };
+    let task = |t: usize, out: &mut [f32]| -> Result<()> {
+        let r0 = t * rc;
+        let height = out.len() / g.out_c;
+        for grp in 0..g.groups {
+            let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
+            let l = Mat { offset: r0 * g.in_c + grp * g.cig, rs: g.in_c, cs: 1 };
+            sgemm(height, g.cog, g.cig, out, d, false, x, l, w, fm.of(grp).t(), 1.0, threads)?;
+        }
+        epi.apply(out, r0 * g.out_c, Bias::vector(bias));
+        Ok(())
+    };
+    if tasks == 1 {
+        task(0, dst)
+    } else {
+        dst.par_chunks_mut(rc * g.out_c).enumerate().try_for_each(|(t, out)| task(t, out))
     }
-    Ok(())
 }
 
 /// Block size (output pixels or rows) for im2col: within the budget and small
@@ -342,8 +445,19 @@ fn block_size(total: usize, k: usize, others: usize, budget: usize) -> usize {
 }
 
 /// General nchw: tasks of (batch, group, block of output pixels), each one im2col
-/// block [K, block] with K = (ci, ky, kx), then out[cog, block] += W[cog, K] * col.
-fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: usize, dst: &mut [f32]) -> Result<()> {
+/// block [K, block] with K = (ci, ky, kx), then out[cog, block] = W[cog, K] * col,
+/// then the block's bias and epilogue.
+#[allow(clippy::too_many_arguments)]
+fn im2col_gemm_nchw(
+    x: &[f32],
+    w: &[f32],
+    fm: FilterMat,
+    g: &Geometry,
+    budget: usize,
+    bias: Option<&[f32]>,
+    epi: &Epi,
+    dst: &mut [f32],
+) -> Result<()> {
     let p = g.out_plane();
     let k = g.cig * g.k_h * g.k_w;
     let pc = block_size(p, k, g.batches * g.groups, budget);
@@ -358,7 +472,9 @@ fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
     let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
         .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
         .collect();
-    let out = SharedMut::new(dst);
+    let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
+    // SAFETY: `raw` and `out` both come from `dst`, borrowed for the whole call.
+    let out = SharedMut::new(unsafe { std::slice::from_raw_parts_mut(raw.ptr, raw.len) });
     (0..tasks).into_par_iter().try_for_each_init(
         || alloc_f32(k * pc),
         |col, t| {
@@ -388,15 +504,17 @@ fn im2col_gemm_nchw(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
                     k,
                     out,
                     d,
-                    true,
+                    false,
                     w,
                     l,
                     col,
                     Mat::rows(0, width),
                     1.0,
                     threads,
-                )
-            }
+                )?
+            };
+            finish_nchw_block(raw, d.offset, g.cog, width, p, grp * g.cog, bias, epi);
+            Ok(())
         },
     )
 }
@@ -471,8 +589,18 @@ fn fill_row_nchw(
 
 /// General nhwc: tasks of blocks of output pixels over all batches (contiguous
 /// output rows), each one im2col block [block, K] with K = (ky, kx, ci) per group,
-/// then out[block, cog] += col * W^T.
-fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: usize, dst: &mut [f32]) -> Result<()> {
+/// then out[block, cog] = col * W^T, then the block's bias and epilogue.
+#[allow(clippy::too_many_arguments)]
+fn im2col_gemm_nhwc(
+    x: &[f32],
+    w: &[f32],
+    fm: FilterMat,
+    g: &Geometry,
+    budget: usize,
+    bias: Option<&[f32]>,
+    epi: &Epi,
+    dst: &mut [f32],
+) -> Result<()> {
     let rows = g.batches * g.out_plane();
     let k = g.k_h * g.k_w * g.cig;
     let rc = block_size(rows, k, 1, budget);
@@ -502,8 +630,9 @@ fn im2col_gemm_nhwc(x: &[f32], w: &[f32], fm: FilterMat, g: &Geometry, budget: u
                     cs: 1,
                 };
                 let r = fm.of(grp).t();
-                sgemm(height, g.cog, k, out, d, true, col, Mat::rows(0, k), w, r, 1.0, threads)?;
+                sgemm(height, g.cog, k, out, d, false, col, Mat::rows(0, k), w, r, 1.0, threads)?;
             }
+            epi.apply(out, r0 * g.out_c, Bias::vector(bias));
             Ok(())
         },
     )
@@ -551,13 +680,15 @@ struct Depthwise<'a> {
     x: &'a [f32],
     w: &'a [f32],
     g: &'a Geometry,
+    bias: Option<&'a [f32]>,
+    epi: &'a Epi<'a>,
     x_ranges: Vec<(usize, usize)>,
     /// Output columns where every filter column is inside the input.
     inner: (usize, usize),
 }
 
 impl<'a> Depthwise<'a> {
-    fn new(x: &'a [f32], w: &'a [f32], g: &'a Geometry) -> Self {
+    fn new(x: &'a [f32], w: &'a [f32], g: &'a Geometry, bias: Option<&'a [f32]>, epi: &'a Epi<'a>) -> Self {
         let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
             .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
             .collect();
@@ -567,6 +698,8 @@ impl<'a> Depthwise<'a> {
             x,
             w,
             g,
+            bias,
+            epi,
             x_ranges,
             inner: (lo, hi),
         }
@@ -598,8 +731,8 @@ macro_rules! avx2_dispatch {
 /// Depthwise nchw: each output row of each (batch, channel) plane on its own. The
 /// interior, where every filter column lands inside the input, is summed over the
 /// taps `LANES` outputs at a time in registers; the edges element by element.
-fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
-    let d = Depthwise::new(x, w, g);
+fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    let d = Depthwise::new(x, w, g, bias, epi);
     split_rows(dst, g.out_w, g.out_w * g.k_h * g.k_w, |first, chunk| {
         avx2_dispatch!(depthwise_nchw_rows, &d, first, chunk)
     })
@@ -632,6 +765,7 @@ fn depthwise_nchw_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
         let row = first + r;
         let (nc, oy) = (row / g.out_h, row % g.out_h);
         let c = nc % g.in_c;
+        out_row.fill(d.bias.map_or(0.0, |b| b[c]));
         let plane = &d.x[nc * plane_in..][..plane_in];
         rows.clear();
         for ky in 0..g.k_h {
@@ -667,6 +801,7 @@ fn depthwise_nchw_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
         for ox in (0..inner_lo).chain(tail..g.out_w) {
             out_row[ox] += depthwise_nchw_single(d, &rows, ox);
         }
+        d.epi.apply(out_row, row * g.out_w, Bias::None);
     }
 }
 
@@ -700,8 +835,8 @@ fn depthwise_block(rows: &[(&[f32], usize)], w: &[f32], g: &Geometry, ox0: usize
 
 /// Depthwise nhwc: pixel by pixel, each block of `LANES` channels summed over the
 /// filter taps in registers, then stored once.
-fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, dst: &mut [f32]) -> Result<()> {
-    let d = Depthwise::new(x, w, g);
+fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    let d = Depthwise::new(x, w, g, bias, epi);
     let row_len = g.out_w * g.in_c;
     split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| {
         avx2_dispatch!(depthwise_nhwc_rows, &d, first, chunk)
@@ -719,6 +854,10 @@ fn depthwise_nhwc_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
         let row = first + r;
         let (n, oy) = (row / g.out_h, row % g.out_h);
         for (ox, out) in out_row.chunks_mut(c).enumerate() {
+            match d.bias {
+                Some(b) => out.copy_from_slice(b),
+                None => out.fill(0.0),
+            }
             taps.clear();
             for ky in 0..g.k_h {
                 let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
@@ -759,6 +898,7 @@ fn depthwise_nhwc_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
                 }
             }
         }
+        d.epi.apply(out_row, row * g.out_w * c, Bias::None);
     }
 }
 
@@ -770,7 +910,22 @@ pub fn conv_transpose2d(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
-    conv_transpose2d_with(x, f, bias, attrs, out, out_shape, TransposeMode::Auto)
+    conv_transpose2d_with(x, f, bias, attrs, &Epi::NONE, out, out_shape, TransposeMode::Auto)
+}
+
+/// convTranspose2d whose results go through `epi` (after the bias). Every tap adds
+/// into the whole output, so the epilogue runs once the last tap is in, row block
+/// by row block.
+pub fn conv_transpose2d_fused(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &ConvTranspose2dAttrs,
+    epi: &Epi,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
+    conv_transpose2d_with(x, f, bias, attrs, epi, out, out_shape, TransposeMode::Auto)
 }
 
 /// How convTranspose2d computes: chosen by shape, or forced (for tests).
@@ -789,11 +944,13 @@ enum TransposeMode {
 /// padding) get there, and the direct loop visits only what lands inside.
 const TRANSPOSE_TMP_LIMIT: usize = 4 * COL_BUDGET;
 
+#[allow(clippy::too_many_arguments)]
 fn conv_transpose2d_with(
     x: &Tensor,
     f: &Tensor,
     bias: Option<&Tensor>,
     attrs: &ConvTranspose2dAttrs,
+    epi: &Epi,
     out: &mut [u8],
     out_shape: &[usize],
     mode: TransposeMode,
@@ -835,7 +992,16 @@ fn conv_transpose2d_with(
                 transpose_direct(xs, fs, fst, &g, layout, dst)
             }
             TransposeMode::Auto => transpose_gemm(xs, fs, fst, &g, layout, COL_BUDGET, dst),
+        }?;
+        if epi.is_empty() {
+            return Ok(());
         }
+        split_rows(dst, out_w, out_w, |first, chunk| {
+            for (r, row) in chunk.chunks_mut(out_w).enumerate() {
+                epi.apply(row, (first + r) * out_w, Bias::None);
+            }
+            Ok(())
+        })
     })
 }
 
@@ -1265,7 +1431,7 @@ mod tests {
                 let k = wd[1] * wd[2] * wd[3];
                 for budget in [COL_BUDGET, 1, 3 * k] {
                     let mut ob = vec![0xa5u8; out.byte_length()];
-                    conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape, budget).unwrap();
+                    conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &Epi::NONE, &mut ob, &out.shape, budget).unwrap();
                     let got = floats(&ob, dt);
                     let eps = if dt == DataType::Float16 {
                         2f64.powi(-10)
@@ -1451,7 +1617,7 @@ mod tests {
                     TransposeMode::Direct,
                 ] {
                     let mut ob = vec![0xa5u8; out.byte_length()];
-                    conv_transpose2d_with(&tx, &tw, tb.as_ref(), &attrs, &mut ob, &out.shape, mode).unwrap();
+                    conv_transpose2d_with(&tx, &tw, tb.as_ref(), &attrs, &Epi::NONE, &mut ob, &out.shape, mode).unwrap();
                     let got = floats(&ob, dt);
                     let k = (xd[1] / groups * wd[2] * wd[3]) as f64;
                     let eps = if dt == DataType::Float16 {

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::gemm_core::{f32_input, sgemm, with_f32_output, Mat, Threads};
 use super::Tensor;
+use crate::engine::cpu::epilogue::{Bias, Epi};
 use crate::error::Result;
 use crate::ops::matmul::GemmOptions;
 
@@ -40,6 +41,38 @@ fn batch_offset(mut index: usize, out: &[usize], strides: &[usize]) -> usize {
 const PARALLEL_MIN_WORK: usize = 1 << 16;
 
 pub fn matmul(a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    matmul_fused(a, b, None, &Epi::NONE, out, out_shape)
+}
+
+/// Elements per parallel task of an epilogue pass over GEMM results.
+const EPI_TASK: usize = 1 << 14;
+
+/// Adds `bias` (along rows of `n`) to `dst` and applies the epilogue, in tasks of
+/// whole rows.
+fn finish_rows(dst: &mut [f32], n: usize, bias: Option<&[f32]>, epi: &Epi) {
+    if bias.is_none() && epi.is_empty() {
+        return;
+    }
+    let rows = EPI_TASK.div_ceil(n.max(1)).max(1);
+    let chunk = rows * n.max(1);
+    if dst.len() <= chunk {
+        epi.apply(dst, 0, Bias::vector(bias));
+        return;
+    }
+    dst.par_chunks_mut(chunk)
+        .enumerate()
+        .for_each(|(i, c)| epi.apply(c, i * chunk, Bias::vector(bias)));
+}
+
+/// matmul plus `bias` (a vector along the last axis), then `epi`.
+pub fn matmul_fused(
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    epi: &Epi,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
     let (ra, rb, ro) = (a.shape.len(), b.shape.len(), out_shape.len());
     let (m, k, n) = (a.shape[ra - 2], a.shape[ra - 1], b.shape[rb - 1]);
     let batch_shape = &out_shape[..ro - 2];
@@ -48,13 +81,14 @@ pub fn matmul(a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Re
     let sb = batch_strides(&b.shape[..rb - 2], batch_shape, k * n);
     let xa = f32_input(a)?;
     let xb = f32_input(b)?;
-    let (xa, xb) = (&*xa, &*xb);
+    let xbias = bias.map(f32_input).transpose()?;
+    let (xa, xb, xbias) = (&*xa, &*xb, xbias.as_deref());
     with_f32_output(out, a.data_type, |dst| {
         let a_batches: usize = a.shape[..ra - 2].iter().product();
         let b_batches: usize = b.shape[..rb - 2].iter().product();
         if b_batches == 1 && a_batches == batches {
             // A's batches are exactly the output's, in order: one [batches*M, K] GEMM.
-            return sgemm(
+            sgemm(
                 batches * m,
                 n,
                 k,
@@ -67,7 +101,9 @@ pub fn matmul(a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Re
                 Mat::rows(0, n),
                 1.0,
                 Threads::Pool,
-            );
+            )?;
+            finish_rows(dst, n, xbias, epi);
+            return Ok(());
         }
         let one = |i: usize, chunk: &mut [f32], threads: Threads| {
             let oa = batch_offset(i, batch_shape, &sa);
@@ -85,7 +121,11 @@ pub fn matmul(a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Re
                 Mat::rows(ob, n),
                 1.0,
                 threads,
-            )
+            )?;
+            if xbias.is_some() || !epi.is_empty() {
+                epi.apply(chunk, i * m * n, Bias::vector(xbias));
+            }
+            Ok(())
         };
         let work = m.saturating_mul(n).saturating_mul(k);
         let threads = rayon::current_num_threads();
@@ -107,6 +147,19 @@ pub fn gemm(
     b: &Tensor,
     c: Option<&Tensor>,
     o: &GemmOptions,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<()> {
+    gemm_fused(a, b, c, o, &Epi::NONE, out, out_shape)
+}
+
+/// gemm, then `epi`.
+pub fn gemm_fused(
+    a: &Tensor,
+    b: &Tensor,
+    c: Option<&Tensor>,
+    o: &GemmOptions,
+    epi: &Epi,
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
@@ -155,7 +208,9 @@ pub fn gemm(
             lb,
             o.alpha,
             Threads::Pool,
-        )
+        )?;
+        finish_rows(dst, n, None, epi);
+        Ok(())
     })
 }
 

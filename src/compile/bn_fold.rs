@@ -1,0 +1,196 @@
+//! batchNormalization folded into the conv2d before it. With the conv's filter (and
+//! bias) and the normalization's mean, variance, scale and bias all constants, and
+//! the conv's output read by the normalization alone, along the conv's channel
+//! axis:
+//!
+//!   s[o] = scale[o] / sqrt(variance[o] + epsilon)
+//!   filter'[o, ...] = filter[o, ...] * s[o]
+//!   bias'[o] = (bias[o] - mean[o]) * s[o] + bnBias[o]
+//!
+//! computed in float64 and rounded once to the data type (float32 or float16). The
+//! result is a plain conv2d writing the normalization's output operand; the old
+//! constants stay for whatever else reads them (`compact` drops them otherwise).
+
+use super::{constant_f64, desc, is_float, push_constant_f64, rewrite_all, Rewrite, Uses};
+use crate::graph::builder::{Graph, Operator};
+use crate::graph::OperandDesc;
+use crate::ops::conv::{strides_at, InputLayout};
+use crate::ops::Op;
+
+/// Folds every foldable pair; returns how many.
+pub fn run(g: &mut Graph) -> usize {
+    rewrite_all(g, find)
+}
+
+fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
+    let bn_op = &g.operators[i];
+    let Op::BatchNormalization(bn) = bn_op.op else { return None };
+    let x = bn_op.inputs[0];
+    let p = uses.fusable_producer(x, i)?;
+    let conv = &g.operators[p];
+    let Op::Conv2d(attrs) = &conv.op else { return None };
+    let out = desc(g, x).clone();
+    if !is_float(out.data_type) {
+        return None;
+    }
+    let channel_axis = match attrs.input_layout {
+        InputLayout::Nchw => 1,
+        InputLayout::Nhwc => 3,
+    };
+    if bn.axis != channel_axis {
+        return None;
+    }
+    let channels = out.shape[channel_axis];
+    let filter_id = conv.inputs[1];
+    let filter = constant_f64(g, filter_id)?;
+    let conv_bias = match attrs.has_bias {
+        true => constant_f64(g, conv.inputs[2])?,
+        false => vec![0.0; channels],
+    };
+    let mut at = 0;
+    let mut param = |present: bool| -> Option<Option<Vec<f64>>> {
+        if !present {
+            return Some(None);
+        }
+        at += 1;
+        constant_f64(g, bn_op.inputs.get(at).copied()?).map(Some)
+    };
+    let mean = param(true)?.unwrap_or_default();
+    let variance = param(true)?.unwrap_or_default();
+    let scale = param(bn.has_scale)?;
+    let bn_bias = param(bn.has_bias)?;
+    if mean.len() != channels || variance.len() != channels {
+        return None;
+    }
+    let eps = bn.epsilon as f64;
+    let s: Vec<f64> = (0..channels)
+        .map(|o| scale.as_ref().map_or(1.0, |v| v[o]) / (variance[o] + eps).sqrt())
+        .collect();
+    let filter_desc = desc(g, filter_id).clone();
+    let axes = attrs.filter_layout.axes();
+    // Element stride and size of the output-channel axis in the filter's own layout.
+    let o_stride = strides_at(&filter_desc.shape, axes)[0];
+    let o_size = filter_desc.shape[axes[0]];
+    if o_size != channels {
+        return None;
+    }
+    let new_filter: Vec<f64> = filter.iter().enumerate().map(|(k, &w)| w * s[(k / o_stride) % o_size]).collect();
+    let new_bias: Vec<f64> = (0..channels)
+        .map(|o| (conv_bias[o] - mean[o]) * s[o] + bn_bias.as_ref().map_or(0.0, |v| v[o]))
+        .collect();
+    let mut attrs = attrs.clone();
+    attrs.has_bias = true;
+    let input = conv.inputs[0];
+    let bn_out = g.operators[i].outputs.clone();
+    let f = push_constant_f64(g, filter_desc, &new_filter);
+    let b = push_constant_f64(g, OperandDesc::new(out.data_type, vec![channels]), &new_bias);
+    Some(Rewrite {
+        at: p,
+        op: Operator { op: Op::Conv2d(attrs), inputs: vec![input, f, b], outputs: bn_out },
+        remove: vec![i],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::testing::*;
+    use crate::graph::DataType;
+    use crate::ops::conv::{Conv2dFilterLayout, Conv2dOptions};
+    use crate::ops::UnaryKind;
+
+    fn conv_bn(
+        t: DataType,
+        layout: InputLayout,
+        fl: Conv2dFilterLayout,
+        groups: usize,
+        bias: bool,
+        scale_bias: bool,
+    ) -> (Graph, usize) {
+        let mut b = Builder::new();
+        let (c, o) = (4, 6);
+        let xs = match layout {
+            InputLayout::Nchw => [2, c, 7, 6],
+            InputLayout::Nhwc => [2, 7, 6, c],
+        };
+        let x = b.input_t("x", t, &xs);
+        let logical = [o, c / groups, 3, 3];
+        let fshape: Vec<usize> = match fl {
+            Conv2dFilterLayout::Oihw => logical.to_vec(),
+            Conv2dFilterLayout::Hwio => vec![3, 3, c / groups, o],
+            Conv2dFilterLayout::Ohwi => vec![o, 3, 3, c / groups],
+            Conv2dFilterLayout::Ihwo => vec![c / groups, 3, 3, o],
+        };
+        let f = b.constant_t(t, &fshape, -0.5, 0.5);
+        let cb = bias.then(|| b.constant_t(t, &[o], -0.5, 0.5));
+        let opts = Conv2dOptions {
+            padding: Some(vec![1, 1, 0, 1]),
+            groups,
+            input_layout: layout,
+            filter_layout: fl,
+            ..Default::default()
+        };
+        let y = b.b.conv2d(x, f, cb, &opts).unwrap();
+        let mean = b.constant_t(t, &[o], -0.2, 0.2);
+        let var = b.constant_t(t, &[o], 0.5, 1.5);
+        let scale = scale_bias.then(|| b.constant_t(t, &[o], 0.5, 1.0));
+        let bb = scale_bias.then(|| b.constant_t(t, &[o], -0.2, 0.2));
+        let axis = if layout == InputLayout::Nchw { 1 } else { 3 };
+        let z = b.b.batch_normalization(y, mean, var, scale, bb, axis, 1e-5).unwrap();
+        let r = b.b.unary(UnaryKind::Relu, z).unwrap();
+        (b.b.build(&[("r".into(), r)]).unwrap(), y)
+    }
+
+    #[test]
+    fn folds_into_conv_for_every_layout_and_agrees() {
+        use Conv2dFilterLayout as FL;
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for fl in [FL::Oihw, FL::Hwio, FL::Ohwi, FL::Ihwo] {
+                for (groups, bias, sb) in [(1, false, true), (2, true, false), (1, true, true)] {
+                    let (mut g, _) = conv_bn(DataType::Float32, layout, fl, groups, bias, sb);
+                    assert_agree(&g, 1e-5);
+                    assert_eq!(run(&mut g), 1);
+                    assert_eq!(ops(&g), ["conv2d", "relu"]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn folds_float16() {
+        let (mut g, _) = conv_bn(DataType::Float16, InputLayout::Nchw, Conv2dFilterLayout::Oihw, 1, true, true);
+        assert_agree(&g, 4e-3);
+        assert_eq!(run(&mut g), 1);
+    }
+
+    #[test]
+    fn does_not_fold_when_the_conv_output_is_read_elsewhere() {
+        // The conv output is also a graph output.
+        let (mut g, y) = conv_bn(DataType::Float32, InputLayout::Nchw, Conv2dFilterLayout::Oihw, 1, false, true);
+        g.outputs.push(("y".into(), y));
+        assert_eq!(run(&mut g), 0);
+    }
+
+    #[test]
+    fn does_not_fold_non_constant_parameters() {
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 2, 4, 4]);
+        let f = b.constant(&[3, 2, 1, 1], -1.0, 1.0);
+        let y = b.b.conv2d(x, f, None, &Conv2dOptions::default()).unwrap();
+        let mean = b.input("mean", &[3]);
+        let var = b.constant(&[3], 0.5, 1.5);
+        let z = b.b.batch_normalization(y, mean, var, None, None, 1, 1e-5).unwrap();
+        let mut g = b.b.build(&[("z".into(), z)]).unwrap();
+        assert_eq!(run(&mut g), 0);
+        // Nor a batchNormalization over another axis than the channels.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 2, 4, 4]);
+        let f = b.constant(&[3, 2, 1, 1], -1.0, 1.0);
+        let y = b.b.conv2d(x, f, None, &Conv2dOptions::default()).unwrap();
+        let mean = b.constant(&[4], -1.0, 1.0);
+        let var = b.constant(&[4], 0.5, 1.5);
+        let z = b.b.batch_normalization(y, mean, var, None, None, 2, 1e-5).unwrap();
+        let mut g = b.b.build(&[("z".into(), z)]).unwrap();
+        assert_eq!(run(&mut g), 0);
+    }
+}

@@ -1,0 +1,147 @@
+//! The fused operator forms the compiler emits (`Op::Fused`). `MLGraphBuilder`
+//! never creates them and the builder's validation never sees them: a pass makes
+//! one only from operators that were already validated, and only for float32 and
+//! float16 operands. Engines that do not know them reject them (the GPU lowering's
+//! NotSupported arm); the CPU engine runs each as one kernel whose epilogue is
+//! applied to each computed block while it is still in cache.
+
+use crate::ops::conv::{Conv2dAttrs, ConvTranspose2dAttrs};
+use crate::ops::matmul::GemmOptions;
+use crate::ops::{Activation, BinaryKind, UnaryKind};
+
+/// One element-wise float function of an epilogue or a chain, applied in float32.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stage {
+    /// A float unary operator (abs, exp, relu, sigmoid, ...).
+    Unary(UnaryKind),
+    /// An element-wise activation operator (clamp, elu, gelu, hardSwish, ...).
+    Activation(Activation),
+    /// A binary operator with a scalar constant: `kind(x, value)`, or
+    /// `kind(value, x)` when `scalar_first`.
+    Scalar { kind: BinaryKind, value: f32, scalar_first: bool },
+    /// Adds the next extra input (an operand of the output's shape and type, after
+    /// the operator's own inputs), element by element: a residual connection.
+    AddTensor,
+}
+
+impl Stage {
+    /// The stage of one float32 value (the CPU kernels specialize per stage
+    /// rather than call this per element; tests use it as the definition).
+    pub fn apply(&self, x: f32, extra: f32) -> f32 {
+        match *self {
+            Stage::Unary(k) => unary(k, x),
+            Stage::Activation(a) => a.apply(x),
+            Stage::Scalar { kind, value, scalar_first } => {
+                let (a, b) = if scalar_first { (value, x) } else { (x, value) };
+                binary(kind, a, b)
+            }
+            Stage::AddTensor => x + extra,
+        }
+    }
+}
+
+/// A float unary operator on float32, as the CPU element-wise kernel computes it.
+#[inline(always)]
+pub fn unary(k: UnaryKind, x: f32) -> f32 {
+    match k {
+        UnaryKind::Abs => x.abs(),
+        UnaryKind::Ceil => x.ceil(),
+        UnaryKind::Cos => x.cos(),
+        UnaryKind::Erf => libm::erff(x),
+        UnaryKind::Exp => x.exp(),
+        UnaryKind::Floor => x.floor(),
+        UnaryKind::Log => x.ln(),
+        UnaryKind::Neg => -x,
+        UnaryKind::Reciprocal => 1.0 / x,
+        UnaryKind::Sin => x.sin(),
+        UnaryKind::Sqrt => x.sqrt(),
+        UnaryKind::Tan => x.tan(),
+        UnaryKind::Relu => if x < 0.0 { 0.0 } else { x },
+        UnaryKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryKind::Tanh => x.tanh(),
+        UnaryKind::Identity | UnaryKind::LogicalNot => x,
+    }
+}
+
+/// A binary float operator on float32, as the CPU element-wise kernel computes it.
+#[inline(always)]
+pub fn binary(k: BinaryKind, a: f32, b: f32) -> f32 {
+    match k {
+        BinaryKind::Add => a + b,
+        BinaryKind::Sub => a - b,
+        BinaryKind::Mul => a * b,
+        BinaryKind::Div => a / b,
+        BinaryKind::Pow => a.powf(b),
+        // NaN-propagating, like the kernels' max/min.
+        BinaryKind::Max => if a != a || a > b { a } else { b },
+        BinaryKind::Min => if a != a || a < b { a } else { b },
+    }
+}
+
+/// The stages applied to an operator's float32 results before they are stored (and
+/// rounded, for float16). Empty: none.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Epilogue {
+    pub stages: Vec<Stage>,
+}
+
+impl Epilogue {
+    /// How many extra inputs (`Stage::AddTensor`) the stages read.
+    pub fn extra_inputs(&self) -> usize {
+        self.stages.iter().filter(|s| matches!(s, Stage::AddTensor)).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+}
+
+/// A fused operator. Inputs: those of the operator it extends, then one operand
+/// per `Stage::AddTensor` of its epilogue, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FusedOp {
+    /// conv2d (input, filter, [bias]) then the epilogue.
+    Conv2d { attrs: Conv2dAttrs, epilogue: Epilogue },
+    /// convTranspose2d (input, filter, [bias]) then the epilogue.
+    ConvTranspose2d { attrs: ConvTranspose2dAttrs, epilogue: Epilogue },
+    /// matmul (a, b), plus input 2 (a vector along the last axis) when `has_bias`,
+    /// then the epilogue.
+    Matmul { has_bias: bool, epilogue: Epilogue },
+    /// gemm (a, b, [c]) then the epilogue.
+    Gemm { options: GemmOptions, epilogue: Epilogue },
+    /// Element-wise stages applied one after the other in one pass over memory;
+    /// input 0 is the operand they start from.
+    Chain(Epilogue),
+}
+
+impl FusedOp {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FusedOp::Conv2d { .. } => "conv2d (fused)",
+            FusedOp::ConvTranspose2d { .. } => "convTranspose2d (fused)",
+            FusedOp::Matmul { .. } => "matmul (fused)",
+            FusedOp::Gemm { .. } => "gemm (fused)",
+            FusedOp::Chain(_) => "element-wise chain (fused)",
+        }
+    }
+
+    pub fn epilogue(&self) -> &Epilogue {
+        match self {
+            FusedOp::Conv2d { epilogue, .. }
+            | FusedOp::ConvTranspose2d { epilogue, .. }
+            | FusedOp::Matmul { epilogue, .. }
+            | FusedOp::Gemm { epilogue, .. }
+            | FusedOp::Chain(epilogue) => epilogue,
+        }
+    }
+
+    pub fn epilogue_mut(&mut self) -> &mut Epilogue {
+        match self {
+            FusedOp::Conv2d { epilogue, .. }
+            | FusedOp::ConvTranspose2d { epilogue, .. }
+            | FusedOp::Matmul { epilogue, .. }
+            | FusedOp::Gemm { epilogue, .. }
+            | FusedOp::Chain(epilogue) => epilogue,
+        }
+    }
+}

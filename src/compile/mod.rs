@@ -1,0 +1,246 @@
+//! The compiler stage between the core graph and an engine's plan: passes that
+//! each take a `Graph` and return an equivalent one, testable alone.
+//!
+//! - `dce`: dead-operator removal (a safety net after rewrites);
+//! - `fold`: constant folding of operators whose inputs are all constants;
+//! - `bn_fold`: batchNormalization with constant parameters folded into the
+//!   conv2d before it (new filter and bias constants; emits a plain conv2d);
+//! - `bias`: a per-channel constant add after conv2d / convTranspose2d merged into
+//!   their bias (plain operators), and after matmul / gemm into a fused bias;
+//! - `epilogue`: element-wise operators after conv2d, convTranspose2d, matmul and
+//!   gemm (activations, unary operators, binary operators with a scalar constant,
+//!   a residual add) moved into the operator as an epilogue (`Op::Fused`);
+//! - `chain`: runs of element-wise operators fused into one pass (`Op::Fused`);
+//! - `compact`: renumbers the operand arena, dropping constants and operands no
+//!   operator reads any more.
+//!
+//! Every pass keeps the graph's inputs and outputs (names, operand ids, and the
+//! values computed) and the topological order of its operators. A fusion only
+//! happens when the intermediate operand is not a graph output and has exactly one
+//! reader. The passes that emit `Op::Fused` are for engines that run those forms
+//! (the CPU engine); the others emit only operators `MLGraphBuilder` could have
+//! built.
+
+pub mod bias;
+pub mod bn_fold;
+pub mod chain;
+pub mod compact;
+pub mod dce;
+pub mod epilogue;
+pub mod fold;
+pub mod fused;
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+use std::collections::{HashMap, HashSet};
+
+use half::f16;
+
+use crate::error::Result;
+use crate::graph::builder::{Graph, Operand, OperandKind, Operator};
+use crate::graph::{ConstantData, DataType, OperandDesc, OperandId};
+use crate::ops::Op;
+
+/// Computes an operator on constant inputs (each a descriptor and its bytes) into
+/// one byte buffer per output descriptor: the engine's kernels, for `fold`.
+pub type Evaluator<'a> = &'a dyn Fn(&Op, &[(&OperandDesc, &[u8])], &[OperandDesc]) -> Result<Vec<Vec<u8>>>;
+
+/// Largest output (all outputs of one operator together) that constant folding
+/// computes at build time.
+pub const FOLD_LIMIT_BYTES: usize = 16 << 20;
+
+/// Which passes run; all by default. `WEBNN_CPU_PASSES=none` (or `0`) in the
+/// environment turns them all off, to compare fused and unfused plans.
+#[derive(Debug, Clone, Copy)]
+pub struct Passes {
+    pub fold: bool,
+    pub bn_fold: bool,
+    pub bias: bool,
+    pub epilogue: bool,
+    pub chain: bool,
+}
+
+impl Passes {
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true };
+    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false };
+
+    pub fn from_env() -> Passes {
+        match std::env::var("WEBNN_CPU_PASSES").as_deref() {
+            Ok("none") | Ok("0") => Passes::NONE,
+            _ => Passes::ALL,
+        }
+    }
+}
+
+/// The CPU engine's pipeline.
+pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
+    dce::run(&mut g);
+    if passes.fold {
+        fold::run(&mut g, eval, FOLD_LIMIT_BYTES);
+    }
+    if passes.bn_fold {
+        bn_fold::run(&mut g);
+    }
+    if passes.bias {
+        bias::run(&mut g);
+    }
+    if passes.epilogue {
+        epilogue::run(&mut g);
+    }
+    if passes.chain {
+        chain::run(&mut g);
+    }
+    dce::run(&mut g);
+    compact::run(&mut g);
+    g
+}
+
+/// Who reads and who writes each operand of a graph.
+pub(crate) struct Uses {
+    /// The operators reading each operand, once per input slot.
+    readers: HashMap<OperandId, Vec<usize>>,
+    producer: HashMap<OperandId, usize>,
+    outputs: HashSet<OperandId>,
+}
+
+impl Uses {
+    pub(crate) fn new(g: &Graph) -> Uses {
+        let mut readers: HashMap<OperandId, Vec<usize>> = HashMap::new();
+        let mut producer = HashMap::new();
+        for (i, op) in g.operators.iter().enumerate() {
+            for &x in &op.inputs {
+                readers.entry(x).or_default().push(i);
+            }
+            for &y in &op.outputs {
+                producer.insert(y, i);
+            }
+        }
+        Uses { readers, producer, outputs: g.outputs.iter().map(|(_, id)| *id).collect() }
+    }
+
+    pub(crate) fn producer(&self, id: OperandId) -> Option<usize> {
+        self.producer.get(&id).copied()
+    }
+
+    /// The one operator reading `id` (in one input slot), when `id` is not a
+    /// graph output: the condition for fusing it away.
+    pub(crate) fn sole_reader(&self, id: OperandId) -> Option<usize> {
+        if self.outputs.contains(&id) {
+            return None;
+        }
+        match self.readers.get(&id).map(Vec::as_slice) {
+            Some([only]) => Some(*only),
+            _ => None,
+        }
+    }
+
+    /// The producer of `id` when `reader` is the one operator reading it (and it is
+    /// not a graph output).
+    pub(crate) fn fusable_producer(&self, id: OperandId, reader: usize) -> Option<usize> {
+        (self.sole_reader(id) == Some(reader)).then(|| self.producer(id)).flatten()
+    }
+}
+
+/// A graph rewrite: operator `at` becomes `op`, and the operators in `remove`
+/// (absorbed into it) go.
+pub(crate) struct Rewrite {
+    pub at: usize,
+    pub op: Operator,
+    pub remove: Vec<usize>,
+}
+
+/// Applies `find` at each operator until it finds nothing more; `find` sees the
+/// graph and its uses as they are after the rewrites so far. Returns the count.
+pub(crate) fn rewrite_all(g: &mut Graph, mut find: impl FnMut(&mut Graph, &Uses, usize) -> Option<Rewrite>) -> usize {
+    let mut count = 0;
+    let mut i = 0;
+    let mut uses = Uses::new(g);
+    while i < g.operators.len() {
+        match find(g, &uses, i) {
+            Some(rw) => {
+                g.operators[rw.at] = rw.op;
+                let mut remove = rw.remove;
+                remove.retain(|&r| r != rw.at);
+                remove.sort_unstable();
+                remove.dedup();
+                let before = remove.iter().filter(|&&r| r < i).count();
+                for &r in remove.iter().rev() {
+                    g.operators.remove(r);
+                }
+                uses = Uses::new(g);
+                count += 1;
+                // Look at the rewritten operator's position again: it may fuse on.
+                i = i.saturating_sub(before);
+            }
+            None => i += 1,
+        }
+    }
+    count
+}
+
+pub(crate) fn is_float(t: DataType) -> bool {
+    matches!(t, DataType::Float32 | DataType::Float16)
+}
+
+pub(crate) fn constant(g: &Graph, id: OperandId) -> Option<&ConstantData> {
+    match &g.operands.get(id)?.kind {
+        OperandKind::Constant(bytes) => Some(bytes),
+        _ => None,
+    }
+}
+
+/// A float32 or float16 constant's values, exactly, as float64.
+pub(crate) fn constant_f64(g: &Graph, id: OperandId) -> Option<Vec<f64>> {
+    let bytes = constant(g, id)?;
+    match g.operands[id].desc.data_type {
+        DataType::Float32 => {
+            Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect())
+        }
+        DataType::Float16 => Some(bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64()).collect()),
+        _ => None,
+    }
+}
+
+/// A new constant operand of `desc` (float32 or float16) holding `values`, each
+/// rounded once.
+pub(crate) fn push_constant_f64(g: &mut Graph, desc: OperandDesc, values: &[f64]) -> OperandId {
+    let bytes: Vec<u8> = match desc.data_type {
+        DataType::Float16 => values.iter().flat_map(|&v| f16::from_f64(v).to_le_bytes()).collect(),
+        _ => values.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect(),
+    };
+    push_operand(g, desc, OperandKind::Constant(bytes.into()))
+}
+
+pub(crate) fn push_operand(g: &mut Graph, desc: OperandDesc, kind: OperandKind) -> OperandId {
+    g.operands.push(Operand { desc, kind });
+    g.operands.len() - 1
+}
+
+pub(crate) fn desc(g: &Graph, id: OperandId) -> &OperandDesc {
+    &g.operands[id].desc
+}
+
+/// The values of a constant broadcast along one axis of an output of `rank`
+/// dimensions whose size there is `size`: `Some(v)` with `v.len() == size` when
+/// every other dimension of the constant (right-aligned) is 1.
+pub(crate) fn along_axis(g: &Graph, id: OperandId, rank: usize, axis: usize, size: usize) -> Option<Vec<f64>> {
+    let shape = &desc(g, id).shape;
+    if shape.len() > rank {
+        return None;
+    }
+    let pad = rank - shape.len();
+    let mut along = 1;
+    for (d, &n) in shape.iter().enumerate() {
+        if d + pad == axis {
+            along = n;
+        } else if n != 1 {
+            return None;
+        }
+    }
+    if along != size && along != 1 {
+        return None;
+    }
+    let v = constant_f64(g, id)?;
+    Some(if along == 1 { vec![v[0]; size] } else { v })
+}

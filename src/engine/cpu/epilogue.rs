@@ -1,0 +1,194 @@
+//! Running a fused operator's epilogue (`compile::fused::Stage`s) on a block of
+//! float32 results: the conv and matmul kernels call `Epi::apply` on each block
+//! right after computing it, while it is still in cache, before the block is
+//! stored (or rounded to float16).
+
+use std::borrow::Cow;
+
+use super::kernels::elementwise::exp_f32;
+use super::kernels::gemm_core::f32_input;
+use super::kernels::Tensor;
+use crate::compile::fused::{binary, unary, Stage};
+use crate::error::Result;
+use crate::ops::{Activation, BinaryKind, UnaryKind};
+
+/// What to add to a block before the stages.
+#[derive(Clone, Copy)]
+pub enum Bias<'b> {
+    None,
+    /// One value for the whole block (an nchw row of one channel).
+    Scalar(f32),
+    /// A vector repeated along the block, which starts at a multiple of its length
+    /// (nhwc pixels, matmul rows).
+    Vector(&'b [f32]),
+}
+
+impl<'b> Bias<'b> {
+    pub fn vector(v: Option<&'b [f32]>) -> Bias<'b> {
+        v.map_or(Bias::None, Bias::Vector)
+    }
+}
+
+/// An epilogue ready to run: the stages, and the extra inputs of its
+/// `Stage::AddTensor`s as float32.
+pub struct Epi<'a> {
+    stages: &'a [Stage],
+    extras: Vec<Cow<'a, [f32]>>,
+}
+
+/// Elements the stages process at a time: small enough to stay in L1 across them.
+const PIECE: usize = 1024;
+
+impl<'a> Epi<'a> {
+    pub const NONE: Epi<'static> = Epi { stages: &[], extras: Vec::new() };
+
+    pub fn new(stages: &'a [Stage], extras: &[Tensor<'a>]) -> Result<Epi<'a>> {
+        let extras = extras.iter().map(f32_input).collect::<Result<Vec<_>>>()?;
+        Ok(Epi { stages, extras })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// Adds `bias` to `data`, then applies the stages; `data` holds the output's
+    /// elements [start, start + data.len()) (in the output's own layout, which is
+    /// also that of each extra input).
+    pub fn apply(&self, data: &mut [f32], start: usize, bias: Bias) {
+        match bias {
+            Bias::None => {}
+            Bias::Scalar(b) => {
+                for v in data.iter_mut() {
+                    *v += b;
+                }
+            }
+            Bias::Vector(b) if !b.is_empty() => {
+                for row in data.chunks_mut(b.len()) {
+                    for (v, &x) in row.iter_mut().zip(b) {
+                        *v += x;
+                    }
+                }
+            }
+            Bias::Vector(_) => {}
+        }
+        if self.stages.is_empty() {
+            return;
+        }
+        for (p, piece) in data.chunks_mut(PIECE).enumerate() {
+            let at = start + p * PIECE;
+            let mut extra = 0;
+            for stage in self.stages {
+                match stage {
+                    Stage::AddTensor => {
+                        let e = &self.extras[extra][at..at + piece.len()];
+                        extra += 1;
+                        for (v, &x) in piece.iter_mut().zip(e) {
+                            *v += x;
+                        }
+                    }
+                    s => apply_stage(*s, piece),
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn map(d: &mut [f32], f: impl Fn(f32) -> f32) {
+    for v in d.iter_mut() {
+        *v = f(*v);
+    }
+}
+
+/// One stage over a piece, with the stage's variant fixed outside the loop so each
+/// gets its own (vectorizable where the formula allows) loop.
+fn apply_stage(s: Stage, d: &mut [f32]) {
+    use Activation as A;
+    match s {
+        Stage::Unary(k) => match k {
+            UnaryKind::Relu => map(d, |x| if x < 0.0 { 0.0 } else { x }),
+            UnaryKind::Sigmoid => map(d, |x| 1.0 / (1.0 + exp_f32(-x))),
+            UnaryKind::Exp => map(d, exp_f32),
+            UnaryKind::Neg => map(d, |x| -x),
+            UnaryKind::Abs => map(d, f32::abs),
+            UnaryKind::Sqrt => map(d, f32::sqrt),
+            UnaryKind::Reciprocal => map(d, |x| 1.0 / x),
+            UnaryKind::Tanh => map(d, f32::tanh),
+            UnaryKind::Erf => map(d, libm::erff),
+            UnaryKind::Identity | UnaryKind::LogicalNot => {}
+            k => map(d, |x| unary(k, x)),
+        },
+        Stage::Activation(a) => match a {
+            A::Clamp { min, max } => {
+                let lo = min.unwrap_or(f32::NEG_INFINITY);
+                let hi = max.unwrap_or(f32::INFINITY);
+                map(d, move |x| {
+                    let x = if x < lo { lo } else { x };
+                    if x > hi { hi } else { x }
+                })
+            }
+            A::Relu => map(d, |x| if x < 0.0 { 0.0 } else { x }),
+            A::LeakyRelu { alpha } => map(d, move |x| if x < 0.0 { alpha * x } else { x }),
+            A::Sigmoid => map(d, |x| 1.0 / (1.0 + exp_f32(-x))),
+            A::Tanh => map(d, f32::tanh),
+            A::Elu { alpha } => map(d, move |x| A::Elu { alpha }.apply(x)),
+            A::Gelu => map(d, |x| A::Gelu.apply(x)),
+            A::HardSigmoid { alpha, beta } => map(d, move |x| A::HardSigmoid { alpha, beta }.apply(x)),
+            A::HardSwish => map(d, |x| A::HardSwish.apply(x)),
+            A::Linear { alpha, beta } => map(d, move |x| A::Linear { alpha, beta }.apply(x)),
+            A::Softplus => map(d, |x| A::Softplus.apply(x)),
+            A::Softsign => map(d, |x| A::Softsign.apply(x)),
+            A::Softmax { .. } => {}
+        },
+        Stage::Scalar { kind, value, scalar_first } => match (kind, scalar_first) {
+            (BinaryKind::Add, _) => map(d, move |x| x + value),
+            (BinaryKind::Mul, _) => map(d, move |x| x * value),
+            (BinaryKind::Sub, false) => map(d, move |x| x - value),
+            (BinaryKind::Sub, true) => map(d, move |x| value - x),
+            (BinaryKind::Div, false) => map(d, move |x| x / value),
+            (BinaryKind::Div, true) => map(d, move |x| value / x),
+            (k, false) => map(d, move |x| binary(k, x, value)),
+            (k, true) => map(d, move |x| binary(k, value, x)),
+        },
+        Stage::AddTensor => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::DataType;
+
+    #[test]
+    fn apply_matches_the_stage_definitions() {
+        let stages = [
+            Stage::Unary(UnaryKind::Abs),
+            Stage::Scalar { kind: BinaryKind::Sub, value: 0.25, scalar_first: true },
+            Stage::AddTensor,
+            Stage::Activation(Activation::Clamp { min: Some(-0.5), max: None }),
+            Stage::Scalar { kind: BinaryKind::Max, value: -0.3, scalar_first: false },
+            Stage::Activation(Activation::Gelu),
+            Stage::Unary(UnaryKind::Sigmoid),
+        ];
+        let n = 3000;
+        let x: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect();
+        let e: Vec<f32> = (0..n).map(|i| ((i * 13 % 29) as f32 - 14.0) / 9.0).collect();
+        let eb: Vec<u8> = e.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let shape = [n];
+        let et = Tensor { data: &eb, shape: &shape, data_type: DataType::Float32 };
+        let epi = Epi::new(&stages, &[et]).unwrap();
+        let bias = [0.5f32, -0.5, 1.0];
+        // In two calls, the second starting at element 1500 (a multiple of 3).
+        let mut got = x.clone();
+        let (a, b) = got.split_at_mut(1500);
+        epi.apply(a, 0, Bias::Vector(&bias));
+        epi.apply(b, 1500, Bias::Vector(&bias));
+        for i in 0..n {
+            let mut v = x[i] + bias[i % 3];
+            for s in &stages {
+                v = s.apply(v, e[i]);
+            }
+            assert!((got[i] - v).abs() <= 1e-6 * (1.0 + v.abs()), "[{i}] {} vs {v}", got[i]);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The CPU kernels of the compiler's fused operators (`Op::Fused`): the conv,
+//! matmul and gemm kernels with an epilogue, and element-wise chains.
+
+use half::f16;
+use half::slice::HalfFloatSliceExt;
+use rayon::prelude::*;
+
+use super::epilogue::{Bias, Epi};
+use super::kernels::element::{as_elems, as_elems_mut};
+use super::kernels::{conv, matmul, Tensor};
+use crate::compile::fused::FusedOp;
+use crate::error::{Result, WebnnError};
+use crate::graph::DataType;
+
+pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
+    let internal = || WebnnError::Operation(format!("internal: wrong operand count for {}", f.name()));
+    let (out, out_shape) = match outputs {
+        [(out, shape)] => (&mut **out, *shape),
+        _ => return Err(internal()),
+    };
+    let epilogue = f.epilogue();
+    let extra = epilogue.extra_inputs();
+    if inputs.len() < extra {
+        return Err(internal());
+    }
+    let (own, extras) = inputs.split_at(inputs.len() - extra);
+    let epi = Epi::new(&epilogue.stages, extras)?;
+    match (f, own) {
+        (FusedOp::Conv2d { attrs, .. }, [x, w]) if !attrs.has_bias => conv::conv2d_fused(x, w, None, attrs, &epi, out, out_shape),
+        (FusedOp::Conv2d { attrs, .. }, [x, w, b]) if attrs.has_bias => {
+            conv::conv2d_fused(x, w, Some(b), attrs, &epi, out, out_shape)
+        }
+        (FusedOp::ConvTranspose2d { attrs, .. }, [x, w]) if !attrs.has_bias => {
+            conv::conv_transpose2d_fused(x, w, None, attrs, &epi, out, out_shape)
+        }
+        (FusedOp::ConvTranspose2d { attrs, .. }, [x, w, b]) if attrs.has_bias => {
+            conv::conv_transpose2d_fused(x, w, Some(b), attrs, &epi, out, out_shape)
+        }
+        (FusedOp::Matmul { has_bias: false, .. }, [a, b]) => matmul::matmul_fused(a, b, None, &epi, out, out_shape),
+        (FusedOp::Matmul { has_bias: true, .. }, [a, b, c]) => matmul::matmul_fused(a, b, Some(c), &epi, out, out_shape),
+        (FusedOp::Gemm { options, .. }, [a, b]) if !options.has_c => {
+            matmul::gemm_fused(a, b, None, options, &epi, out, out_shape)
+        }
+        (FusedOp::Gemm { options, .. }, [a, b, c]) if options.has_c => {
+            matmul::gemm_fused(a, b, Some(c), options, &epi, out, out_shape)
+        }
+        (FusedOp::Chain(_), [x]) => chain(x, &epi, out),
+        _ => Err(internal()),
+    }
+}
+
+/// Elements per parallel task of a chain.
+const CHAIN_TASK: usize = 1 << 14;
+/// Elements converted from and to float16 at a time.
+const HALF_PIECE: usize = 1024;
+
+/// An element-wise chain: each block is read once, taken through every stage and
+/// written once.
+fn chain(x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> {
+    match x.data_type {
+        DataType::Float32 => {
+            let (src, dst) = (as_elems::<f32>(x.data)?, as_elems_mut::<f32>(out)?);
+            if dst.len() <= CHAIN_TASK {
+                dst.copy_from_slice(src);
+                epi.apply(dst, 0, Bias::None);
+                return Ok(());
+            }
+            dst.par_chunks_mut(CHAIN_TASK).enumerate().for_each(|(t, chunk)| {
+                let start = t * CHAIN_TASK;
+                chunk.copy_from_slice(&src[start..start + chunk.len()]);
+                epi.apply(chunk, start, Bias::None);
+            });
+            Ok(())
+        }
+        DataType::Float16 => {
+            let (src, dst) = (as_elems::<f16>(x.data)?, as_elems_mut::<f16>(out)?);
+            dst.par_chunks_mut(CHAIN_TASK).enumerate().for_each(|(t, chunk)| {
+                let mut tmp = [0f32; HALF_PIECE];
+                for (p, piece) in chunk.chunks_mut(HALF_PIECE).enumerate() {
+                    let start = t * CHAIN_TASK + p * HALF_PIECE;
+                    let n = piece.len();
+                    src[start..start + n].convert_to_f32_slice(&mut tmp[..n]);
+                    epi.apply(&mut tmp[..n], start, Bias::None);
+                    piece.convert_from_f32_slice(&tmp[..n]);
+                }
+            });
+            Ok(())
+        }
+        other => Err(WebnnError::Operation(format!("internal: element-wise chain given {other} data"))),
+    }
+}

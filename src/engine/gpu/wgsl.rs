@@ -152,6 +152,14 @@ impl Storage {
 pub const PRELUDE: &str = r#"
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+// a / b, also where 1 / b is below the smallest normal float (|b| > 2^126):
+// NVIDIA divides by multiplying with a reciprocal that its driver flushes to 0
+// there, turning inf / 2^127 into NaN and 2^127 / 2^127 into 0 (WGSL leaves
+// division outside [2^-126, 2^126] unspecified). Quartering both sides keeps the quotient.
+fn div_f(a: f32, b: f32) -> f32 {
+  if (abs(b) > bitcast<f32>(0x7e800000u)) { return (a * 0.25) / (b * 0.25); }
+  return a / b;
+}
 fn qnan() -> f32 { return bitcast<f32>(0x7fc00000u); }
 fn with_sign_of(x: f32, s: f32) -> f32 {
   return bitcast<f32>((bitcast<u32>(x) & 0x7fffffffu) | (bitcast<u32>(s) & 0x80000000u));
@@ -736,7 +744,7 @@ pub fn binary_body(k: BinaryKind, st: Storage) -> String {
         BinaryKind::Add => "x0 + x1".to_string(),
         BinaryKind::Sub => "x0 - x1".to_string(),
         BinaryKind::Mul => "x0 * x1".to_string(),
-        BinaryKind::Div if float => "x0 / x1".to_string(),
+        BinaryKind::Div if float => "div_f(x0, x1)".to_string(),
         BinaryKind::Div => format!("select(x0 / x1, {z}, x1 == {z})"),
         // NaN propagates from either side (CPU: a if a is NaN or a > b, else b).
         BinaryKind::Max if float => "select(x1, x0, is_nan(x0) || f_lt(x1, x0))".to_string(),

@@ -102,7 +102,7 @@ fn activation_body(act: &Activation) -> Option<(String, Vec<u32>)> {
                 .into(),
             vec![],
         ),
-        Activation::Softsign => ("  return x0 / (1.0 + abs(x0));".into(), vec![]),
+        Activation::Softsign => ("  return div_f(x0, 1.0 + abs(x0));".into(), vec![]),
         Activation::Relu => ("  return select(x0, 0.0, f_lt(x0, 0.0));".into(), vec![]),
         Activation::Sigmoid => ("  return sigmoid_f(x0);".into(), vec![]),
         Activation::Tanh => ("  return tanh_f(x0);".into(), vec![]),

@@ -113,6 +113,13 @@ for (const op of ['reduceSum', 'reduceMax', 'reduceLogSumExp', 'reduceL2']) {
 }
 cases.push(reduceCase('reduceMean', 'float16 [4,5000] axes [1]', R('float16', [4, 5000], -1, 1), { axes: [1] }))
 cases.push(reduceCase('reduceSum', 'int32 [70000] one output', RD('int32', [70000]), undefined))
+// Rows long enough for the GPU engine's chunked two-pass fold, on the types whose
+// accumulators it stores in other layouts (float16 output packing, 64-bit values).
+cases.push(
+  reduceCase('reduceMean', 'float16 [2,20000] axes [1] (chunked)', R('float16', [2, 20000], -1, 1), { axes: [1] }),
+  reduceCase('reduceMax', 'int64 [20000] one output (chunked)', RD('int64', [20000]), undefined),
+  unaryCase('argMin', 'uint64 [3,20000] axes [1] (chunked)', RD('uint64', [3, 20000]), { axes: [1] })
+)
 
 // Integers: sums, squares and products wrap in the data type; |MIN| wraps to MIN.
 for (const t of ['int32', 'uint32']) {

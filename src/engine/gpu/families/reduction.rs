@@ -12,12 +12,14 @@
 //! can walk the same coordinates (the input's, and a parameter tensor's for the
 //! normalizations).
 //!
-//! Reductions run one of two ways: one invocation per output folding its whole
-//! row (short rows), or one 64-invocation workgroup per output, each invocation
+//! Reductions run one of three ways: one invocation per output folding its whole
+//! row (short rows); one 64-invocation workgroup per output, each invocation
 //! folding every 64th element and the 64 partial accumulators merged as a tree
-//! in workgroup memory (long rows). Every fold is associative and, for argMin /
-//! argMax, order-independent (ties go to the smaller or larger index), so both
-//! ways give the CPU engine's results; float sums accumulate in float32 where
+//! in workgroup memory (long rows); or, for fewer than 64 rows of 16384 elements
+//! or more, a workgroup per 4096-element chunk writing its accumulator's words
+//! to scratch and a second dispatch merging each row's chunks. Every fold is
+//! associative and, for argMin/argMax, order-independent (ties go to the smaller
+//! or larger index), so every way gives the CPU engine's results; float sums accumulate in float32 where
 //! the CPU uses float64 (the conformance tolerances are 2n ULP).
 //!
 //! Semantics follow the CPU kernels (`engine/cpu/kernels/reduction.rs`): NaN

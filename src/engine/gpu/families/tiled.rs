@@ -366,10 +366,10 @@ pub(in crate::engine::gpu) mod tests {
         for t in Tile::ALL {
             assert_eq!(t.bm % t.tm, 0);
             assert_eq!(t.bn % t.tn, 0);
-            assert_eq!((t.bm * t.bk) % t.threads(), 0, "{t:?}");
-            assert_eq!((t.bn * t.bk) % t.threads(), 0, "{t:?}");
-            // Tile loads rely on these (a thread keeps its fast-axis index).
+            // Each K slice's threads load whole tiles, and a thread keeps its
+            // fast-axis index through them.
             let per = t.threads() / t.slices;
+            assert_eq!(per * t.slices, t.threads());
             assert_eq!((t.bm * t.bk) % per, 0, "{t:?}");
             assert_eq!((t.bn * t.bk) % per, 0, "{t:?}");
             assert_eq!(per % t.bk, 0, "{t:?}");

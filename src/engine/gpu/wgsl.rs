@@ -882,15 +882,20 @@ pub fn where_body() -> String {
     "  return select(x2, x1, x0 != 0u);".to_string()
 }
 
+/// Test helper: parses and validates a kernel with naga (every capability on),
+/// panicking with naga's message and the source.
+#[cfg(test)]
+pub(crate) fn validate_wgsl(src: &str) {
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+    v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn validate(src: &str) {
-        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    }
+    pub(crate) use super::validate_wgsl as validate;
 
     const ALL: [Storage; 6] = [
         Storage::F32,

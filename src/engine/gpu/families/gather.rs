@@ -629,11 +629,7 @@ mod tests {
     use super::*;
     use crate::engine::cpu::kernels::gather::linear_source;
 
-    pub(crate) fn validate(src: &str) {
-        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    }
+    pub(crate) use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
     const ALL: [Storage; 8] = [
         Storage::F32,

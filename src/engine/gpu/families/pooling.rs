@@ -401,11 +401,7 @@ fn pool(op: &Op, p: &Pool2d, x: (OperandId, &OperandDesc), out: (OperandId, &Ope
 mod tests {
     use super::*;
 
-    fn validate(src: &str) {
-        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    }
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
     #[test]
     fn every_variant_is_valid_wgsl() {

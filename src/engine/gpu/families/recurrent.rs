@@ -674,11 +674,7 @@ fn lstm_wgsl(st: Storage) -> String {
 mod tests {
     use super::*;
 
-    fn validate(src: &str) {
-        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    }
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
     #[test]
     fn every_kernel_is_valid_wgsl() {

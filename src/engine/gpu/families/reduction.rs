@@ -581,11 +581,7 @@ pub(super) mod tests {
 
     /// Parses and validates a kernel with naga (every capability allowed; the
     /// kernels here use no optional feature).
-    pub(crate) fn validate(src: &str) {
-        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    }
+    pub(crate) use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
     const STORAGES: [Storage; 8] = [
         Storage::F32,

@@ -355,11 +355,7 @@ impl Core {
 pub(in crate::engine::gpu) mod tests {
     use super::*;
 
-    pub fn validate(src: &str) {
-        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    }
+    pub(crate) use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
     #[test]
     fn tiles_divide_their_loads() {

@@ -202,6 +202,28 @@ pub(crate) fn constant_f64(g: &Graph, id: OperandId) -> Option<Vec<f64>> {
     }
 }
 
+/// A new constant of the same descriptor as the float32 or float16 constant `id`,
+/// element k being `f(k, value k)` computed in float64 and rounded once; streams
+/// the bytes (filters can be large).
+pub(crate) fn map_constant(g: &mut Graph, id: OperandId, f: impl Fn(usize, f64) -> f64) -> Option<OperandId> {
+    let bytes = constant(g, id)?.clone();
+    let d = g.operands[id].desc.clone();
+    let out: Vec<u8> = match d.data_type {
+        DataType::Float32 => bytes
+            .chunks_exact(4)
+            .enumerate()
+            .flat_map(|(k, c)| (f(k, f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64) as f32).to_le_bytes())
+            .collect(),
+        DataType::Float16 => bytes
+            .chunks_exact(2)
+            .enumerate()
+            .flat_map(|(k, c)| f16::from_f64(f(k, f16::from_le_bytes([c[0], c[1]]).to_f64())).to_le_bytes())
+            .collect(),
+        _ => return None,
+    };
+    Some(push_operand(g, d, OperandKind::Constant(out.into())))
+}
+
 /// A new constant operand of `desc` (float32 or float16) holding `values`, each
 /// rounded once.
 pub(crate) fn push_constant_f64(g: &mut Graph, desc: OperandDesc, values: &[f64]) -> OperandId {

@@ -37,7 +37,7 @@ const PARALLEL_MIN_WORK: usize = 1 << 15;
 
 /// Floats of one block of GEMM results that gets its bias and epilogue right after
 /// the GEMM call: small enough to still be in L2.
-const EPI_BUDGET: usize = 1 << 15;
+const EPI_BUDGET: usize = 1 << 16;
 
 /// The output as several tasks write it, each to elements no other touches, for
 /// the bias and epilogue of its blocks (`SharedMut` serves the GEMM calls).
@@ -92,7 +92,13 @@ fn finish_nchw_block(out: RawOut, offset: usize, rows: usize, width: usize, stri
 /// blocks that with `others` independent ones they cover the pool.
 fn epi_block(total: usize, per_item: usize, others: usize) -> usize {
     let threads = rayon::current_num_threads();
-    let by_budget = (EPI_BUDGET / per_item.max(1)).max(64);
+    // Up to twice the budget in one block: a whole small plane is contiguous (one
+    // epilogue call, one GEMM) rather than a few narrow column blocks.
+    let by_budget = if total.saturating_mul(per_item) <= 2 * EPI_BUDGET {
+        total
+    } else {
+        (EPI_BUDGET / per_item.max(1)).max(64)
+    };
     let want_blocks = threads.div_ceil(others.max(1)).max(1);
     let by_threads = total.div_ceil(want_blocks).max(32.min(total));
     by_budget.min(by_threads).clamp(1, total.max(1))

@@ -5,6 +5,8 @@
 //! - `fold`: constant folding of operators whose inputs are all constants;
 //! - `bn_fold`: batchNormalization with constant parameters folded into the
 //!   conv2d before it (new filter and bias constants; emits a plain conv2d);
+//! - `prepack`: constant conv2d filters reordered once into the layout the CPU
+//!   kernel reads in place (a plain conv2d with a new filter);
 //! - `bias`: a per-channel constant add after conv2d / convTranspose2d merged into
 //!   their bias (plain operators), and after matmul / gemm into a fused bias;
 //! - `epilogue`: element-wise operators after conv2d, convTranspose2d, matmul and
@@ -29,6 +31,7 @@ pub mod dce;
 pub mod epilogue;
 pub mod fold;
 pub mod fused;
+pub mod prepack;
 
 #[cfg(test)]
 pub(crate) mod testing;
@@ -59,11 +62,12 @@ pub struct Passes {
     pub bias: bool,
     pub epilogue: bool,
     pub chain: bool,
+    pub prepack: bool,
 }
 
 impl Passes {
-    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true };
-    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false };
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true };
+    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false };
 
     pub fn from_env() -> Passes {
         match std::env::var("WEBNN_CPU_PASSES").as_deref() {
@@ -84,6 +88,9 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     }
     if passes.bias {
         bias::run(&mut g);
+    }
+    if passes.prepack {
+        prepack::run(&mut g);
     }
     if passes.epilogue {
         epilogue::run(&mut g);

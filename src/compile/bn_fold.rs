@@ -11,7 +11,7 @@
 //! result is a plain conv2d writing the normalization's output operand; the old
 //! constants stay for whatever else reads them (`compact` drops them otherwise).
 
-use super::{constant_f64, desc, is_float, push_constant_f64, rewrite_all, Rewrite, Uses};
+use super::{constant, constant_f64, desc, is_float, map_constant, push_constant_f64, rewrite_all, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::OperandDesc;
 use crate::ops::conv::{strides_at, InputLayout};
@@ -42,7 +42,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     }
     let channels = out.shape[channel_axis];
     let filter_id = conv.inputs[1];
-    let filter = constant_f64(g, filter_id)?;
+    constant(g, filter_id)?;
     let conv_bias = match attrs.has_bias {
         true => constant_f64(g, conv.inputs[2])?,
         false => vec![0.0; channels],
@@ -74,7 +74,6 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     if o_size != channels {
         return None;
     }
-    let new_filter: Vec<f64> = filter.iter().enumerate().map(|(k, &w)| w * s[(k / o_stride) % o_size]).collect();
     let new_bias: Vec<f64> = (0..channels)
         .map(|o| (conv_bias[o] - mean[o]) * s[o] + bn_bias.as_ref().map_or(0.0, |v| v[o]))
         .collect();
@@ -82,7 +81,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     attrs.has_bias = true;
     let input = conv.inputs[0];
     let bn_out = g.operators[i].outputs.clone();
-    let f = push_constant_f64(g, filter_desc, &new_filter);
+    let f = map_constant(g, filter_id, |k, w| w * s[(k / o_stride) % o_size])?;
     let b = push_constant_f64(g, OperandDesc::new(out.data_type, vec![channels]), &new_bias);
     Some(Rewrite {
         at: p,

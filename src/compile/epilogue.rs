@@ -191,6 +191,29 @@ mod tests {
     }
 
     #[test]
+    fn wide_convolutions_split_into_blocks() {
+        // Depthwise rows of 70 (register blocks, epilogue on runs of rows),
+        // pointwise planes in one block (8 channels) and in column blocks (200).
+        for (cin, cout, groups, k) in [(8, 8, 8, 3), (8, 8, 1, 1), (8, 200, 1, 1), (6, 200, 2, 3)] {
+            for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+                let mut b = Builder::new();
+                let xs = if layout == InputLayout::Nchw { [2, cin, 30, 70] } else { [2, 30, 70, cin] };
+                let x = b.input("x", &xs);
+                let f = b.constant(&[cout, cin / groups, k, k], -0.5, 0.5);
+                let bias = b.constant(&[cout], -0.5, 0.5);
+                let pad = k / 2;
+                let opts = Conv2dOptions { input_layout: layout, groups, padding: Some(vec![pad; 4]), ..Default::default() };
+                let y = b.b.conv2d(x, f, Some(bias), &opts).unwrap();
+                let y = b.b.clamp(y, Some(0.0), Some(0.5)).unwrap();
+                let y = b.b.unary(UnaryKind::Sigmoid, y).unwrap();
+                let mut g = b.b.build(&[("y".into(), y)]).unwrap();
+                assert_agree(&g, 1e-5);
+                assert_eq!(run(&mut g), 2);
+            }
+        }
+    }
+
+    #[test]
     fn stages_chain_onto_matmul_gemm_and_conv_transpose() {
         let mut b = Builder::new();
         let x = b.input("x", &[3, 5, 8]);

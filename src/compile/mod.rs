@@ -5,6 +5,8 @@
 //! - `fold`: constant folding of operators whose inputs are all constants;
 //! - `bn_fold`: batchNormalization with constant parameters folded into the
 //!   conv2d before it (new filter and bias constants; emits a plain conv2d);
+//! - `prepack`: constant conv2d filters reordered once into the layout the CPU
+//!   kernel reads in place (a plain conv2d with a new filter);
 //! - `bias`: a per-channel constant add after conv2d / convTranspose2d merged into
 //!   their bias (plain operators), and after matmul / gemm into a fused bias;
 //! - `epilogue`: element-wise operators after conv2d, convTranspose2d, matmul and
@@ -29,6 +31,7 @@ pub mod dce;
 pub mod epilogue;
 pub mod fold;
 pub mod fused;
+pub mod prepack;
 
 #[cfg(test)]
 pub(crate) mod testing;
@@ -59,11 +62,12 @@ pub struct Passes {
     pub bias: bool,
     pub epilogue: bool,
     pub chain: bool,
+    pub prepack: bool,
 }
 
 impl Passes {
-    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true };
-    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false };
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true };
+    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false };
 
     pub fn from_env() -> Passes {
         match std::env::var("WEBNN_CPU_PASSES").as_deref() {
@@ -84,6 +88,9 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     }
     if passes.bias {
         bias::run(&mut g);
+    }
+    if passes.prepack {
+        prepack::run(&mut g);
     }
     if passes.epilogue {
         epilogue::run(&mut g);
@@ -200,6 +207,28 @@ pub(crate) fn constant_f64(g: &Graph, id: OperandId) -> Option<Vec<f64>> {
         DataType::Float16 => Some(bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64()).collect()),
         _ => None,
     }
+}
+
+/// A new constant of the same descriptor as the float32 or float16 constant `id`,
+/// element k being `f(k, value k)` computed in float64 and rounded once; streams
+/// the bytes (filters can be large).
+pub(crate) fn map_constant(g: &mut Graph, id: OperandId, f: impl Fn(usize, f64) -> f64) -> Option<OperandId> {
+    let bytes = constant(g, id)?.clone();
+    let d = g.operands[id].desc.clone();
+    let out: Vec<u8> = match d.data_type {
+        DataType::Float32 => bytes
+            .chunks_exact(4)
+            .enumerate()
+            .flat_map(|(k, c)| (f(k, f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64) as f32).to_le_bytes())
+            .collect(),
+        DataType::Float16 => bytes
+            .chunks_exact(2)
+            .enumerate()
+            .flat_map(|(k, c)| f16::from_f64(f(k, f16::from_le_bytes([c[0], c[1]]).to_f64())).to_le_bytes())
+            .collect(),
+        _ => return None,
+    };
+    Some(push_operand(g, d, OperandKind::Constant(out.into())))
 }
 
 /// A new constant operand of `desc` (float32 or float16) holding `values`, each

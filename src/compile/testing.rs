@@ -110,3 +110,4 @@ pub fn assert_agree(g: &Graph, rtol: f64) {
         }
     }
 }
+

@@ -37,7 +37,7 @@ const PARALLEL_MIN_WORK: usize = 1 << 15;
 
 /// Floats of one block of GEMM results that gets its bias and epilogue right after
 /// the GEMM call: small enough to still be in L2.
-const EPI_BUDGET: usize = 1 << 15;
+const EPI_BUDGET: usize = 1 << 16;
 
 /// The output as several tasks write it, each to elements no other touches, for
 /// the bias and epilogue of its blocks (`SharedMut` serves the GEMM calls).
@@ -67,6 +67,18 @@ fn finish_nchw_block(out: RawOut, offset: usize, rows: usize, width: usize, stri
     if bias.is_none() && epi.is_empty() {
         return;
     }
+    if width == stride {
+        // Whole planes: one contiguous block, the epilogue over all of it at once.
+        // SAFETY: the calling task alone writes this block.
+        let block = unsafe { out.slice(offset, rows * width) };
+        if let Some(b) = bias {
+            for (r, row) in block.chunks_mut(width).enumerate() {
+                Epi::NONE.apply(row, 0, Bias::Scalar(b[c0 + r]));
+            }
+        }
+        epi.apply(block, offset, Bias::None);
+        return;
+    }
     for r in 0..rows {
         let at = offset + r * stride;
         // SAFETY: the calling task alone writes this block.
@@ -80,7 +92,13 @@ fn finish_nchw_block(out: RawOut, offset: usize, rows: usize, width: usize, stri
 /// blocks that with `others` independent ones they cover the pool.
 fn epi_block(total: usize, per_item: usize, others: usize) -> usize {
     let threads = rayon::current_num_threads();
-    let by_budget = (EPI_BUDGET / per_item.max(1)).max(64);
+    // Up to twice the budget in one block: a whole small plane is contiguous (one
+    // epilogue call, one GEMM) rather than a few narrow column blocks.
+    let by_budget = if total.saturating_mul(per_item) <= 2 * EPI_BUDGET {
+        total
+    } else {
+        (EPI_BUDGET / per_item.max(1)).max(64)
+    };
     let want_blocks = threads.div_ceil(others.max(1)).max(1);
     let by_threads = total.div_ceil(want_blocks).max(32.min(total));
     by_budget.min(by_threads).clamp(1, total.max(1))
@@ -683,8 +701,6 @@ struct Depthwise<'a> {
     bias: Option<&'a [f32]>,
     epi: &'a Epi<'a>,
     x_ranges: Vec<(usize, usize)>,
-    /// Output columns where every filter column is inside the input.
-    inner: (usize, usize),
 }
 
 impl<'a> Depthwise<'a> {
@@ -692,8 +708,6 @@ impl<'a> Depthwise<'a> {
         let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
             .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
             .collect();
-        let lo = x_ranges.iter().map(|r| r.0).max().unwrap_or(0);
-        let hi = x_ranges.iter().map(|r| r.1).min().unwrap_or(0).max(lo);
         Depthwise {
             x,
             w,
@@ -701,12 +715,12 @@ impl<'a> Depthwise<'a> {
             bias,
             epi,
             x_ranges,
-            inner: (lo, hi),
         }
     }
 }
 
-/// Runs a depthwise row kernel compiled for AVX2 when the CPU has it. The crate is
+/// Runs a depthwise row kernel compiled for AVX2 when the CPU has it (the nchw
+/// kernel has its own dispatch, per plane). The crate is
 /// built for baseline x86-64 (SSE2), and these loops vectorize twice as wide with
 /// AVX2 (the GEMM crate dispatches on its own).
 macro_rules! avx2_dispatch {
@@ -728,110 +742,148 @@ macro_rules! avx2_dispatch {
     }};
 }
 
-/// Depthwise nchw: each output row of each (batch, channel) plane on its own. The
-/// interior, where every filter column lands inside the input, is summed over the
-/// taps `LANES` outputs at a time in registers; the edges element by element.
+/// Depthwise nchw, one (batch, channel) plane per task: the plane is first copied
+/// into a zero-bordered scratch plane covering every position a tap reads (the
+/// padding, and a margin so whole blocks of outputs stay inside), then each output
+/// row is computed `BL` outputs at a time, summed over the taps in registers with no
+/// bounds checks, bias added; the plane gets its epilogue while still in cache.
 fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
     let d = Depthwise::new(x, w, g, bias, epi);
-    split_rows(dst, g.out_w, g.out_w * g.k_h * g.k_w, |first, chunk| {
-        avx2_dispatch!(depthwise_nchw_rows, &d, first, chunk)
-    })
+    let plane = g.out_plane().max(1);
+    let work = plane * g.k_h * g.k_w;
+    let planes = dst.len() / plane;
+    let run = |p: usize, out: &mut [f32], scratch: &mut Vec<f32>| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            unsafe fn avx2(d: &Depthwise, p: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
+                depthwise_nchw_plane(d, p, out, scratch)
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                unsafe { avx2(&d, p, out, scratch) };
+                return;
+            }
+        }
+        depthwise_nchw_plane(&d, p, out, scratch)
+    };
+    if rayon::current_num_threads() == 1 || planes < 2 || planes.saturating_mul(work) < PARALLEL_MIN_WORK {
+        let mut scratch = Vec::new();
+        for (p, out) in dst.chunks_mut(plane).enumerate() {
+            run(p, out, &mut scratch);
+        }
+        return Ok(());
+    }
+    dst.par_chunks_mut(plane).enumerate().for_each_init(Vec::new, |scratch, (p, out)| run(p, out, scratch));
+    Ok(())
 }
 
-/// One output of an nchw depthwise row, with bounds checks.
+/// Output columns per register block of the nchw depthwise kernel: 8 for narrow
+/// rows (less waste past the row's end), 16 otherwise.
+const fn dw_block(out_w: usize) -> usize {
+    if out_w <= 24 {
+        8
+    } else {
+        16
+    }
+}
+
+/// One (batch, channel) plane `p` of an nchw depthwise convolution into `out`.
 #[inline(always)]
-fn depthwise_nchw_single(d: &Depthwise, rows: &[(&[f32], usize)], ox: usize) -> f32 {
+fn depthwise_nchw_plane(d: &Depthwise, p: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
+    if dw_block(d.g.out_w) == 8 {
+        depthwise_nchw_plane_bl::<8>(d, p, out, scratch)
+    } else {
+        depthwise_nchw_plane_bl::<16>(d, p, out, scratch)
+    }
+}
+
+#[inline(always)]
+fn depthwise_nchw_plane_bl<const BL: usize>(d: &Depthwise, p: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
     let g = d.g;
-    let mut s = 0.0;
-    for &(in_row, wrow) in rows {
-        for (kx, &(lo, hi)) in d.x_ranges.iter().enumerate() {
-            if ox >= lo && ox < hi {
-                s += d.w[wrow + kx] * in_row[ox * g.stride[1] + kx * g.dilation[1] - g.pad[1]];
-            }
+    let (sy, sx) = (g.stride[0], g.stride[1]);
+    let (dy, dx) = (g.dilation[0], g.dilation[1]);
+    let c = p % g.in_c;
+    let blocks = g.out_w.div_ceil(BL);
+    // The scratch plane: rows and columns every tap of every block reads.
+    let ph = (g.out_h - 1) * sy + (g.k_h - 1) * dy + 1;
+    let pw = (blocks * BL - 1) * sx + (g.k_w - 1) * dx + 1;
+    scratch.clear();
+    scratch.resize(ph * pw, 0.0);
+    let src = &d.x[p * g.in_plane()..][..g.in_plane()];
+    // Scratch (py, px) holds input (py - padTop, px - padLeft).
+    let (x_lo, x_hi) = (g.pad[1], (g.pad[1] + g.in_w).min(pw));
+    if x_lo < x_hi {
+        for py in g.pad[0]..(g.pad[0] + g.in_h).min(ph) {
+            let row = &src[(py - g.pad[0]) * g.in_w..][..x_hi - x_lo];
+            scratch[py * pw + x_lo..py * pw + x_hi].copy_from_slice(row);
         }
     }
-    s
-}
-
-/// Output rows `first..` (rows of `out_w` over batches, channels and heights).
-#[inline(always)]
-fn depthwise_nchw_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
-    let g = d.g;
-    let (plane_in, taps) = (g.in_plane(), g.k_h * g.k_w);
-    let (inner_lo, inner_hi) = d.inner;
-    // (input row, first weight of the filter row) of each filter row inside the input.
-    let mut rows: Vec<(&[f32], usize)> = Vec::with_capacity(g.k_h);
-    for (r, out_row) in chunk.chunks_mut(g.out_w).enumerate() {
-        let row = first + r;
-        let (nc, oy) = (row / g.out_h, row % g.out_h);
-        let c = nc % g.in_c;
-        out_row.fill(d.bias.map_or(0.0, |b| b[c]));
-        let plane = &d.x[nc * plane_in..][..plane_in];
-        rows.clear();
-        for ky in 0..g.k_h {
-            let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
-            if iy >= 0 && (iy as usize) < g.in_h {
-                rows.push((&plane[iy as usize * g.in_w..][..g.in_w], c * taps + ky * g.k_w));
-            }
-        }
-        let mut tail = inner_lo;
-        if inner_hi - inner_lo >= LANES {
-            // Blocks of LANES outputs; the last one ends at inner_hi and adds only
-            // the outputs the previous blocks did not cover.
-            let mut ox = inner_lo;
-            while ox < inner_hi {
-                let start = ox.min(inner_hi - LANES);
-                let acc = depthwise_block(&rows, d.w, g, start);
-                let out: &mut [f32; LANES] = (&mut out_row[start..start + LANES])
-                    .try_into()
-                    .unwrap_or_else(|_| unreachable!());
-                if start == ox {
-                    for j in 0..LANES {
-                        out[j] += acc[j];
-                    }
-                } else {
-                    for j in ox - start..LANES {
-                        out[j] += acc[j];
+    let taps = g.k_h * g.k_w;
+    let wc = &d.w[c * taps..(c + 1) * taps];
+    let bias = d.bias.map_or(0.0, |b| b[c]);
+    let sp: &[f32] = scratch;
+    if g.k_h == 3 && g.k_w == 3 && sx == 1 && dx == 1 {
+        // The common 3x3 filter with unit column stride: three rows of three taps
+        // from shifted loads, accumulated in registers in the general order.
+        for (oy, out_row) in out.chunks_mut(g.out_w).enumerate() {
+            let rows: [&[f32]; 3] = std::array::from_fn(|ky| &sp[(oy * sy + ky * dy) * pw..][..pw]);
+            for blk in 0..blocks {
+                let o = blk * BL;
+                let mut acc = [0f32; BL];
+                for (ky, row) in rows.iter().enumerate() {
+                    let a: &[f32; BL] = row[o..o + BL].try_into().unwrap_or_else(|_| unreachable!());
+                    let b: &[f32; BL] = row[o + 1..o + 1 + BL].try_into().unwrap_or_else(|_| unreachable!());
+                    let c: &[f32; BL] = row[o + 2..o + 2 + BL].try_into().unwrap_or_else(|_| unreachable!());
+                    let (w0, w1, w2) = (wc[ky * 3], wc[ky * 3 + 1], wc[ky * 3 + 2]);
+                    for j in 0..BL {
+                        acc[j] += w0 * a[j];
+                        acc[j] += w1 * b[j];
+                        acc[j] += w2 * c[j];
                     }
                 }
-                ox = start + LANES;
+                let n = BL.min(g.out_w - o);
+                for (out, a) in out_row[o..o + n].iter_mut().zip(&acc) {
+                    *out = bias + a;
+                }
             }
-            tail = inner_hi;
         }
-        for ox in (0..inner_lo).chain(tail..g.out_w) {
-            out_row[ox] += depthwise_nchw_single(d, &rows, ox);
-        }
-        d.epi.apply(out_row, row * g.out_w, Bias::None);
+        d.epi.apply(out, p * g.out_plane(), Bias::None);
+        return;
     }
+    for (oy, out_row) in out.chunks_mut(g.out_w).enumerate() {
+        for blk in 0..blocks {
+            let ox0 = blk * BL;
+            let mut acc = [0f32; BL];
+            for ky in 0..g.k_h {
+                let prow = &sp[(oy * sy + ky * dy) * pw..][..pw];
+                for kx in 0..g.k_w {
+                    let wv = wc[ky * g.k_w + kx];
+                    let base = ox0 * sx + kx * dx;
+                    if sx == 1 {
+                        let v: &[f32; BL] = prow[base..base + BL].try_into().unwrap_or_else(|_| unreachable!());
+                        for j in 0..BL {
+                            acc[j] += wv * v[j];
+                        }
+                    } else {
+                        let v = &prow[base..base + (BL - 1) * sx + 1];
+                        for (j, a) in acc.iter_mut().enumerate() {
+                            *a += wv * v[j * sx];
+                        }
+                    }
+                }
+            }
+            let n = BL.min(g.out_w - ox0);
+            for (o, a) in out_row[ox0..ox0 + n].iter_mut().zip(&acc) {
+                *o = bias + a;
+            }
+        }
+    }
+    d.epi.apply(out, p * g.out_plane(), Bias::None);
 }
 
-/// Channels (nhwc) or columns (nchw) a depthwise kernel accumulates in registers.
+/// Channels a depthwise nhwc kernel accumulates in registers.
 const LANES: usize = 16;
-
-/// The sums over the filter taps of the `LANES` consecutive outputs from `ox0` of
-/// one nchw row, all inside the input; `rows` as in `depthwise_nchw_rows`.
-#[inline(always)]
-fn depthwise_block(rows: &[(&[f32], usize)], w: &[f32], g: &Geometry, ox0: usize) -> [f32; LANES] {
-    let (sx, dx, px) = (g.stride[1], g.dilation[1], g.pad[1]);
-    let mut acc = [0f32; LANES];
-    for &(in_row, wrow) in rows {
-        for (kx, &wv) in w[wrow..wrow + g.k_w].iter().enumerate() {
-            let base = ox0 * sx + kx * dx - px;
-            if sx == 1 {
-                let src: &[f32; LANES] = in_row[base..base + LANES].try_into().unwrap_or_else(|_| unreachable!());
-                for j in 0..LANES {
-                    acc[j] += wv * src[j];
-                }
-            } else {
-                let src = &in_row[base..base + (LANES - 1) * sx + 1];
-                for (j, a) in acc.iter_mut().enumerate() {
-                    *a += wv * src[j * sx];
-                }
-            }
-        }
-    }
-    acc
-}
 
 /// Depthwise nhwc: pixel by pixel, each block of `LANES` channels summed over the
 /// filter taps in registers, then stored once.
@@ -1464,6 +1516,9 @@ mod tests {
         check_conv([2, 4, 6, 7], [4, 1, 3, 3], 4, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
         check_conv([1, 3, 8, 8], [3, 1, 3, 2], 3, [2, 0, 0, 3], [2, 3], [2, 1], false, f);
         check_conv([1, 3, 5, 5], [6, 1, 3, 3], 3, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        // Depthwise 3x3 with unit column stride (its own loop), rows of 16-blocks,
+        // row stride and dilation 2, uneven padding.
+        check_conv([1, 5, 9, 30], [5, 1, 3, 3], 5, [1, 0, 1, 2], [2, 1], [2, 1], true, f);
         // Pointwise, grouped pointwise, 1x1 with stride (general path).
         check_conv([2, 5, 4, 3], [7, 5, 1, 1], 1, [0; 4], [1, 1], [1, 1], true, f);
         check_conv([1, 4, 3, 3], [6, 2, 1, 1], 2, [0; 4], [1, 1], [1, 1], false, f);

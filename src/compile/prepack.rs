@@ -1,0 +1,105 @@
+//! Weight pre-packing: a constant conv2d filter in a layout the CPU kernel cannot
+//! read in place (anything but oihw for nchw input, ohwi for nhwc) is reordered
+//! once at build time into that layout, so no compute repacks it. The result is a
+//! plain conv2d with a new constant filter; values are moved, never rounded.
+
+use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
+use crate::graph::builder::{Graph, OperandKind, Operator};
+use crate::graph::OperandDesc;
+use crate::ops::conv::{strides_at, Conv2dFilterLayout, InputLayout};
+use crate::ops::Op;
+
+pub fn run(g: &mut Graph) -> usize {
+    rewrite_all(g, find)
+}
+
+/// The filter layout the CPU conv2d kernel reads in place for an input layout.
+pub fn native_layout(input: InputLayout) -> Conv2dFilterLayout {
+    match input {
+        InputLayout::Nchw => Conv2dFilterLayout::Oihw,
+        InputLayout::Nhwc => Conv2dFilterLayout::Ohwi,
+    }
+}
+
+fn find(g: &mut Graph, _uses: &Uses, i: usize) -> Option<Rewrite> {
+    let op = &g.operators[i];
+    let Op::Conv2d(attrs) = &op.op else { return None };
+    let mut attrs = attrs.clone();
+    let want = native_layout(attrs.input_layout);
+    if attrs.filter_layout == want {
+        return None;
+    }
+    let filter = op.inputs[1];
+    let bytes = constant(g, filter)?.clone();
+    let d = desc(g, filter).clone();
+    let from_axes = attrs.filter_layout.axes();
+    let dims = from_axes.map(|a| d.shape[a]); // (o, i, h, w)
+    let src_strides = strides_at(&d.shape, from_axes);
+    let to_axes = want.axes();
+    let mut shape = vec![0; 4];
+    for (k, &a) in to_axes.iter().enumerate() {
+        shape[a] = dims[k];
+    }
+    let dst_strides = strides_at(&shape, to_axes);
+    let size = d.data_type.byte_size();
+    let mut out = vec![0u8; bytes.len()];
+    for o in 0..dims[0] {
+        for ci in 0..dims[1] {
+            for y in 0..dims[2] {
+                for x in 0..dims[3] {
+                    let c = [o, ci, y, x];
+                    let s: usize = (0..4).map(|k| c[k] * src_strides[k]).sum();
+                    let t: usize = (0..4).map(|k| c[k] * dst_strides[k]).sum();
+                    out[t * size..(t + 1) * size].copy_from_slice(&bytes[s * size..(s + 1) * size]);
+                }
+            }
+        }
+    }
+    let packed = push_operand(g, OperandDesc::new(d.data_type, shape), OperandKind::Constant(out.into()));
+    let op = &g.operators[i];
+    attrs.filter_layout = want;
+    let mut inputs = op.inputs.clone();
+    inputs[1] = packed;
+    Some(Rewrite { at: i, op: Operator { op: Op::Conv2d(attrs), inputs, outputs: op.outputs.clone() }, remove: vec![] })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::testing::*;
+    use crate::graph::DataType;
+    use crate::ops::conv::Conv2dOptions;
+
+    #[test]
+    fn filters_are_reordered_once_and_agree() {
+        use Conv2dFilterLayout as FL;
+        for t in [DataType::Float32, DataType::Float16] {
+            for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+                for fl in [FL::Oihw, FL::Hwio, FL::Ohwi, FL::Ihwo] {
+                    for groups in [1, 2] {
+                        let mut b = Builder::new();
+                        let (c, o) = (4, 6);
+                        let xs = if layout == InputLayout::Nchw { [2, c, 7, 5] } else { [2, 7, 5, c] };
+                        let x = b.input_t("x", t, &xs);
+                        let cig = c / groups;
+                        let fshape = match fl {
+                            FL::Oihw => vec![o, cig, 3, 2],
+                            FL::Hwio => vec![3, 2, cig, o],
+                            FL::Ohwi => vec![o, 3, 2, cig],
+                            FL::Ihwo => vec![cig, 3, 2, o],
+                        };
+                        let f = b.constant_t(t, &fshape, -0.5, 0.5);
+                        let opts = Conv2dOptions { input_layout: layout, filter_layout: fl, groups, ..Default::default() };
+                        let y = b.b.conv2d(x, f, None, &opts).unwrap();
+                        let mut g = b.b.build(&[("y".into(), y)]).unwrap();
+                        assert_agree(&g, if t == DataType::Float16 { 2e-3 } else { 1e-6 });
+                        let n = run(&mut g);
+                        assert_eq!(n, usize::from(fl != native_layout(layout)));
+                        let Op::Conv2d(a) = &g.operators[0].op else { unreachable!() };
+                        assert_eq!(a.filter_layout, native_layout(layout));
+                    }
+                }
+            }
+        }
+    }
+}

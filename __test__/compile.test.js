@@ -13,8 +13,15 @@ const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat
 const { MLGraphBuilder } = webnn
 
 let context
+// The GPU engine runs the engine-neutral passes (batchNormalization folding).
+let gpuContext = null
 test.before(async () => {
   context = await createContext({ deviceType: 'cpu' })
+  try {
+    gpuContext = await createContext({ deviceType: 'gpu' })
+  } catch (e) {
+    if (process.env.WEBNN_REQUIRE_GPU === '1' || e.name !== 'NotSupportedError') throw e
+  }
 })
 
 const count = (shape) => shape.reduce((a, b) => a * b, 1)
@@ -107,7 +114,7 @@ function f32Const (b, shape, data) {
   return b.constant({ dataType: 'float32', dimensions: shape }, data)
 }
 
-async function run (b, outputs, inputs) {
+async function run (b, outputs, inputs, ctx = context) {
   const graph = await b.build(outputs)
   const outs = {}
   for (const [name, op] of Object.entries(outputs)) {
@@ -116,7 +123,7 @@ async function run (b, outputs, inputs) {
   // compute() transfers the views it is given: hand it copies, so the references
   // can still read the data.
   const copies = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.slice()]))
-  return (await context.compute(graph, copies, outs)).outputs
+  return (await ctx.compute(graph, copies, outs)).outputs
 }
 
 const close = (t, got, want, what, tol = 1e-5) => assertClose(t, got, want, { rtol: tol, atol: tol, what })
@@ -207,14 +214,14 @@ function bnParams (c) {
 
 const bnRef = (v, c, p, eps) => ((v - p.mean[c]) / Math.sqrt(p.variance[c] + eps)) * p.scale[c] + p.bias[c]
 
-test('conv2d + batchNormalization (+ relu) folds and agrees with float64', async (t) => {
+async function convBatchNorm (t, ctx) {
   const xs = [1, 4, 7, 7]
   const ws = [6, 4, 3, 3]
   const x = rand(count(xs), -2, 2)
   const w = rand(count(ws), -0.5, 0.5)
   const cb = rand(6)
   const p = bnParams(6)
-  const b = new MLGraphBuilder(context)
+  const b = new MLGraphBuilder(ctx)
   const input = b.input('x', { dataType: 'float32', dimensions: xs })
   const conv = b.conv2d(input, f32Const(b, ws, w), { bias: f32Const(b, [6], cb) })
   const bn = b.batchNormalization(conv, f32Const(b, [6], p.mean), f32Const(b, [6], p.variance), {
@@ -224,12 +231,18 @@ test('conv2d + batchNormalization (+ relu) folds and agrees with float64', async
   // Without scale and bias, no activation.
   const conv2 = b.conv2d(input, f32Const(b, ws, w))
   const z = b.batchNormalization(conv2, f32Const(b, [6], p.mean), f32Const(b, [6], p.variance))
-  const out = await run(b, { y, z }, { x })
+  const out = await run(b, { y, z }, { x }, ctx)
   const r = conv2dRef(x, xs, w, ws, { bias: cb })
   close(t, out.y, perChannel(r.y, r.shape, (v, c) => relu(bnRef(v, c, p, 1e-3))), 'y')
   const r2 = conv2dRef(x, xs, w, ws)
   const p2 = { ...p, scale: new Float32Array(6).fill(1), bias: new Float32Array(6) }
   close(t, out.z, perChannel(r2.y, r2.shape, (v, c) => bnRef(v, c, p2, 1e-5)), 'z')
+}
+
+test('conv2d + batchNormalization (+ relu) folds and agrees with float64', (t) => convBatchNorm(t, context))
+test('gpu: conv2d + batchNormalization (+ relu) folds and agrees with float64', async (t) => {
+  if (!gpuContext) return t.log('no GPU adapter: not run')
+  await convBatchNorm(t, gpuContext)
 })
 
 test('float16 conv2d + batchNormalization + relu folds within float16 tolerance', async (t) => {

@@ -103,6 +103,21 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     g
 }
 
+/// The GPU engine's pipeline: only passes that emit operators `MLGraphBuilder`
+/// could have built (the GPU lowers no `Op::Fused`): batchNormalization folded
+/// into the conv2d before it saves a dispatch and a pass over memory per layer.
+/// `WEBNN_CPU_PASSES=none` turns it off too.
+pub fn gpu_pipeline(mut g: Graph, passes: Passes) -> Graph {
+    if !passes.bn_fold {
+        return g;
+    }
+    dce::run(&mut g);
+    bn_fold::run(&mut g);
+    dce::run(&mut g);
+    compact::run(&mut g);
+    g
+}
+
 /// Who reads and who writes each operand of a graph.
 pub(crate) struct Uses {
     /// The operators reading each operand, once per input slot.

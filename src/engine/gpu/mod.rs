@@ -281,6 +281,7 @@ impl GpuEngine {
 
 impl Engine for GpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
+        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env());
         Ok(Arc::new(GpuPlan::new(self.shared.clone(), graph)?))
     }
 }

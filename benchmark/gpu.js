@@ -15,6 +15,7 @@
 //   node benchmark/gpu.js --only none --matmul 2048        the matmul line alone
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
+const { relError, stats, fmt } = require('./stats.js')
 const { Net, toWebnn, rng, count } = require('./models/net.js')
 const MODELS = require('./models/index.js')
 
@@ -56,24 +57,9 @@ async function setup (context, net, data) {
 }
 
 /** max |a - b| / max |b|. */
-function relError (a, b) {
-  let diff = 0
-  let scale = 0
-  for (let i = 0; i < a.length; i++) {
-    const d = Math.abs(a[i] - b[i])
-    if (!(d <= diff)) diff = d // NaN sticks
-    scale = Math.max(scale, Math.abs(b[i]))
-  }
-  return diff / scale
-}
 
-function stats (times) {
-  const s = [...times].sort((a, b) => a - b)
-  return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
-}
 
 const tflops = (flop, ms) => (flop / ms / 1e9).toPrecision(3)
-const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`)
 
 async function time (impl, iters, warmup) {
   for (let i = 0; i < warmup; i++) await impl.run()

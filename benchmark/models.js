@@ -10,6 +10,7 @@
 //   node benchmark/models.js --only bert,squeezenet --iters 20
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
+const { relError, stats, fmt } = require('./stats.js')
 const { model } = require('./onnx.js')
 const { toWebnn, toOnnx, rng, count } = require('./models/net.js')
 const MODELS = require('./models/index.js')
@@ -83,23 +84,8 @@ async function setupOrt (bytes, net, data, threads) {
 
 /** max |a - b| / max |b|: the error relative to the output's scale (a per-element
  * relative error is meaningless for logits that cancel to near 0). */
-function relError (a, b) {
-  let diff = 0
-  let scale = 0
-  for (let i = 0; i < a.length; i++) {
-    const d = Math.abs(a[i] - b[i])
-    if (!(d <= diff)) diff = d // NaN sticks
-    scale = Math.max(scale, Math.abs(b[i]))
-  }
-  return diff / scale
-}
 
-function stats (times) {
-  const s = [...times].sort((a, b) => a - b)
-  return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
-}
 
-const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`)
 const gflops = (gflop, ms) => (gflop ? (gflop / ms * 1e3).toFixed(1) : '-')
 
 async function main () {

@@ -7,6 +7,7 @@
 //   node benchmark/run.js --only add-4m        one case
 //   node benchmark/run.js --threads 2 --iters 100
 const { ml, MLGraphBuilder } = require('..')
+const { stats } = require('./stats.js')
 const { model } = require('./onnx.js')
 
 let ort = null
@@ -283,10 +284,6 @@ CASES.push(
   }
 )
 
-function stats (times) {
-  const s = [...times].sort((a, b) => a - b)
-  return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
-}
 
 async function setupWebnn (c, threads) {
   const context = await ml.createContext({ numThreads: threads })

@@ -50,12 +50,10 @@ fn map<I: Element, O: Element>(src: &[I], dst: &mut [O], f: impl Fn(I) -> O + Sy
     if src.len() != dst.len() {
         return Err(WebnnError::Operation("internal: activation buffer sizes differ".into()));
     }
-    par_chunks(dst, |start, chunk| simd::dispatch(|| {
+    par_chunks(dst, |start, chunk| {
         let n = chunk.len();
-        for (d, &x) in chunk.iter_mut().zip(&src[start..start + n]) {
-            *d = f(x);
-        }
-    }));
+        simd::map_slice(&src[start..start + n], chunk, &f)
+    });
     Ok(())
 }
 

@@ -59,12 +59,10 @@ fn map2<A: Element, B: Element, O: Element>(
 fn map1<I: Element, O: Element>(input: &[u8], out: &mut [u8], f: impl Fn(I) -> O + Sync + Send) -> Result<()> {
     let src = as_elems::<I>(input)?;
     let dst = as_elems_mut::<O>(out)?;
-    par_chunks(dst, |start, chunk| simd::dispatch(|| {
+    par_chunks(dst, |start, chunk| {
         let n = chunk.len();
-        for (d, &x) in chunk.iter_mut().zip(&src[start..start + n]) {
-            *d = f(x);
-        }
-    }));
+        simd::map_slice(&src[start..start + n], chunk, &f)
+    });
     Ok(())
 }
 

@@ -125,6 +125,41 @@ mod x86 {
     pub fn avx2<R>(f: impl FnOnce() -> R) -> R {
         f()
     }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+    pub fn map_avx512<I: Copy, O, F: Fn(I) -> O>(src: &[I], dst: &mut [O], f: &F) {
+        super::map_loop(src, dst, f)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub fn map_avx2<I: Copy, O, F: Fn(I) -> O>(src: &[I], dst: &mut [O], f: &F) {
+        super::map_loop(src, dst, f)
+    }
+}
+
+#[inline(always)]
+fn map_loop<I: Copy, O, F: Fn(I) -> O>(src: &[I], dst: &mut [O], f: &F) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = f(x);
+    }
+}
+
+/// `dst[i] = f(src[i])` over the shorter of the two, with the loop itself in the
+/// `#[target_feature]` function: unlike a loop inside a closure handed to
+/// [`dispatch`] (which the inliner may leave out of line, compiled for the
+/// baseline), `f` (an `#[inline]` function or small closure) is inlined into the
+/// vector loop.
+#[inline(always)]
+pub fn map_slice<I: Copy, O, F: Fn(I) -> O>(src: &[I], dst: &mut [O], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: `level` only reports features that is_x86_feature_detected! found.
+        Level::Avx512 => return unsafe { x86::map_avx512(src, dst, f) },
+        // SAFETY: as above.
+        Level::Avx2 => return unsafe { x86::map_avx2(src, dst, f) },
+        Level::Baseline => {}
+    }
+    map_loop(src, dst, f)
 }
 
 /// Runs `f` compiled for the best instruction set available (see the module docs).

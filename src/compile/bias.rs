@@ -65,27 +65,26 @@ fn fuse(g: &mut Graph, p: usize, i: usize, c: usize, sign: f64, out: usize) -> O
         let sum: Vec<f64> = old.iter().zip(&v).map(|(o, x)| o + sign * x).collect();
         Some(push_constant_f64(g, OperandDesc::new(t, vec![n]), &sum))
     };
+    // conv2d and convTranspose2d: the constant runs along the channel axis and
+    // joins the conv's own (constant) bias, if any.
+    let conv_bias = |g: &mut Graph, layout: InputLayout, has_bias: bool| -> Option<usize> {
+        let axis = channel_axis(layout);
+        let v = along_axis(g, c, rank, axis, shape[axis])?;
+        let old = has_bias.then(|| producer.inputs[2]);
+        if old.is_some() && constant_f64(g, producer.inputs[2]).is_none() {
+            return None;
+        }
+        merged(g, old, v)
+    };
     let (op, inputs) = match &producer.op {
         Op::Conv2d(attrs) => {
-            let axis = channel_axis(attrs.input_layout);
-            let v = along_axis(g, c, rank, axis, shape[axis])?;
-            let old = attrs.has_bias.then(|| producer.inputs[2]);
-            if old.is_some() && constant_f64(g, producer.inputs[2]).is_none() {
-                return None;
-            }
-            let bias = merged(g, old, v)?;
+            let bias = conv_bias(g, attrs.input_layout, attrs.has_bias)?;
             let mut attrs = attrs.clone();
             attrs.has_bias = true;
             (Op::Conv2d(attrs), vec![producer.inputs[0], producer.inputs[1], bias])
         }
         Op::ConvTranspose2d(attrs) => {
-            let axis = channel_axis(attrs.input_layout);
-            let v = along_axis(g, c, rank, axis, shape[axis])?;
-            let old = attrs.has_bias.then(|| producer.inputs[2]);
-            if old.is_some() && constant_f64(g, producer.inputs[2]).is_none() {
-                return None;
-            }
-            let bias = merged(g, old, v)?;
+            let bias = conv_bias(g, attrs.input_layout, attrs.has_bias)?;
             let mut attrs = attrs.clone();
             attrs.has_bias = true;
             (Op::ConvTranspose2d(attrs), vec![producer.inputs[0], producer.inputs[1], bias])

@@ -62,6 +62,18 @@ pub enum Storage {
 }
 
 impl Storage {
+    /// Every storage, the packed and 32-bit ones first.
+    pub const ALL: [Storage; 8] = [
+        Storage::F32,
+        Storage::F16,
+        Storage::I32,
+        Storage::U32,
+        Storage::I8,
+        Storage::U8,
+        Storage::I64,
+        Storage::U64,
+    ];
+
     pub fn of(t: DataType) -> Storage {
         match t {
             DataType::Float32 => Storage::F32,
@@ -895,7 +907,7 @@ pub(crate) fn validate_wgsl(src: &str) {
 mod tests {
     use super::*;
 
-    pub(crate) use super::validate_wgsl as validate;
+    use super::validate_wgsl as validate;
 
     const ALL: [Storage; 6] = [
         Storage::F32,

@@ -257,7 +257,7 @@ pub(super) fn lower(
 
 #[cfg(test)]
 mod tests {
-    use super::super::reduction::tests::validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
     use super::*;
     use crate::engine::gpu::wgsl::{Access, MapKernel};
 

@@ -442,7 +442,7 @@ fn lower_conv(
 
 #[cfg(test)]
 mod tests {
-    use super::super::matmul::tiled::tests::validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
     use super::super::matmul::tiled::Tile;
     use super::*;
 

@@ -629,18 +629,9 @@ mod tests {
     use super::*;
     use crate::engine::cpu::kernels::gather::linear_source;
 
-    pub(crate) use crate::engine::gpu::wgsl::validate_wgsl as validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
-    const ALL: [Storage; 8] = [
-        Storage::F32,
-        Storage::F16,
-        Storage::I32,
-        Storage::U32,
-        Storage::I8,
-        Storage::U8,
-        Storage::I64,
-        Storage::U64,
-    ];
+    const ALL: [Storage; 8] = Storage::ALL;
 
     #[test]
     fn every_variant_is_valid_wgsl() {

@@ -223,7 +223,7 @@ fn lower_product(
 
 #[cfg(test)]
 mod tests {
-    use super::tiled::tests::validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
     use super::tiled::Tile;
     use super::*;
 

@@ -335,7 +335,7 @@ pub(super) fn lower(
 
 #[cfg(test)]
 mod tests {
-    use super::super::reduction::tests::validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
     use super::*;
     use crate::ops::normalization::LayerNormalization;
 

@@ -406,16 +406,7 @@ mod tests {
     #[test]
     fn every_variant_is_valid_wgsl() {
         for group in [false, true] {
-            for st in [
-                Storage::F32,
-                Storage::F16,
-                Storage::I32,
-                Storage::U32,
-                Storage::I8,
-                Storage::U8,
-                Storage::I64,
-                Storage::U64,
-            ] {
+            for st in Storage::ALL {
                 validate(&pool_wgsl(PoolKind::Max, st, group));
             }
             for st in [Storage::F32, Storage::F16] {

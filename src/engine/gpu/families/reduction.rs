@@ -575,24 +575,13 @@ pub(super) fn lower(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
     use crate::graph::DataType;
 
-    /// Parses and validates a kernel with naga (every capability allowed; the
-    /// kernels here use no optional feature).
-    pub(crate) use crate::engine::gpu::wgsl::validate_wgsl as validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
-    const STORAGES: [Storage; 8] = [
-        Storage::F32,
-        Storage::F16,
-        Storage::I32,
-        Storage::U32,
-        Storage::I8,
-        Storage::U8,
-        Storage::I64,
-        Storage::U64,
-    ];
+    const STORAGES: [Storage; 8] = Storage::ALL;
 
     #[test]
     fn every_reduction_kernel_is_valid_wgsl() {

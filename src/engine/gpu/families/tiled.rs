@@ -352,10 +352,10 @@ impl Core {
 }
 
 #[cfg(test)]
-pub(in crate::engine::gpu) mod tests {
+mod tests {
     use super::*;
 
-    pub(crate) use crate::engine::gpu::wgsl::validate_wgsl as validate;
+    use crate::engine::gpu::wgsl::validate_wgsl as validate;
 
     #[test]
     fn tiles_divide_their_loads() {

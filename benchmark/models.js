@@ -8,9 +8,10 @@
 //   node benchmark/models.js                               all models, 1 and 2 threads
 //   node benchmark/models.js --only resnet50 --threads 2   one model, one thread count
 //   node benchmark/models.js --only bert,squeezenet --iters 20
+//   node benchmark/models.js --ort-spin 1                  ORT with its default spinning threads (see stats.js)
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
-const { relError, stats, fmt } = require('./stats.js')
+const { relError, stats, fmt, ortSessionOptions } = require('./stats.js')
 const { model } = require('./onnx.js')
 const { toWebnn, toOnnx, rng, count } = require('./models/net.js')
 const MODELS = require('./models/index.js')
@@ -66,12 +67,7 @@ async function setupWebnn (net, data, threads) {
 
 async function setupOrt (bytes, net, data, threads) {
   const t0 = performance.now()
-  const session = await ort.InferenceSession.create(bytes, {
-    graphOptimizationLevel: 'all',
-    intraOpNumThreads: threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential'
-  })
+  const session = await ort.InferenceSession.create(bytes, ortSessionOptions(threads))
   const createMs = performance.now() - t0
   const feeds = Object.fromEntries(net.inputs.map((i, n) => [i.name, new ort.Tensor('float32', data[n].slice(), i.shape)]))
   const out = net.outputs[0]

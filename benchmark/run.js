@@ -7,7 +7,7 @@
 //   node benchmark/run.js --only add-4m        one case
 //   node benchmark/run.js --threads 2 --iters 100
 const { ml, MLGraphBuilder } = require('..')
-const { stats } = require('./stats.js')
+const { stats, ortSessionOptions } = require('./stats.js')
 const { model } = require('./onnx.js')
 
 let ort = null
@@ -307,12 +307,7 @@ async function setupWebnn (c, threads) {
 
 async function setupOrt (c, threads) {
   const bytes = model({ inputs: c.inputs, outputs: [c.output], initializers: c.constants || [], nodes: c.onnx })
-  const session = await ort.InferenceSession.create(bytes, {
-    graphOptimizationLevel: 'all',
-    intraOpNumThreads: threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential'
-  })
+  const session = await ort.InferenceSession.create(bytes, ortSessionOptions(threads))
   const feeds = Object.fromEntries(c.inputs.map((i, n) => [i.name, new ort.Tensor(i.dataType, randomData(i.dataType, i.shape, 7 + n), i.shape)]))
   return { async run () { return (await session.run(feeds))[c.output.name].data } }
 }

@@ -22,4 +22,27 @@ function stats (times) {
 /** Milliseconds as "12.34 ms" or "567.8 µs". */
 const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`)
 
-module.exports = { relError, stats, fmt }
+/**
+ * onnxruntime-node session options for `threads` intra-op threads.
+ *
+ * ORT's intra-op threads spin after each run by default
+ * (`session.intra_op.allow_spinning` = 1). Timed interleaved in one process, they
+ * keep spinning on the very cores the next webnn-node run needs: on this 2-core
+ * machine, MatMul 1024 at 2 threads measured webnn 15.2 ms / ORT 9.1 ms with
+ * spinning and 7.2 / 7.3 ms without (ORT itself faster too, since webnn's run no
+ * longer competes with its spinners). Spinning is therefore off unless
+ * `--ort-spin 1` asks for ORT's default.
+ */
+function ortSessionOptions (threads) {
+  const i = process.argv.indexOf('--ort-spin')
+  const spin = i >= 0 ? process.argv[i + 1] : '0'
+  return {
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    extra: { session: { intra_op: { allow_spinning: spin === '1' ? '1' : '0' } } }
+  }
+}
+
+module.exports = { relError, stats, fmt, ortSessionOptions }

@@ -181,6 +181,64 @@ pub struct CpuPlan {
     /// Bytes of every operand the plan touches: below `INLINE_MAX_BYTES` the whole
     /// compute takes less time than waking a pool thread.
     touched_bytes: usize,
+    /// `WEBNN_CPU_PROFILE=N`: time spent per step, printed every N computes.
+    profile: Option<Profile>,
+}
+
+/// Per-step times of a plan, for finding where a model spends its time
+/// (`WEBNN_CPU_PROFILE=N` prints a table to stderr every N computes, then resets).
+struct Profile {
+    every: u64,
+    state: Mutex<(u64, Vec<u64>)>,
+}
+
+impl Profile {
+    fn from_env(steps: usize) -> Option<Profile> {
+        let every = std::env::var("WEBNN_CPU_PROFILE").ok()?.parse::<u64>().ok().filter(|&n| n > 0)?;
+        Some(Profile { every, state: Mutex::new((0, vec![0; steps])) })
+    }
+
+    fn record(&self, times: &[u64], plan: &CpuPlan) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 += 1;
+        for (t, x) in st.1.iter_mut().zip(times) {
+            *t += x;
+        }
+        if st.0 % self.every != 0 {
+            return;
+        }
+        let runs = st.0;
+        let total: u64 = st.1.iter().sum();
+        let mut rows: Vec<(u64, String)> = Vec::new();
+        let mut by_kind: HashMap<String, u64> = HashMap::new();
+        for (step, &t) in plan.steps.iter().zip(&st.1) {
+            let dbg = format!("{:?}", step.op);
+            let kind: String = dbg.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            *by_kind.entry(kind).or_default() += t;
+            let shapes: Vec<String> = step
+                .inputs
+                .iter()
+                .chain(&step.outputs)
+                .map(|i| format!("{:?}", plan.descs[i].shape))
+                .collect();
+            let label: String = dbg.chars().take(70).collect();
+            rows.push((t, format!("{label} {}", shapes.join(" "))));
+        }
+        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut kinds: Vec<_> = by_kind.into_iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(&a.1));
+        let ms = |t: u64| t as f64 / runs as f64 / 1e6;
+        let mut out = format!("webnn cpu profile: {} steps, {:.3} ms per compute over {runs} computes\n", plan.steps.len(), ms(total));
+        for (k, t) in &kinds {
+            out += &format!("  {:>8.3} ms {:>5.1}%  {k}\n", ms(*t), 100.0 * *t as f64 / total.max(1) as f64);
+        }
+        for (t, l) in rows.iter().take(25) {
+            out += &format!("  {:>8.3} ms  {l}\n", ms(*t));
+        }
+        eprint!("{out}");
+        st.0 = 0;
+        st.1.iter_mut().for_each(|t| *t = 0);
+    }
 }
 
 /// A graph touching at most this many bytes runs on the calling thread: its
@@ -281,7 +339,9 @@ impl CpuPlan {
             steps.push(Step { op: operator.op.clone(), inputs: operator.inputs.clone(), outputs: operator.outputs.clone() });
         }
         let touched_bytes = descs.values().map(|d| d.byte_length()).sum();
+        let profile = Profile::from_env(steps.len());
         Ok(CpuPlan {
+            profile,
             touched_bytes,
             pool,
             slots,
@@ -330,7 +390,9 @@ impl CpuPlan {
             }
             Ok((ptr, len))
         };
+        let mut times = Vec::new();
         for step in &self.steps {
+            let started = self.profile.as_ref().map(|_| std::time::Instant::now());
             if bindings.cancel.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(WebnnError::Operation("compute cancelled: the JS environment is shutting down".into()));
             }
@@ -352,6 +414,12 @@ impl CpuPlan {
                 outs.push((data, self.descs[&o].shape.as_slice()));
             }
             run_op(&step.op, &ins, &mut outs)?;
+            if let Some(t) = started {
+                times.push(t.elapsed().as_nanos() as u64);
+            }
+        }
+        if let Some(p) = &self.profile {
+            p.record(&times, self);
         }
         for &(from, to) in &self.output_copies {
             if let Some(dst) = bindings.outputs[to] {

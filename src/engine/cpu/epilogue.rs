@@ -5,8 +5,8 @@
 
 use std::borrow::Cow;
 
-use super::kernels::elementwise::exp_f32;
 use super::kernels::gemm_core::f32_input;
+use super::kernels::simd;
 use super::kernels::Tensor;
 use crate::compile::fused::{binary, unary, Stage};
 use crate::error::Result;
@@ -57,16 +57,10 @@ impl<'a> Epi<'a> {
     pub fn apply(&self, data: &mut [f32], start: usize, bias: Bias) {
         match bias {
             Bias::None => {}
-            Bias::Scalar(b) => {
-                for v in data.iter_mut() {
-                    *v += b;
-                }
-            }
+            Bias::Scalar(b) => map(data, move |v| v + b),
             Bias::Vector(b) if !b.is_empty() => {
                 for row in data.chunks_mut(b.len()) {
-                    for (v, &x) in row.iter_mut().zip(b) {
-                        *v += x;
-                    }
+                    simd::update(row, b.iter().copied(), &|v, x| v + x);
                 }
             }
             Bias::Vector(_) => {}
@@ -82,9 +76,7 @@ impl<'a> Epi<'a> {
                     Stage::AddTensor => {
                         let e = &self.extras[extra][at..at + piece.len()];
                         extra += 1;
-                        for (v, &x) in piece.iter_mut().zip(e) {
-                            *v += x;
-                        }
+                        simd::update(piece, e.iter().copied(), &|v, x| v + x);
                     }
                     s => apply_stage(*s, piece),
                 }
@@ -93,11 +85,10 @@ impl<'a> Epi<'a> {
     }
 }
 
+/// `d[i] = f(d[i])`, vectorized for the CPU's instruction set (`simd::update`).
 #[inline(always)]
 fn map(d: &mut [f32], f: impl Fn(f32) -> f32) {
-    for v in d.iter_mut() {
-        *v = f(*v);
-    }
+    simd::update(d, std::iter::repeat(()), &|v, ()| f(v))
 }
 
 /// One stage over a piece, with the stage's variant fixed outside the loop so each
@@ -107,14 +98,15 @@ fn apply_stage(s: Stage, d: &mut [f32]) {
     match s {
         Stage::Unary(k) => match k {
             UnaryKind::Relu => map(d, |x| if x < 0.0 { 0.0 } else { x }),
-            UnaryKind::Sigmoid => map(d, |x| 1.0 / (1.0 + exp_f32(-x))),
-            UnaryKind::Exp => map(d, exp_f32),
+            UnaryKind::Sigmoid => map(d, simd::sigmoid),
+            UnaryKind::Exp => map(d, simd::exp),
+            UnaryKind::Log => map(d, simd::ln),
             UnaryKind::Neg => map(d, |x| -x),
             UnaryKind::Abs => map(d, f32::abs),
             UnaryKind::Sqrt => map(d, f32::sqrt),
             UnaryKind::Reciprocal => map(d, |x| 1.0 / x),
-            UnaryKind::Tanh => map(d, f32::tanh),
-            UnaryKind::Erf => map(d, libm::erff),
+            UnaryKind::Tanh => map(d, simd::tanh),
+            UnaryKind::Erf => map(d, simd::erf),
             UnaryKind::Identity | UnaryKind::LogicalNot => {}
             k => map(d, |x| unary(k, x)),
         },
@@ -129,14 +121,15 @@ fn apply_stage(s: Stage, d: &mut [f32]) {
             }
             A::Relu => map(d, |x| if x < 0.0 { 0.0 } else { x }),
             A::LeakyRelu { alpha } => map(d, move |x| if x < 0.0 { alpha * x } else { x }),
-            A::Sigmoid => map(d, |x| 1.0 / (1.0 + exp_f32(-x))),
-            A::Tanh => map(d, f32::tanh),
-            A::Elu { alpha } => map(d, move |x| A::Elu { alpha }.apply(x)),
-            A::Gelu => map(d, |x| A::Gelu.apply(x)),
+            A::Sigmoid => map(d, simd::sigmoid),
+            A::Tanh => map(d, simd::tanh),
+            // 7.8.15: alpha * (exp(x) - 1) for x < 0.
+            A::Elu { alpha } => map(d, move |x| if x < 0.0 { alpha * simd::expm1(x) } else { x }),
+            A::Gelu => map(d, simd::gelu),
             A::HardSigmoid { alpha, beta } => map(d, move |x| A::HardSigmoid { alpha, beta }.apply(x)),
             A::HardSwish => map(d, |x| A::HardSwish.apply(x)),
             A::Linear { alpha, beta } => map(d, move |x| A::Linear { alpha, beta }.apply(x)),
-            A::Softplus => map(d, |x| A::Softplus.apply(x)),
+            A::Softplus => map(d, simd::softplus),
             A::Softsign => map(d, |x| A::Softsign.apply(x)),
             A::Softmax { .. } => {}
         },

@@ -135,6 +135,39 @@ mod x86 {
     pub fn map_avx2<I: Copy, O, F: Fn(I) -> O>(src: &[I], dst: &mut [O], f: &F) {
         super::map_loop(src, dst, f)
     }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+    pub fn update_avx512<E: Copy, F: Fn(f32, E) -> f32>(d: &mut [f32], e: impl Iterator<Item = E>, f: &F) {
+        super::update_loop(d, e, f)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub fn update_avx2<E: Copy, F: Fn(f32, E) -> f32>(d: &mut [f32], e: impl Iterator<Item = E>, f: &F) {
+        super::update_loop(d, e, f)
+    }
+}
+
+#[inline(always)]
+fn update_loop<E: Copy, F: Fn(f32, E) -> f32>(d: &mut [f32], e: impl Iterator<Item = E>, f: &F) {
+    for (v, x) in d.iter_mut().zip(e) {
+        *v = f(*v, x);
+    }
+}
+
+/// `d[i] = f(d[i], e_i)` in place, `e` an iterator of the same length (a slice's
+/// copied values, or `repeat(())` for a plain map), with the loop in the
+/// `#[target_feature]` function as in [`map_slice`].
+#[inline(always)]
+pub fn update<E: Copy, F: Fn(f32, E) -> f32>(d: &mut [f32], e: impl Iterator<Item = E>, f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: `level` only reports features that is_x86_feature_detected! found.
+        Level::Avx512 => return unsafe { x86::update_avx512(d, e, f) },
+        // SAFETY: as above.
+        Level::Avx2 => return unsafe { x86::update_avx2(d, e, f) },
+        Level::Baseline => {}
+    }
+    update_loop(d, e, f)
 }
 
 #[inline(always)]

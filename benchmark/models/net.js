@@ -199,16 +199,69 @@ class Net {
 
 // WebNN -------------------------------------------------------------------------
 
-/** Builds the net's graph on `builder`; returns the named output operands. Also
- * returns the time spent in the builder calls (constants included), for the
- * build-time line. */
-function toWebnn (net, builder) {
+/** float32 -> float16 bits, rounding to nearest even (subnormals, inf, NaN kept). */
+const f32 = new Float32Array(1)
+const u32 = new Uint32Array(f32.buffer)
+function halfBits (x) {
+  f32[0] = x
+  const b = u32[0]
+  const sign = (b >>> 16) & 0x8000
+  const exp = (b >>> 23) & 0xff
+  const man = b & 0x7fffff
+  if (exp === 0xff) return sign | 0x7c00 | (man ? 0x200 : 0)
+  const e = exp - 127 + 15
+  if (e >= 0x1f) return sign | 0x7c00
+  let m, shift
+  if (e <= 0) { // subnormal half (or zero): the implicit bit joins the mantissa
+    if (e < -10) return sign
+    m = man | 0x800000
+    shift = 14 - e
+  } else {
+    m = man
+    shift = 13
+  }
+  const rest = m & ((1 << shift) - 1)
+  const half = 1 << (shift - 1)
+  let h = (e <= 0 ? 0 : e << 10) + (m >>> shift)
+  if (rest > half || (rest === half && (h & 1))) h++ // may carry into the exponent: still right
+  return sign | h
+}
+
+/** float16 bits -> number. */
+function halfValue (h) {
+  const sign = h & 0x8000 ? -1 : 1
+  const e = (h >>> 10) & 0x1f
+  const m = h & 0x3ff
+  if (e === 0x1f) return m ? NaN : sign * Infinity
+  return sign * (e ? (1 + m / 1024) * 2 ** (e - 15) : (m / 1024) * 2 ** -14)
+}
+
+/** A Float32Array as float16 bits. */
+function toHalf (a) {
+  const h = new Uint16Array(a.length)
+  for (let i = 0; i < a.length; i++) h[i] = halfBits(a[i])
+  return h
+}
+
+/** Builds the net's graph on `builder`; returns the named output operands.
+ * `dataType` 'float16' builds every input, constant and output as float16 (the
+ * float32 weights rounded once), for comparing float16 and float32 speed. */
+function toWebnn (net, builder, { dataType = 'float32' } = {}) {
+  const half = dataType === 'float16'
   const v = new Map()
-  for (const i of net.inputs) v.set(i.name, builder.input(i.name, { dataType: i.dataType, dimensions: i.shape }))
-  for (const k of net.constants) v.set(k.name, builder.constant({ dataType: k.dataType, dimensions: k.shape }, k.data))
+  for (const i of net.inputs) v.set(i.name, builder.input(i.name, { dataType: half ? 'float16' : i.dataType, dimensions: i.shape }))
+  for (const k of net.constants) {
+    v.set(k.name, half && k.dataType === 'float32'
+      ? builder.constant({ dataType: 'float16', dimensions: k.shape }, toHalf(k.data))
+      : builder.constant({ dataType: k.dataType, dimensions: k.shape }, k.data))
+  }
   const scalars = new Map()
   const scalar = (x) => {
-    if (!scalars.has(x)) scalars.set(x, builder.constant({ dataType: 'float32', dimensions: [] }, new Float32Array([x])))
+    if (!scalars.has(x)) {
+      scalars.set(x, half
+        ? builder.constant({ dataType: 'float16', dimensions: [] }, toHalf([x]))
+        : builder.constant({ dataType: 'float32', dimensions: [] }, new Float32Array([x])))
+    }
     return scalars.get(x)
   }
   const b = builder
@@ -347,4 +400,4 @@ function toOnnx (net) {
   }
 }
 
-module.exports = { Net, toWebnn, toOnnx, rng, count }
+module.exports = { Net, toWebnn, toOnnx, rng, count, toHalf, halfValue }

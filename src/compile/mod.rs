@@ -13,6 +13,8 @@
 //!   gemm (activations, unary operators, binary operators with a scalar constant,
 //!   a residual add) moved into the operator as an epilogue (`Op::Fused`);
 //! - `chain`: runs of element-wise operators fused into one pass (`Op::Fused`);
+//! - `widen`: float16 computed in float32 inside the graph, converted once at its
+//!   inputs, constants and outputs (CPU);
 //! - `compact`: renumbers the operand arena, dropping constants and operands no
 //!   operator reads any more.
 //!
@@ -32,6 +34,7 @@ pub mod epilogue;
 pub mod fold;
 pub mod fused;
 pub mod prepack;
+pub mod widen;
 
 #[cfg(test)]
 pub(crate) mod testing;
@@ -63,11 +66,12 @@ pub struct Passes {
     pub epilogue: bool,
     pub chain: bool,
     pub prepack: bool,
+    pub widen: bool,
 }
 
 impl Passes {
-    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true };
-    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false };
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true };
+    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false };
 
     pub fn from_env() -> Passes {
         match std::env::var("WEBNN_CPU_PASSES").as_deref() {
@@ -80,6 +84,9 @@ impl Passes {
 /// The CPU engine's pipeline.
 pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     dce::run(&mut g);
+    if passes.widen {
+        widen::run(&mut g);
+    }
     if passes.fold {
         fold::run(&mut g, eval, FOLD_LIMIT_BYTES);
     }

@@ -1,0 +1,108 @@
+'use strict'
+// float16 against float32 on webnn-node's CPU device, side by side in one process:
+// each model (benchmark/models/) is built twice with the same seeded weights, once
+// in float32 and once in float16 (weights and inputs rounded once to float16, the
+// output read back as float16). The float16 output is checked against the float32
+// one first (max |a - b| / max |b| <= 3e-2: float16 keeps 11 significant bits
+// through every layer), then both are timed interleaved, 1 and 2 threads, and the
+// ratio float16 / float32 is printed last (<= 1.0: float16 runs at float32 speed
+// or better).
+//
+//   node benchmark/float16.js                                all models, 1 and 2 threads
+//   node benchmark/float16.js --only resnet50 --threads 1 --iters 10
+const os = require('node:os')
+const { ml, MLGraphBuilder } = require('..')
+const { relError, stats, fmt } = require('./stats.js')
+const { toWebnn, rng, count, toHalf, halfValue } = require('./models/net.js')
+const MODELS = require('./models/index.js')
+
+function arg (name, fallback) {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : fallback
+}
+
+const TOLERANCE = 3e-2
+const ITERS = 30
+const WARMUP = 3
+
+function inputData (net) {
+  return net.inputs.map((i, n) => {
+    const r = rng(7 + n)
+    const a = new Float32Array(count(i.shape))
+    for (let j = 0; j < a.length; j++) a[j] = r() * 4 - 2
+    return a
+  })
+}
+
+async function setup (net, data, threads, dataType) {
+  const half = dataType === 'float16'
+  const context = await ml.createContext({ numThreads: threads })
+  const builder = new MLGraphBuilder(context)
+  const graph = await builder.build(toWebnn(net, builder, { dataType }))
+  const out = net.outputs[0]
+  const size = count(net.shape(out))
+  let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, half ? toHalf(data[n]) : data[n].slice()]))
+  let outputs = { [out]: half ? new Uint16Array(size) : new Float32Array(size) }
+  return {
+    async run () {
+      const r = await context.compute(graph, inputs, outputs)
+      inputs = r.inputs
+      outputs = r.outputs
+      return r.outputs[out]
+    }
+  }
+}
+
+async function main () {
+  const only = arg('only', 'mobilenetv2,resnet50,squeezenet,bert,matmul-1024').split(',')
+  const threadList = arg('threads', '1,2').split(',').map(Number)
+  const itersOverride = arg('iters', null)
+  const selected = MODELS.filter((m) => only.includes(m.name))
+  if (!selected.length) throw new Error(`--only: none of ${only}; models: ${MODELS.map((m) => m.name).join(', ')}`)
+  const rows = []
+  for (const m of selected) {
+    const net = m.make()
+    const gflop = net.gflop()
+    const data = inputData(net)
+    for (const threads of threadList) {
+      const full = await setup(net, data, threads, 'float32')
+      const half = await setup(net, data, threads, 'float16')
+      const want = await full.run()
+      const got = Float32Array.from(await half.run(), halfValue)
+      const err = relError(got, want)
+      if (!(err <= TOLERANCE)) throw new Error(`${m.name}: float16 and float32 outputs disagree (max |a-b| / max |b| = ${err})`)
+      const iters = Number(itersOverride || Math.min(m.iters || ITERS, ITERS))
+      for (let i = 0; i < WARMUP; i++) { await full.run(); await half.run() }
+      const tf = []
+      const th = []
+      for (let i = 0; i < iters; i++) {
+        const order = i % 2 ? [[full, tf], [half, th]] : [[half, th], [full, tf]]
+        for (const [impl, times] of order) {
+          const s = process.hrtime.bigint()
+          await impl.run()
+          times.push(Number(process.hrtime.bigint() - s) / 1e6)
+        }
+      }
+      const sf = stats(tf)
+      const sh = stats(th)
+      const row = {
+        model: m.name,
+        GFLOP: gflop ? gflop.toFixed(2) : '-',
+        threads,
+        iters,
+        'rel err': err.toExponential(1),
+        'float32 median': fmt(sf.median),
+        'float32 p90': fmt(sf.p90),
+        'float16 median': fmt(sh.median),
+        'float16 p90': fmt(sh.p90),
+        'ratio float16/float32': (sh.median / sf.median).toFixed(2)
+      }
+      rows.push(row)
+      console.log(JSON.stringify(row))
+    }
+  }
+  console.log(`\nnode ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0].model.split(' ').slice(0, 2).join(' ')}), load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  console.table(rows)
+}
+
+main().catch((e) => { console.error(e); process.exit(1) })

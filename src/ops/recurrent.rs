@@ -270,6 +270,86 @@ pub struct LstmCell {
     pub activations: [Activation; 3],
 }
 
+/// Where each operand of a recurrent operator sits in its input list: input,
+/// weight and recurrentWeight first (then the cells' required states), then the
+/// optional operands that are present, in the order the builder appends them (the
+/// order the structs above document). Both engines read their inputs through this.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slots {
+    pub x: usize,
+    pub w: usize,
+    pub r: usize,
+    pub bias: Option<usize>,
+    pub recurrent_bias: Option<usize>,
+    pub peephole: Option<usize>,
+    pub h0: Option<usize>,
+    pub c0: Option<usize>,
+    /// How many inputs the operator has.
+    pub count: usize,
+}
+
+impl Slots {
+    /// The slots of `op`, or None when it is not a recurrent operator.
+    pub fn of(op: &Op) -> Option<Slots> {
+        match op {
+            Op::Gru(a) => Some(Slots::gru(a)),
+            Op::GruCell(a) => Some(Slots::gru_cell(a)),
+            Op::Lstm(a) => Some(Slots::lstm(a)),
+            Op::LstmCell(a) => Some(Slots::lstm_cell(a)),
+            _ => None,
+        }
+    }
+
+    pub fn gru(a: &Gru) -> Slots {
+        let mut s = Slots::start();
+        s.bias = s.take(a.has_bias);
+        s.recurrent_bias = s.take(a.has_recurrent_bias);
+        s.h0 = s.take(a.has_initial_hidden_state);
+        s
+    }
+
+    pub fn gru_cell(a: &GruCell) -> Slots {
+        let mut s = Slots::start();
+        s.h0 = s.take(true);
+        s.bias = s.take(a.has_bias);
+        s.recurrent_bias = s.take(a.has_recurrent_bias);
+        s
+    }
+
+    pub fn lstm(a: &Lstm) -> Slots {
+        let mut s = Slots::start();
+        s.bias = s.take(a.has_bias);
+        s.recurrent_bias = s.take(a.has_recurrent_bias);
+        s.peephole = s.take(a.has_peephole_weight);
+        s.h0 = s.take(a.has_initial_hidden_state);
+        s.c0 = s.take(a.has_initial_cell_state);
+        s
+    }
+
+    pub fn lstm_cell(a: &LstmCell) -> Slots {
+        let mut s = Slots::start();
+        s.h0 = s.take(true);
+        s.c0 = s.take(true);
+        s.bias = s.take(a.has_bias);
+        s.recurrent_bias = s.take(a.has_recurrent_bias);
+        s.peephole = s.take(a.has_peephole_weight);
+        s
+    }
+
+    /// input, weight, recurrentWeight.
+    fn start() -> Slots {
+        Slots { x: 0, w: 1, r: 2, count: 3, ..Slots::default() }
+    }
+
+    /// The next slot, when the operand is present.
+    fn take(&mut self, present: bool) -> Option<usize> {
+        present.then(|| {
+            self.count += 1;
+            self.count - 1
+        })
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Validation helpers. Every message starts with the operator's name and names the
 // argument and the offending values.
@@ -1234,5 +1314,85 @@ mod tests {
         assert!(e.contains("lstm: options.recurrentBias (operand 999)"), "{e}");
         let e = err(g.gru_cell(999, w, r, c0, 2, &Default::default()));
         assert!(e.contains("gruCell: input"), "{e}");
+    }
+
+    #[test]
+    fn slots_name_the_operands_the_builder_appended() {
+        // Every subset of the optional operands, for each of the four operators: the
+        // operand at each slot is the one passed for it.
+        for mask in 0u32..32 {
+            let on = |bit: u32| mask & (1 << bit) != 0;
+            let mut b = GraphBuilder::new();
+            let mut inp = |name: &str, shape: &[usize]| b.input(name, f(shape)).unwrap();
+            let x = inp("x", &[2, 3, 4]);
+            let (w, r) = (inp("w", &[1, 20, 4]), inp("r", &[1, 20, 5]));
+            let bias = on(0).then(|| inp("b", &[1, 20]));
+            let rbias = on(1).then(|| inp("rb", &[1, 20]));
+            let peep = on(2).then(|| inp("p", &[1, 15]));
+            let h0 = on(3).then(|| inp("h", &[1, 3, 5]));
+            let c0 = on(4).then(|| inp("c", &[1, 3, 5]));
+            let o = LstmOptions {
+                bias,
+                recurrent_bias: rbias,
+                peephole_weight: peep,
+                initial_hidden_state: h0,
+                initial_cell_state: c0,
+                ..Default::default()
+            };
+            let y = b.lstm(x, w, r, 2, 5, &o).unwrap()[0];
+            let g = b.build(&[("y".into(), y)]).unwrap();
+            let op = g.operators.last().unwrap();
+            let s = Slots::of(&op.op).unwrap();
+            let at = |slot: Option<usize>| slot.map(|i| op.inputs[i]);
+            assert_eq!((op.inputs[s.x], op.inputs[s.w], op.inputs[s.r]), (x, w, r));
+            assert_eq!((at(s.bias), at(s.recurrent_bias), at(s.peephole), at(s.h0), at(s.c0)), (bias, rbias, peep, h0, c0));
+            assert_eq!(s.count, op.inputs.len());
+
+            let mut b = GraphBuilder::new();
+            let mut inp = |name: &str, shape: &[usize]| b.input(name, f(shape)).unwrap();
+            let (x, w, r) = (inp("x", &[3, 4]), inp("w", &[20, 4]), inp("r", &[20, 5]));
+            let (h, c) = (inp("h", &[3, 5]), inp("c", &[3, 5]));
+            let bias = on(0).then(|| inp("b", &[20]));
+            let rbias = on(1).then(|| inp("rb", &[20]));
+            let peep = on(2).then(|| inp("p", &[15]));
+            let o = LstmCellOptions { bias, recurrent_bias: rbias, peephole_weight: peep, ..Default::default() };
+            let y = b.lstm_cell(x, w, r, h, c, 5, &o).unwrap()[0];
+            let g = b.build(&[("y".into(), y)]).unwrap();
+            let op = g.operators.last().unwrap();
+            let s = Slots::of(&op.op).unwrap();
+            let at = |slot: Option<usize>| slot.map(|i| op.inputs[i]);
+            assert_eq!((at(s.bias), at(s.recurrent_bias), at(s.peephole), at(s.h0), at(s.c0)), (bias, rbias, peep, Some(h), Some(c)));
+            assert_eq!(s.count, op.inputs.len());
+
+            let mut b = GraphBuilder::new();
+            let mut inp = |name: &str, shape: &[usize]| b.input(name, f(shape)).unwrap();
+            let (x, w, r) = (inp("x", &[2, 3, 4]), inp("w", &[1, 15, 4]), inp("r", &[1, 15, 5]));
+            let bias = on(0).then(|| inp("b", &[1, 15]));
+            let rbias = on(1).then(|| inp("rb", &[1, 15]));
+            let h0 = on(3).then(|| inp("h", &[1, 3, 5]));
+            let o = GruOptions { bias, recurrent_bias: rbias, initial_hidden_state: h0, ..Default::default() };
+            let y = b.gru(x, w, r, 2, 5, &o).unwrap()[0];
+            let g = b.build(&[("y".into(), y)]).unwrap();
+            let op = g.operators.last().unwrap();
+            let s = Slots::of(&op.op).unwrap();
+            let at = |slot: Option<usize>| slot.map(|i| op.inputs[i]);
+            assert_eq!((at(s.bias), at(s.recurrent_bias), at(s.peephole), at(s.h0), at(s.c0)), (bias, rbias, None, h0, None));
+            assert_eq!(s.count, op.inputs.len());
+
+            let mut b = GraphBuilder::new();
+            let mut inp = |name: &str, shape: &[usize]| b.input(name, f(shape)).unwrap();
+            let (x, w, r, h) = (inp("x", &[3, 4]), inp("w", &[15, 4]), inp("r", &[15, 5]), inp("h", &[3, 5]));
+            let bias = on(0).then(|| inp("b", &[15]));
+            let rbias = on(1).then(|| inp("rb", &[15]));
+            let o = GruCellOptions { bias, recurrent_bias: rbias, ..Default::default() };
+            let y = b.gru_cell(x, w, r, h, 5, &o).unwrap();
+            let g = b.build(&[("y".into(), y)]).unwrap();
+            let op = g.operators.last().unwrap();
+            let s = Slots::of(&op.op).unwrap();
+            let at = |slot: Option<usize>| slot.map(|i| op.inputs[i]);
+            assert_eq!((at(s.bias), at(s.recurrent_bias), at(s.peephole), at(s.h0), at(s.c0)), (bias, rbias, None, Some(h), None));
+            assert_eq!(s.count, op.inputs.len());
+        }
+        assert_eq!(Slots::of(&Op::Transpose { permutation: vec![] }), None);
     }
 }

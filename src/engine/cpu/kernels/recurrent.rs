@@ -23,7 +23,7 @@ use super::element::{as_elems, as_elems_mut};
 use super::Tensor;
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
-use crate::ops::recurrent::{Gru, GruCell, GruWeightLayout, Lstm, LstmCell, LstmWeightLayout, RecurrentDirection};
+use crate::ops::recurrent::{Gru, GruCell, GruWeightLayout, Lstm, LstmCell, LstmWeightLayout, RecurrentDirection, Slots};
 use crate::ops::{Activation, Op};
 
 fn internal(what: &str) -> WebnnError {
@@ -456,30 +456,34 @@ fn lstm_direction(p: &LstmRun, d: usize, mut lasts: Vec<&mut [f32]>, mut seq: Ve
     Ok(())
 }
 
-/// Reads the operator's inputs in order: required ones, then the optional ones
-/// whose presence flag is set.
+/// The operator's inputs by role (`ops::recurrent::Slots`), loaded as float32.
 struct Inputs<'a, 'b> {
-    it: std::slice::Iter<'b, Tensor<'a>>,
+    inputs: &'b [Tensor<'a>],
+    slots: Slots,
 }
 
 impl<'a, 'b> Inputs<'a, 'b> {
-    fn next(&mut self) -> Result<&'b Tensor<'a>> {
-        self.it.next().ok_or_else(|| internal("recurrent operator is missing an input"))
+    fn new(slots: Slots, inputs: &'b [Tensor<'a>]) -> Result<Inputs<'a, 'b>> {
+        if inputs.len() != slots.count {
+            return Err(internal("recurrent operator input count"));
+        }
+        Ok(Inputs { inputs, slots })
     }
 
-    fn optional(&mut self, present: bool) -> Result<Option<Cow<'a, [f32]>>> {
-        if present {
-            Ok(Some(load(self.next()?)?))
-        } else {
-            Ok(None)
-        }
+    fn x(&self) -> &'b Tensor<'a> {
+        &self.inputs[self.slots.x]
     }
 
-    fn done(mut self) -> Result<()> {
-        match self.it.next() {
-            None => Ok(()),
-            Some(_) => Err(internal("recurrent operator has extra inputs")),
-        }
+    fn load(&self, slot: usize) -> Result<Cow<'a, [f32]>> {
+        load(&self.inputs[slot])
+    }
+
+    fn optional(&self, slot: Option<usize>) -> Result<Option<Cow<'a, [f32]>>> {
+        slot.map(|i| self.load(i)).transpose()
+    }
+
+    fn required(&self, slot: Option<usize>) -> Result<Cow<'a, [f32]>> {
+        self.optional(slot)?.ok_or_else(|| internal("recurrent cell state missing"))
     }
 }
 
@@ -489,13 +493,12 @@ fn dim(shape: &[usize], i: usize) -> Result<usize> {
 
 /// gru: outputs [output] or [output, outputSequence].
 pub fn gru(a: &Gru, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
-    let mut ins = Inputs { it: inputs.iter() };
-    let x = ins.next()?;
-    let (w, r) = (load(ins.next()?)?, load(ins.next()?)?);
-    let bias = ins.optional(a.has_bias)?;
-    let recurrent_bias = ins.optional(a.has_recurrent_bias)?;
-    let h0 = ins.optional(a.has_initial_hidden_state)?;
-    ins.done()?;
+    let ins = Inputs::new(Slots::gru(a), inputs)?;
+    let (x, s) = (ins.x(), ins.slots);
+    let (w, r) = (ins.load(s.w)?, ins.load(s.r)?);
+    let bias = ins.optional(s.bias)?;
+    let recurrent_bias = ins.optional(s.recurrent_bias)?;
+    let h0 = ins.optional(s.h0)?;
     let dt = x.data_type;
     let run = GruRun {
         steps: a.steps,
@@ -533,12 +536,11 @@ pub fn gru(a: &Gru, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
 
 /// gruCell: one forward step of gru from the given hidden state.
 pub fn gru_cell(a: &GruCell, inputs: &[Tensor], out: &mut [u8]) -> Result<()> {
-    let mut ins = Inputs { it: inputs.iter() };
-    let x = ins.next()?;
-    let (w, r, h0) = (load(ins.next()?)?, load(ins.next()?)?, load(ins.next()?)?);
-    let bias = ins.optional(a.has_bias)?;
-    let recurrent_bias = ins.optional(a.has_recurrent_bias)?;
-    ins.done()?;
+    let ins = Inputs::new(Slots::gru_cell(a), inputs)?;
+    let (x, s) = (ins.x(), ins.slots);
+    let (w, r, h0) = (ins.load(s.w)?, ins.load(s.r)?, ins.required(s.h0)?);
+    let bias = ins.optional(s.bias)?;
+    let recurrent_bias = ins.optional(s.recurrent_bias)?;
     let run = GruRun {
         steps: 1,
         dirs: 1,
@@ -563,15 +565,14 @@ pub fn gru_cell(a: &GruCell, inputs: &[Tensor], out: &mut [u8]) -> Result<()> {
 
 /// lstm: outputs [output, cellOutput] or [output, cellOutput, outputSequence].
 pub fn lstm(a: &Lstm, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
-    let mut ins = Inputs { it: inputs.iter() };
-    let x = ins.next()?;
-    let (w, r) = (load(ins.next()?)?, load(ins.next()?)?);
-    let bias = ins.optional(a.has_bias)?;
-    let recurrent_bias = ins.optional(a.has_recurrent_bias)?;
-    let peephole = ins.optional(a.has_peephole_weight)?;
-    let h0 = ins.optional(a.has_initial_hidden_state)?;
-    let c0 = ins.optional(a.has_initial_cell_state)?;
-    ins.done()?;
+    let ins = Inputs::new(Slots::lstm(a), inputs)?;
+    let (x, s) = (ins.x(), ins.slots);
+    let (w, r) = (ins.load(s.w)?, ins.load(s.r)?);
+    let bias = ins.optional(s.bias)?;
+    let recurrent_bias = ins.optional(s.recurrent_bias)?;
+    let peephole = ins.optional(s.peephole)?;
+    let h0 = ins.optional(s.h0)?;
+    let c0 = ins.optional(s.c0)?;
     let dt = x.data_type;
     let run = LstmRun {
         steps: a.steps,
@@ -612,14 +613,13 @@ pub fn lstm(a: &Lstm, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) 
 
 /// lstmCell: one forward step of lstm from the given states; outputs [hidden, cell].
 pub fn lstm_cell(a: &LstmCell, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
-    let mut ins = Inputs { it: inputs.iter() };
-    let x = ins.next()?;
-    let (w, r) = (load(ins.next()?)?, load(ins.next()?)?);
-    let (h0, c0) = (load(ins.next()?)?, load(ins.next()?)?);
-    let bias = ins.optional(a.has_bias)?;
-    let recurrent_bias = ins.optional(a.has_recurrent_bias)?;
-    let peephole = ins.optional(a.has_peephole_weight)?;
-    ins.done()?;
+    let ins = Inputs::new(Slots::lstm_cell(a), inputs)?;
+    let (x, s) = (ins.x(), ins.slots);
+    let (w, r) = (ins.load(s.w)?, ins.load(s.r)?);
+    let (h0, c0) = (ins.required(s.h0)?, ins.required(s.c0)?);
+    let bias = ins.optional(s.bias)?;
+    let recurrent_bias = ins.optional(s.recurrent_bias)?;
+    let peephole = ins.optional(s.peephole)?;
     let run = LstmRun {
         steps: 1,
         dirs: 1,

@@ -36,7 +36,7 @@ use crate::engine::gpu::plan::{not_supported, padded, u32_of, Buf, Cx, Grid, Loc
 use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
-use crate::ops::recurrent::RecurrentDirection;
+use crate::ops::recurrent::{RecurrentDirection, Slots};
 use crate::ops::{Activation, Op};
 
 // Parameter words of the step kernels.
@@ -108,33 +108,6 @@ fn internal(what: &str) -> WebnnError {
     WebnnError::Operation(format!("internal: {what}"))
 }
 
-/// Takes the operator's inputs in order: required ones, then the optional ones
-/// whose presence flag is set.
-struct Inputs<'a, 'b> {
-    it: std::slice::Iter<'b, (OperandId, &'a OperandDesc)>,
-}
-
-impl<'a> Inputs<'a, '_> {
-    fn next(&mut self) -> Result<(OperandId, &'a OperandDesc)> {
-        self.it.next().copied().ok_or_else(|| internal("recurrent operator is missing an input"))
-    }
-
-    fn optional(&mut self, present: bool) -> Result<Option<OperandId>> {
-        if present {
-            Ok(Some(self.next()?.0))
-        } else {
-            Ok(None)
-        }
-    }
-
-    fn done(mut self) -> Result<()> {
-        match self.it.next() {
-            None => Ok(()),
-            Some(_) => Err(internal("recurrent operator has extra inputs")),
-        }
-    }
-}
-
 fn dim(d: &OperandDesc, from_end: usize) -> Result<usize> {
     d.shape
         .len()
@@ -150,9 +123,13 @@ fn net<'a>(
     outs: &[(OperandId, &'a OperandDesc)],
 ) -> Option<Result<Net<'a>>> {
     let build = || -> Result<Net<'a>> {
-        let mut it = Inputs { it: ins.iter() };
-        let x = it.next()?;
-        let (w, r) = (it.next()?.0, it.next()?.0);
+        let slots = Slots::of(op).ok_or_else(|| internal("not a recurrent operator"))?;
+        if ins.len() != slots.count {
+            return Err(internal("recurrent operator input count"));
+        }
+        let id = |slot: Option<usize>| slot.map(|i| ins[i].0);
+        let x = ins[slots.x];
+        let (w, r) = (ins[slots.w].0, ins[slots.r].0);
         let out = |k: usize| outs.get(k).copied().ok_or_else(|| internal("recurrent operator is missing an output"));
         let base = |kind, steps, dirs, backward, hidden, gates, activations: &[Activation]| -> Result<Net<'a>> {
             Ok(Net {
@@ -169,11 +146,11 @@ fn net<'a>(
                 x,
                 w,
                 r,
-                bias: None,
-                rbias: None,
-                peephole: None,
-                h0: None,
-                c0: None,
+                bias: id(slots.bias),
+                rbias: id(slots.recurrent_bias),
+                peephole: id(slots.peephole),
+                h0: id(slots.h0),
+                c0: id(slots.c0),
                 out_h: out(0)?,
                 out_c: None,
                 out_seq: None,
@@ -187,46 +164,29 @@ fn net<'a>(
                 let backward = a.direction == RecurrentDirection::Backward;
                 let mut n = base(Kind::Gru, a.steps, dirs, backward, a.hidden_size, gru_gates(a.layout.gates()), &a.activations)?;
                 n.reset_after = a.reset_after;
-                n.bias = it.optional(a.has_bias)?;
-                n.rbias = it.optional(a.has_recurrent_bias)?;
-                n.h0 = it.optional(a.has_initial_hidden_state)?;
                 n.out_seq = if a.return_sequence { Some(out(1)?) } else { None };
                 n
             }
             Op::GruCell(a) => {
                 let mut n = base(Kind::Gru, 1, 1, false, a.hidden_size, gru_gates(a.layout.gates()), &a.activations)?;
                 n.reset_after = a.reset_after;
-                n.h0 = Some(it.next()?.0);
-                n.bias = it.optional(a.has_bias)?;
-                n.rbias = it.optional(a.has_recurrent_bias)?;
                 n
             }
             Op::Lstm(a) => {
                 let dirs = a.direction.num_directions();
                 let backward = a.direction == RecurrentDirection::Backward;
                 let mut n = base(Kind::Lstm, a.steps, dirs, backward, a.hidden_size, lstm_gates(a.layout.gates()), &a.activations)?;
-                n.bias = it.optional(a.has_bias)?;
-                n.rbias = it.optional(a.has_recurrent_bias)?;
-                n.peephole = it.optional(a.has_peephole_weight)?;
-                n.h0 = it.optional(a.has_initial_hidden_state)?;
-                n.c0 = it.optional(a.has_initial_cell_state)?;
                 n.out_c = Some(out(1)?);
                 n.out_seq = if a.return_sequence { Some(out(2)?) } else { None };
                 n
             }
             Op::LstmCell(a) => {
                 let mut n = base(Kind::Lstm, 1, 1, false, a.hidden_size, lstm_gates(a.layout.gates()), &a.activations)?;
-                n.h0 = Some(it.next()?.0);
-                n.c0 = Some(it.next()?.0);
-                n.bias = it.optional(a.has_bias)?;
-                n.rbias = it.optional(a.has_recurrent_bias)?;
-                n.peephole = it.optional(a.has_peephole_weight)?;
                 n.out_c = Some(out(1)?);
                 n
             }
             _ => return Err(internal("not a recurrent operator")),
         };
-        it.done()?;
         Ok(n)
     };
     match op {

@@ -17,6 +17,7 @@
 //! called exactly once, with an error if the device is lost).
 
 mod families;
+mod int64;
 mod plan;
 pub mod wgsl;
 
@@ -218,7 +219,12 @@ impl GpuEngine {
         };
         let info = adapter.get_info();
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
-        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        // WEBNN_GPU_NO_INT64=1 leaves 64-bit integer shaders off, so the emulated
+        // int64/uint64 arithmetic can be tested on adapters that have them.
+        if std::env::var_os("WEBNN_GPU_NO_INT64").is_some_and(|v| !v.is_empty() && v != "0") {
+            wanted.remove(wgpu::Features::SHADER_INT64);
+        }
         let features = adapter.features() & wanted;
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {

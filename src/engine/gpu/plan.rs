@@ -344,7 +344,8 @@ fn lower(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Operan
 }
 
 /// The element-wise and movement families. `int64`: the device computes on
-/// 64-bit integers (SHADER_INT64); without it, int64 and uint64 are only moved.
+/// 64-bit integers (SHADER_INT64); without it, int64 and uint64 operands are
+/// computed on as word pairs with the emulated operations of `int64.rs`.
 fn lower_elementwise(
     op: &Op,
     ins: &[(OperandId, &OperandDesc)],
@@ -353,53 +354,46 @@ fn lower_elementwise(
 ) -> Result<Vec<Lowered>> {
     let t = ins.first().map_or(DataType::Float32, |i| i.1.data_type);
     let unsupported = || not_supported(op, t);
-    let wide = |d: &OperandDesc| Storage::of(d.data_type).wide() && !int64;
+    // Emulated: a 64-bit operand on an adapter without 64-bit shaders, passed to
+    // the kernel raw (as vec2<u32>).
+    let emu = |d: &OperandDesc| Storage::of(d.data_type).wide() && !int64;
+    fn arg(o: (OperandId, &OperandDesc), int64: bool) -> (OperandId, &OperandDesc, bool) {
+        (o.0, o.1, int64 || !Storage::of(o.1.data_type).wide())
+    }
     let one = |v: Lowered| Ok(vec![v]);
     let out = outs
         .first()
         .copied()
         .ok_or_else(|| WebnnError::Operation("internal: operator without outputs".into()))?;
+    let st = Storage::of(t);
     match (op, ins) {
-        (Op::Binary(k), [a, b]) if !wide(a.1) => one(map_launch(
-            &[dec(*a), dec(*b)],
-            dec(out),
-            wgsl::binary_body(*k, Storage::of(t)),
-            &[],
-        )?),
-        (Op::Logical(k), [a, b]) if !wide(a.1) => one(map_launch(
-            &[dec(*a), dec(*b)],
-            dec(out),
-            wgsl::logical_body(*k, Storage::of(t)),
-            &[],
-        )?),
+        (Op::Binary(k), [a, b]) => {
+            let body = if emu(a.1) { super::int64::binary_body(*k, st) } else { wgsl::binary_body(*k, st) };
+            one(map_launch(&[arg(*a, int64), arg(*b, int64)], arg(out, int64), body, &[])?)
+        }
+        (Op::Logical(k), [a, b]) => {
+            let body = if emu(a.1) { super::int64::logical_body(*k, st) } else { wgsl::logical_body(*k, st) };
+            one(map_launch(&[arg(*a, int64), arg(*b, int64)], dec(out), body, &[])?)
+        }
         (Op::Unary(UnaryKind::Identity), [a]) => one(Lowered::copy(a.0, out.0, a.1.byte_length())),
-        (Op::Unary(k), [a]) if !wide(a.1) => {
-            let body = wgsl::unary_body(*k, Storage::of(t)).ok_or_else(unsupported)?;
-            one(map_launch(&[dec(*a)], dec(out), body, &[])?)
+        (Op::Unary(k), [a]) => {
+            let body = if emu(a.1) { super::int64::unary_body(*k, st) } else { wgsl::unary_body(*k, st) };
+            one(map_launch(&[arg(*a, int64)], arg(out, int64), body.ok_or_else(unsupported)?, &[])?)
         }
         (Op::Cast(to), [a]) if *to == t => one(Lowered::copy(a.0, out.0, a.1.byte_length())),
-        (Op::Cast(to), [a]) if !wide(a.1) && !wide(out.1) => {
+        (Op::Cast(to), [a]) => {
             let to = Storage::of(*to);
-            one(map_launch(
-                &[dec(*a)],
-                dec(out),
-                wgsl::cast_body(Storage::of(t), to),
-                &[],
-            )?)
+            let body = if emu(a.1) || emu(out.1) {
+                super::int64::cast_body(st, to)
+            } else {
+                wgsl::cast_body(st, to)
+            };
+            one(map_launch(&[arg(*a, int64)], arg(out, int64), body, &[])?)
         }
-        (Op::Cast(to), [_]) => Err(WebnnError::NotSupported(format!(
-            "build: the GPU engine does not support cast from {} to {} on this adapter (no 64-bit integer shaders)",
-            t.name(),
-            to.name()
-        ))),
-        (Op::Clamp { min, max }, [a]) if !wide(a.1) => {
+        (Op::Clamp { min, max }, [a]) => {
             let extra = clamp_params(t, *min, *max);
-            one(map_launch(
-                &[dec(*a)],
-                dec(out),
-                wgsl::clamp_body(Storage::of(t)),
-                &extra,
-            )?)
+            let body = if emu(a.1) { super::int64::clamp_body(st) } else { wgsl::clamp_body(st) };
+            one(map_launch(&[arg(*a, int64)], arg(out, int64), body, &extra)?)
         }
         (Op::Where, [c, a, b]) => one(map_launch(
             &[dec(*c), raw(*a), raw(*b)],
@@ -462,13 +456,6 @@ fn lower_elementwise(
                 lo += len;
             }
             Ok(v)
-        }
-        (Op::Binary(_) | Op::Logical(_) | Op::Unary(_) | Op::Clamp { .. }, _) if Storage::of(t).wide() => {
-            Err(WebnnError::NotSupported(format!(
-                "build: the GPU engine does not support {} on {} on this adapter (no 64-bit integer shaders)",
-                op.name(),
-                t.name()
-            )))
         }
         _ => Err(unsupported()),
     }
@@ -978,26 +965,44 @@ mod tests {
         .unwrap();
         assert_eq!(e.js_name(), "NotSupportedError");
         assert!(e.to_string().contains("triangular on int32"), "{e}");
-        // 64-bit arithmetic needs SHADER_INT64; moving 64-bit tensors does not.
+        // Without SHADER_INT64, 64-bit arithmetic is emulated on word pairs: the
+        // kernels name no 64-bit type (naga rejects one without the capability).
         let a = d(DataType::Int64, &[2]);
-        let add = Op::Binary(crate::ops::BinaryKind::Add);
-        let e = lower_elementwise(&add, &[(0, &a), (0, &a)], &[(1, &a)], false).err().unwrap();
-        assert!(
-            e.to_string()
-                .contains("add on int64 on this adapter (no 64-bit integer shaders)"),
-            "{e}"
-        );
-        assert!(lower_elementwise(&add, &[(0, &a), (0, &a)], &[(1, &a)], true).is_ok());
+        let u = d(DataType::Uint64, &[2]);
         let f = d(DataType::Float32, &[2]);
+        let add = Op::Binary(crate::ops::BinaryKind::Add);
+        let gt = Op::Logical(crate::ops::LogicalKind::Greater);
+        let u8s = d(DataType::Uint8, &[2]);
+        let cases: [(Op, &[(OperandId, &OperandDesc)], &OperandDesc); 6] = [
+            (add.clone(), &[(0, &a), (0, &a)], &a),
+            (gt, &[(0, &u), (0, &u)], &u8s),
+            (Op::Cast(DataType::Uint64), &[(0, &f)], &u),
+            (Op::Cast(DataType::Float32), &[(0, &a)], &f),
+            (Op::Cast(DataType::Int64), &[(0, &u)], &a),
+            (Op::Clamp { min: Some(-1.0), max: None }, &[(0, &a)], &a),
+        ];
+        for (op, ins, o) in cases {
+            for int64 in [false, true] {
+                let steps = lower_elementwise(&op, ins, &[(1, o)], int64).unwrap();
+                if let Lowered::Dispatch { wgsl: src, .. } = &steps[0] {
+                    // (uint64 -> int64 keeps the bits: nothing to emulate.)
+                    let same_bits = matches!(op, Op::Cast(DataType::Int64));
+                    assert_eq!(src.contains("e64_"), !int64 && !same_bits, "{}", op.name());
+                    if !int64 {
+                        super::super::int64::validate_without_int64(src);
+                    }
+                }
+            }
+        }
         let e = lower_elementwise(
-            &Op::Cast(DataType::Uint64),
-            &[(0, &f)],
-            &[(1, &d(DataType::Uint64, &[2]))],
+            &Op::Unary(UnaryKind::Abs),
+            &[(0, &u)],
+            &[(1, &u)],
             false,
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("cast from float32 to uint64"), "{e}");
+        assert!(e.to_string().contains("abs on uint64"), "{e}");
         let t = d(DataType::Uint64, &[2, 3]);
         let moved = lower_elementwise(
             &Op::Transpose {

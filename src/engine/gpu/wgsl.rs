@@ -6,8 +6,9 @@
 //! narrower than a word are packed: 2 float16 or 4 int8/uint8 per u32, and an
 //! invocation always writes whole words, so no two invocations of a dispatch write
 //! the same word (WGSL has no 8- or 16-bit stores without extensions). 64-bit
-//! elements take two words (low first); kernels compute on them as i64/u64 only
-//! where the adapter has 64-bit integer shaders, and otherwise only move them.
+//! elements take two words (low first); kernels compute on them as i64/u64
+//! where the adapter has 64-bit integer shaders, and otherwise on the word pairs
+//! (vec2<u32>) with the emulated operations of `int64.rs`.
 //! The logical operators' uint8 outputs are packed like any uint8 tensor, so they
 //! are read back (and fed to where/not/cast) with no conversion.
 //!
@@ -55,8 +56,8 @@ pub enum Storage {
     U32,
     I8,
     U8,
-    /// int64/uint64: two words per element, computed on only where the adapter
-    /// has 64-bit integer shaders (`SHADER_INT64`).
+    /// int64/uint64: two words per element, computed on as i64/u64 where the
+    /// adapter has 64-bit integer shaders (`SHADER_INT64`), else emulated (`int64.rs`).
     I64,
     U64,
 }
@@ -543,6 +544,9 @@ impl MapKernel {
             .any(|(st, dec)| st.wide() && dec);
         if computes64 {
             s.push_str(PRELUDE64);
+        }
+        if self.body.contains("e64_") {
+            s.push_str(super::int64::PRELUDE);
         }
         let n_in = self.inputs.len();
         for k in 0..n_in {

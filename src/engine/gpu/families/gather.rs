@@ -13,10 +13,9 @@
 //! wherever the result is small beside its inputs. The weights are the exact
 //! rationals k / (2 m) of the half-pixel coordinate ((2o + 1) n - m) / (2m), so
 //! the four corners' sum is an integer combination of their significands: it is
-//! accumulated exactly in 128 bits (64-bit integer shaders), divided by the
-//! denominator once and rounded to float32 once. Without SHADER_INT64 float16
-//! blends in float32 (within a float16 ULP but for results that cancel) and
-//! float32 is rejected with NotSupportedError.
+//! accumulated exactly in 128 bits, divided by the denominator once and rounded
+//! to float32 once: with u64 arithmetic where the adapter has SHADER_INT64, else
+//! with the same steps on word pairs (`int64.rs`), bit for bit the same result.
 
 use std::fmt::Write;
 
@@ -330,13 +329,14 @@ fn pad(beginning: &[usize], mode: PaddingMode, value: f32, x: Operand, out: Oper
 // ---------------------------------------------------------------------------
 // resample2d
 
-/// How a linear resample2d blends.
+/// How a linear resample2d blends: exactly (see the module docs), with u64
+/// arithmetic or emulated on word pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Blend {
-    /// Exact integer accumulation (needs SHADER_INT64).
+    /// Needs SHADER_INT64.
     Exact,
-    /// float32 arithmetic (float16 on adapters without 64-bit integers).
-    Float,
+    /// The same computation on vec2<u32> (`int64::PRELUDE`).
+    Emulated,
 }
 
 /// One output row (or column) of linear resampling from n to m: the two source
@@ -364,15 +364,88 @@ pub(super) fn linear_taps(o: usize, n: usize, m: usize) -> [u64; 4] {
 /// The blend of `fn elem`'s four corners (f32) with the weights ky*/dy, kx*/dx.
 fn blend_fn(b: Blend) -> &'static str {
     match b {
-        Blend::Float => {
-            "fn blend(a: f32, b: f32, c: f32, d: f32, ky0: u32, ky1: u32, kx0: u32, kx1: u32, dy: u32, dx: u32) -> f32 {
-  let wy = f32(ky1) / f32(dy);
-  let wx = f32(kx1) / f32(dx);
-  let top = (1.0 - wx) * a + wx * b;
-  let bottom = (1.0 - wx) * c + wx * d;
-  return (1.0 - wy) * top + wy * bottom;
+        Blend::Emulated => {
+            r#"fn clz64(x: vec2<u32>) -> u32 {
+  return select(countLeadingZeros(x.y), 32u + countLeadingZeros(x.x), x.y == 0u);
 }
-"
+// Blend::Exact's blend, step for step, on word pairs (hi:lo of 128 bits are
+// two vec2<u32>, low word first).
+fn blend(a: f32, b: f32, c: f32, d: f32, ky0: u32, ky1: u32, kx0: u32, kx1: u32, dy: u32, dx: u32) -> f32 {
+  var v = array<u32, 4>(bitcast<u32>(a), bitcast<u32>(b), bitcast<u32>(c), bitcast<u32>(d));
+  var k = array<vec2<u32>, 4>(e64_mul32(ky0, kx0), e64_mul32(ky0, kx1), e64_mul32(ky1, kx0), e64_mul32(ky1, kx1));
+  var special = false;
+  var nan = false;
+  var inf_sign = 0u;
+  var emax = 0u;
+  var all_neg = true;
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    let bits = v[j];
+    let mag = bits & 0x7fffffffu;
+    all_neg = all_neg && (bits & 0x80000000u) != 0u;
+    if (mag >= 0x7f800000u) {
+      if (mag > 0x7f800000u || e64_is_zero(k[j]) || (special && (bits & 0x80000000u) != inf_sign)) { nan = true; }
+      special = true;
+      inf_sign = bits & 0x80000000u;
+    } else if (mag != 0u && !e64_is_zero(k[j])) {
+      emax = max(emax, max(mag >> 23u, 1u));
+    }
+  }
+  if (special) { return select(bitcast<f32>(0x7f800000u | inf_sign), qnan(), nan); }
+  if (emax == 0u) { return select(0.0, bitcast<f32>(0x80000000u), all_neg); }
+  let zero = vec2<u32>(0u, 0u);
+  var hi = zero;
+  var lo = zero;
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    let bits = v[j];
+    let mag = bits & 0x7fffffffu;
+    if (mag == 0u || e64_is_zero(k[j])) { continue; }
+    let ex = mag >> 23u;
+    let m = select((mag & 0x7fffffu) | 0x800000u, mag, ex == 0u);
+    let t = e64_mul(k[j], vec2<u32>(m, 0u));
+    let s = emax - max(ex, 1u);
+    var th = zero;
+    var tl = zero;
+    if (s == 0u) {
+      th = t;
+    } else if (s < 64u) {
+      th = e64_shr(t, s);
+      tl = e64_shl(t, 64u - s);
+    } else if (s < 128u) {
+      tl = e64_shr(t, s - 64u);
+    }
+    if ((bits & 0x80000000u) == 0u) {
+      let nl = e64_add(lo, tl);
+      hi = e64_add(e64_add(hi, th), vec2<u32>(select(0u, 1u, e64_ltu(nl, lo)), 0u));
+      lo = nl;
+    } else {
+      let nl = e64_sub(lo, tl);
+      hi = e64_sub(e64_sub(hi, th), vec2<u32>(select(0u, 1u, e64_ltu(lo, tl)), 0u));
+      lo = nl;
+    }
+  }
+  let neg = e64_is_neg(hi);
+  if (neg) {
+    lo = e64_add(~lo, vec2<u32>(1u, 0u));
+    hi = e64_add(~hi, vec2<u32>(select(0u, 1u, e64_is_zero(lo)), 0u));
+  }
+  if (e64_is_zero(hi) && e64_is_zero(lo)) { return 0.0; }
+  var top = zero;
+  var t = 0i;
+  if (!e64_is_zero(hi)) {
+    let z = clz64(hi);
+    top = hi;
+    if (z != 0u) { top = e64_shl(hi, z) | e64_shr(lo, 64u - z); }
+    t = 64i - i32(z);
+  } else {
+    let z = clz64(lo);
+    top = e64_shl(lo, z);
+    t = -i32(z);
+  }
+  let q = e64_divu(top, e64_mul32(dy, dx));
+  let r = ldexp(e64_u_to_f(q), t + i32(emax) - 214i);
+  return select(r, -r, neg);
+}
+"#
         }
         Blend::Exact => {
             r#"fn clz64(x: u64) -> u32 {
@@ -476,8 +549,9 @@ pub(super) fn resample_wgsl(st: Storage, mode: InterpolationMode, blend: Blend) 
     let linear = mode == InterpolationMode::Linear;
     if linear {
         s.push_str(PRELUDE);
-        if blend == Blend::Exact {
-            s.push_str(PRELUDE64);
+        match blend {
+            Blend::Exact => s.push_str(PRELUDE64),
+            Blend::Emulated => s.push_str(crate::engine::gpu::int64::PRELUDE),
         }
     }
     s.push_str(&header(&["src", "tab"]));
@@ -539,7 +613,7 @@ fn resample2d(op: &Op, mode: InterpolationMode, axes: [usize; 2], x: Operand, ou
     check_indexable(x.1, "the resample2d input")?;
     let total = check_indexable(out.1, "the resample2d output")?;
     let mut table: Vec<u32> = Vec::new();
-    let blend = if cx.int64 { Blend::Exact } else { Blend::Float };
+    let blend = if cx.int64 { Blend::Exact } else { Blend::Emulated };
     match mode {
         InterpolationMode::NearestNeighbor => {
             for (o, n, m) in (0..oh).map(|o| (o, h, oh)).chain((0..ow).map(|o| (o, w, ow))) {
@@ -549,11 +623,6 @@ fn resample2d(op: &Op, mode: InterpolationMode, axes: [usize; 2], x: Operand, ou
         InterpolationMode::Linear => {
             if !matches!(t, DataType::Float32 | DataType::Float16) {
                 return Err(not_supported(op, t));
-            }
-            if blend == Blend::Float && t == DataType::Float32 {
-                return Err(WebnnError::NotSupported(
-                    "build: the GPU engine's linear resample2d on float32 blends exactly with 64-bit integers, which this adapter lacks (no SHADER_INT64)".into(),
-                ));
             }
             // 2 oh and 2 ow travel as u32; their product (at most 4 * 2^32) bounds the sum.
             u32_of(oh.checked_mul(2).unwrap_or(usize::MAX), "twice the output height")?;
@@ -647,8 +716,11 @@ mod tests {
             validate(&triangular_wgsl(st, false));
         }
         for st in [Storage::F32, Storage::F16] {
-            for b in [Blend::Exact, Blend::Float] {
+            for b in [Blend::Exact, Blend::Emulated] {
                 validate(&resample_wgsl(st, InterpolationMode::Linear, b));
+                if b == Blend::Emulated {
+                    crate::engine::gpu::int64::validate_without_int64(&resample_wgsl(st, InterpolationMode::Linear, b));
+                }
             }
         }
         assert!(gather_wgsl(Storage::F32, DataType::Float32).is_err());
@@ -690,7 +762,7 @@ mod tests {
     }
 
     #[test]
-    fn float32_linear_needs_64_bit_integers_and_huge_matrices_are_rejected() {
+    fn float32_linear_runs_without_64_bit_integers_and_huge_matrices_are_rejected() {
         use crate::ops::gather::InterpolationMode;
         let limits = wgpu::Limits::default();
         let x = OperandDesc::new(DataType::Float32, vec![1, 1, 2, 2]);
@@ -698,11 +770,11 @@ mod tests {
         let op = Op::Resample2d { mode: InterpolationMode::Linear, axes: [2, 3] };
         for int64 in [false, true] {
             let cx = Cx { int64, limits: &limits, features: wgpu::Features::empty() };
-            let r = lower(&op, &[(0, &x)], &[(1, &y)], &cx).unwrap();
-            match r {
-                Ok(l) => assert!(int64 && l.locals.len() == 1),
-                Err(e) => assert!(!int64 && e.js_name() == "NotSupportedError" && e.to_string().contains("SHADER_INT64"), "{e}"),
-            }
+            let l = lower(&op, &[(0, &x)], &[(1, &y)], &cx).unwrap().unwrap();
+            assert_eq!(l.locals.len(), 1);
+            // Without SHADER_INT64 the exact blend is emulated.
+            let Lowered::Dispatch { wgsl, .. } = &l.steps[0] else { panic!("a dispatch") };
+            assert_eq!(wgsl.contains("e64_"), !int64);
         }
         let x16 = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
         let y16 = OperandDesc::new(DataType::Float16, vec![1, 1, 4, 4]);

@@ -218,7 +218,10 @@ impl GpuEngine {
         };
         let info = adapter.get_info();
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
-        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        if plan::profiling() {
+            wanted |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let features = adapter.features() & wanted;
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -281,7 +284,7 @@ impl GpuEngine {
 
 impl Engine for GpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
-        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env());
+        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
         Ok(Arc::new(GpuPlan::new(self.shared.clone(), graph)?))
     }
 }

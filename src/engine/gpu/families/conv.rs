@@ -20,11 +20,14 @@
 //!
 //! conv2d with one input channel per group (depthwise, MobileNet) has a direct
 //! kernel, one invocation per output element: as a GEMM its K would be only the
-//! filter's taps.
+//! filter's taps. A 1x1 conv2d with stride 1 and no padding (most of ResNet's
+//! and MobileNet's arithmetic) is a plain product per batch and group, with no K
+//! table and no pixel decomposition (`pointwise_decls`).
 //!
 //! Computed in float32: float16 is decoded on load and rounded once on store
 //! (one element per word, packed by `finish_words`). Bias is added in the
-//! epilogue.
+//! epilogue, then the stages of a fused convolution (`Op::Fused`, see
+//! `fused.rs`: activations, scalar operators, residual adds).
 
 use std::fmt::Write;
 

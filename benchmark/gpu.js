@@ -13,6 +13,13 @@
 //   node benchmark/gpu.js                                  mobilenetv2, resnet50; matmul 4096
 //   node benchmark/gpu.js --only mobilenetv2 --iters 3 --warmup 1 --matmul 128   (lavapipe)
 //   node benchmark/gpu.js --only none --matmul 2048        the matmul line alone
+//
+// WEBNN_GPU_PROFILE=1 makes every plan print (to stderr, every 100 computes) the
+// mean GPU time of each dispatch from timestamp queries, their sum and span, and
+// the CPU time of encoding and submitting (each compute then waits for its
+// timestamps, so time with it off). WEBNN_GPU_FUSE=0, WEBNN_GPU_CONV1X1=0 and
+// WEBNN_GPU_SPLIT_K=1 turn off epilogue fusion, the pointwise convolution kernel
+// and split-K, for comparisons; WEBNN_GPU_GEMM_TILE forces one tile.
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
 const { relError, stats, fmt } = require('./stats.js')

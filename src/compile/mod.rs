@@ -110,19 +110,39 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     g
 }
 
-/// The GPU engine's pipeline: only passes that emit operators `MLGraphBuilder`
-/// could have built (the GPU lowers no `Op::Fused`): batchNormalization folded
-/// into the conv2d before it saves a dispatch and a pass over memory per layer.
-/// `WEBNN_CPU_PASSES=none` turns it off too.
-pub fn gpu_pipeline(mut g: Graph, passes: Passes) -> Graph {
+/// The GPU engine's pipeline: batchNormalization folded into the conv2d before
+/// it, then epilogue fusion onto conv2d and convTranspose2d (`Op::Fused` with the
+/// stages `stage_ok` accepts: those the GPU kernels apply in their stores), which
+/// saves a dispatch and a pass over memory per activation or residual add.
+/// `WEBNN_CPU_PASSES=none` turns both off; `WEBNN_GPU_FUSE=0` only the epilogues.
+pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stage) -> bool) -> Graph {
     if !passes.bn_fold {
         return g;
     }
     dce::run(&mut g);
     bn_fold::run(&mut g);
+    if passes.epilogue && std::env::var("WEBNN_GPU_FUSE").map_or(true, |v| v != "0") {
+        gpu_epilogue(&mut g, stage_ok);
+    }
     dce::run(&mut g);
     compact::run(&mut g);
     g
+}
+
+/// `epilogue::run` restricted to convolutions and to the stages `stage_ok` accepts.
+fn gpu_epilogue(g: &mut Graph, stage_ok: &dyn Fn(&fused::Stage) -> bool) -> usize {
+    use fused::FusedOp;
+    rewrite_all(g, |g, uses, i| {
+        let rw = epilogue::find(g, uses, i, false)?;
+        match &rw.op.op {
+            Op::Fused(FusedOp::Conv2d { epilogue, .. } | FusedOp::ConvTranspose2d { epilogue, .. })
+                if epilogue.stages.iter().all(stage_ok) =>
+            {
+                Some(rw)
+            }
+            _ => None,
+        }
+    })
 }
 
 /// Who reads and who writes each operand of a graph.

@@ -225,6 +225,9 @@ impl GpuEngine {
         if std::env::var_os("WEBNN_GPU_NO_INT64").is_some_and(|v| !v.is_empty() && v != "0") {
             wanted.remove(wgpu::Features::SHADER_INT64);
         }
+        if plan::profiling() {
+            wanted |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let features = adapter.features() & wanted;
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -287,7 +290,7 @@ impl GpuEngine {
 
 impl Engine for GpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
-        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env());
+        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
         Ok(Arc::new(GpuPlan::new(self.shared.clone(), graph)?))
     }
 }

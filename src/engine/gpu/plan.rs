@@ -484,6 +484,8 @@ enum Command {
         pipeline: wgpu::ComputePipeline,
         bind_group: wgpu::BindGroup,
         groups: [u32; 3],
+        /// What the dispatch computes, for `WEBNN_GPU_PROFILE`.
+        label: String,
     },
     Copy {
         src: wgpu::Buffer,
@@ -505,7 +507,37 @@ pub struct GpuPlan {
     _kept: Vec<wgpu::Buffer>,
     staging_size: u64,
     staging: Mutex<Vec<wgpu::Buffer>>,
+    profile: Option<Profile>,
 }
+
+/// `WEBNN_GPU_PROFILE=1`: every dispatch in its own compute pass with timestamps
+/// (the device then has TIMESTAMP_QUERY where the adapter offers it).
+pub(super) fn profiling() -> bool {
+    std::env::var("WEBNN_GPU_PROFILE").is_ok_and(|v| v == "1")
+}
+
+/// Per-dispatch GPU times of a plan (`WEBNN_GPU_PROFILE=1`): each compute waits
+/// for its timestamps, and every 100 computes the plan prints (to stderr) the mean
+/// time of each dispatch, their sum, the span from the first dispatch's start to
+/// the last one's end, and the CPU time spent encoding and submitting.
+struct Profile {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    read: wgpu::Buffer,
+    dispatches: u32,
+    acc: Mutex<ProfileAcc>,
+}
+
+#[derive(Default)]
+struct ProfileAcc {
+    runs: u32,
+    per: Vec<f64>,
+    span: f64,
+    encode: f64,
+}
+
+/// Most dispatches timed (two queries each; wgpu's query sets hold 4096).
+const PROFILED: usize = 2048;
 
 /// Writes bytes into a buffer through the queue; a length that is not a whole
 /// number of words is padded (queue writes move whole words).
@@ -751,7 +783,10 @@ impl GpuPlan {
                                 g
                             }
                         };
-                        commands.push(Command::Dispatch { pipeline, bind_group, groups });
+                        let kernel = wgsl.lines().next().and_then(|l| l.strip_prefix("// ")).unwrap_or("");
+                        let shape = operator.outputs.first().map(|&o| desc(o).shape.clone()).unwrap_or_default();
+                        let label = format!("#{s} {} {shape:?} {kernel} grid {groups:?}", operator.op.name());
+                        commands.push(Command::Dispatch { pipeline, bind_group, groups, label });
                     }
                 }
             }
@@ -773,6 +808,31 @@ impl GpuPlan {
                 }
             }
         }
+        let dispatches = commands.iter().filter(|c| matches!(c, Command::Dispatch { .. })).count().min(PROFILED);
+        let profile = (profiling() && dispatches > 0 && device.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
+            let bytes = dispatches as u64 * 16;
+            Profile {
+                set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("webnn profile"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: dispatches as u32 * 2,
+                }),
+                resolve: device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("webnn profile resolve"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }),
+                read: device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("webnn profile read"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+                dispatches: dispatches as u32,
+                acc: Mutex::new(ProfileAcc::default()),
+            }
+        });
         Ok(GpuPlan {
             shared: shared.clone(),
             inputs,
@@ -781,6 +841,7 @@ impl GpuPlan {
             _kept: kept,
             staging_size,
             staging: Mutex::new(Vec::new()),
+            profile,
         })
     }
 
@@ -827,11 +888,31 @@ impl GpuPlan {
             let bytes = unsafe { std::slice::from_raw_parts(host.ptr as *const u8, *len) };
             write_padded(queue, buffer, bytes);
         }
+        let started = std::time::Instant::now();
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("webnn compute"),
         });
         let mut i = 0;
+        let mut timed = 0u32;
         while i < self.commands.len() {
+            if let (Some(prof), Command::Dispatch { pipeline, bind_group, groups, .. }) = (&self.profile, &self.commands[i]) {
+                if timed < prof.dispatches {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: None,
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: &prof.set,
+                            beginning_of_pass_write_index: Some(2 * timed),
+                            end_of_pass_write_index: Some(2 * timed + 1),
+                        }),
+                    });
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind_group, &[]);
+                    pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+                    timed += 1;
+                    i += 1;
+                    continue;
+                }
+            }
             if let Command::Copy { src, src_offset, dst, dst_offset, size } = &self.commands[i] {
                 encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 i += 1;
@@ -845,6 +926,7 @@ impl GpuPlan {
                 pipeline,
                 bind_group,
                 groups,
+                ..
             }) = self.commands.get(i)
             {
                 pass.set_pipeline(pipeline);
@@ -862,7 +944,15 @@ impl GpuPlan {
                 }
             }
         }
+        if let Some(prof) = &self.profile {
+            encoder.resolve_query_set(&prof.set, 0..2 * prof.dispatches, &prof.resolve, 0);
+            encoder.copy_buffer_to_buffer(&prof.resolve, 0, &prof.read, 0, prof.resolve.size());
+        }
         let submission = queue.submit([encoder.finish()]);
+        let encode_ms = started.elapsed().as_secs_f64() * 1e3;
+        if let Some(prof) = &self.profile {
+            self.record_profile(prof, &submission, encode_ms);
+        }
         let st = state.clone();
         let mark = move |ok: bool| st.store(if ok { READY } else { FAILED }, Ordering::Release);
         match &staging {
@@ -874,6 +964,56 @@ impl GpuPlan {
         scope_error(v, "compute")?;
         scope_error(o, "compute")?;
         Ok((submission, staging))
+    }
+
+    /// Waits for this compute's timestamps and adds them to the plan's sums;
+    /// prints the means every 100 computes.
+    fn record_profile(&self, prof: &Profile, submission: &wgpu::SubmissionIndex, encode_ms: f64) {
+        let slice = prof.read.slice(..);
+        slice.map_async(wgpu::MapMode::Read, |_| {});
+        let waited = self.shared.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(submission.clone()),
+            timeout: None,
+        });
+        if waited.is_err() {
+            return;
+        }
+        let ticks: Vec<u64> = match prof.read.get_mapped_range(..) {
+            Ok(view) => view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect(),
+            Err(_) => return,
+        };
+        prof.read.unmap();
+        let ns = f64::from(self.shared.queue.get_timestamp_period());
+        let ms = |a: u64, b: u64| b.saturating_sub(a) as f64 * ns / 1e6;
+        let mut acc = prof.acc.lock().unwrap_or_else(|e| e.into_inner());
+        acc.per.resize(prof.dispatches as usize, 0.0);
+        for (j, pair) in ticks.chunks_exact(2).enumerate() {
+            acc.per[j] += ms(pair[0], pair[1]);
+        }
+        acc.span += ms(ticks[0], ticks[ticks.len() - 1]);
+        acc.encode += encode_ms;
+        acc.runs += 1;
+        if acc.runs == 100 {
+            let runs = f64::from(acc.runs);
+            let labels = self.commands.iter().filter_map(|c| match c {
+                Command::Dispatch { label, .. } => Some(label.as_str()),
+                _ => None,
+            });
+            let mut lines = String::new();
+            for (label, t) in labels.zip(&acc.per) {
+                lines.push_str(&format!("  {:8.1} us  {label}\n", t / runs * 1e3));
+            }
+            let sum: f64 = acc.per.iter().sum();
+            eprintln!(
+                "webnn gpu profile ({} dispatches, mean of {} computes): dispatch sum {:.3} ms, span {:.3} ms, encode+submit {:.3} ms\n{lines}",
+                prof.dispatches,
+                acc.runs,
+                sum / runs,
+                acc.span / runs,
+                acc.encode / runs
+            );
+            *acc = ProfileAcc::default();
+        }
     }
 
     /// Copies the mapped results into the caller's output buffers and returns the

@@ -20,15 +20,20 @@
 //!
 //! conv2d with one input channel per group (depthwise, MobileNet) has a direct
 //! kernel, one invocation per output element: as a GEMM its K would be only the
-//! filter's taps.
+//! filter's taps. A 1x1 conv2d with stride 1 and no padding (most of ResNet's
+//! and MobileNet's arithmetic) is a plain product per batch and group, with no K
+//! table and no pixel decomposition (`pointwise_decls`).
 //!
 //! Computed in float32: float16 is decoded on load and rounded once on store
 //! (one element per word, packed by `finish_words`). Bias is added in the
-//! epilogue.
+//! epilogue, then the stages of a fused convolution (`Op::Fused`, see
+//! `fused.rs`: activations, scalar operators, residual adds).
 
 use std::fmt::Write;
 
+use super::fused::{epilogue_wgsl, residuals, supported};
 use super::matmul::tiled::{Core, P_FAMILY};
+use crate::compile::fused::{FusedOp, Stage};
 use crate::engine::gpu::plan::{not_supported, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
@@ -59,7 +64,9 @@ const P_FS: usize = P_OS + 4;
 /// Depthwise kernel only: output element count and output channels.
 const P_TOTAL: usize = P_FS + 5;
 const P_OC: usize = P_TOTAL + 1;
-const P_WORDS: usize = P_OC + 1;
+/// Pointwise kernel only: groups (grid z runs over batch x group).
+const P_GROUPS: usize = P_OC + 1;
+const P_WORDS: usize = P_GROUPS + 1;
 
 pub(super) fn lower(
     op: &Op,
@@ -68,7 +75,21 @@ pub(super) fn lower(
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
     match op {
-        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, ins, outs, cx)),
+        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, &[], ins, outs, cx)),
+        Op::Fused(f @ (FusedOp::Conv2d { .. } | FusedOp::ConvTranspose2d { .. })) => {
+            let stages = &f.epilogue().stages;
+            if let Some(s) = stages.iter().find(|s| !supported(s)) {
+                return Some(Err(WebnnError::NotSupported(format!(
+                    "build: the GPU engine cannot apply {s:?} in a convolution's epilogue"
+                ))));
+            }
+            let base = match f {
+                FusedOp::Conv2d { attrs, .. } => Op::Conv2d(attrs.clone()),
+                FusedOp::ConvTranspose2d { attrs, .. } => Op::ConvTranspose2d(attrs.clone()),
+                _ => return None,
+            };
+            Some(lower_conv(&base, stages, ins, outs, cx))
+        }
         _ => None,
     }
 }
@@ -89,21 +110,29 @@ struct Variant {
     bias: bool,
 }
 
-/// Bindings and the index helpers both kernels share.
-fn common(v: Variant, table: bool) -> String {
+/// Bindings and the index helpers every kernel shares, and the epilogue: reads
+/// x, w, [bias], [ktab], the residual operands; then out, p.
+fn common(v: Variant, table: bool, stages: &[Stage]) -> String {
     let mut s = String::from(PRELUDE);
-    let mut names = vec![("x", "read"), ("w", "read")];
+    let mut names: Vec<(String, &str)> = vec![("x".into(), "read"), ("w".into(), "read")];
     if v.bias {
-        names.push(("bias", "read"));
+        names.push(("bias".into(), "read"));
     }
     if table {
-        names.push(("ktab", "read"));
+        names.push(("ktab".into(), "read"));
     }
-    names.push(("out", "read_write"));
-    names.push(("p", "read"));
+    for j in 0..residuals(stages) {
+        names.push((format!("res{j}"), "read"));
+    }
+    names.push(("out".into(), "read_write"));
+    names.push(("p".into(), "read"));
     for (b, (name, access)) in names.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<u32>;");
     }
+    for j in 0..residuals(stages) {
+        s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), v.st, true));
+    }
+    s.push_str(&epilogue_wgsl(stages));
     s.push_str(&load_fn("ld_x", "x", v.st, true));
     s.push_str(&load_fn("ld_w", "w", v.st, true));
     if v.bias {
@@ -116,8 +145,8 @@ fn common(v: Variant, table: bool) -> String {
 /// from `ktab` (see `k_table`), so the per-element work is a few additions; the
 /// output pixel's decomposition depends only on the column, which a thread keeps
 /// through the K loop.
-fn gemm_decls(v: Variant) -> String {
-    let mut s = common(v, true);
+fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
+    let mut s = common(v, true, stages);
     let gather = match v.kind {
         Kind::Conv => format!(
             "  let iy = i32(o.y * p[{P_SY}] + kyd) - i32(p[{P_PT}]);\n\
@@ -141,8 +170,9 @@ fn gemm_decls(v: Variant) -> String {
          fn filt(oc: u32, k: u32) -> f32 {{\n  return ld_w(grp * p[{fg}] + oc * p[{fo}] + ktab[4u * k + 3u]);\n}}\n\
          fn xcol(k: u32, q: u32) -> f32 {{\n  let o = pix(q);\n  let kyd = ktab[4u * k + 1u];\n  let kxd = ktab[4u * k + 2u];\n{gather}\n\
          \x20 return ld_x(o.x * p[{xn}] + grp * p[{P_CIG}] * p[{xc}] + ktab[4u * k] + uy * p[{xh}] + ux * p[{xw}]);\n}}\n\
-         fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = grp * p[{P_COG}] + oc;\n  let r = v{bias};\n\
-         \x20 out[o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}]] = {enc};\n}}\n",
+         fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = grp * p[{P_COG}] + oc;\n\
+         \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i);\n\
+         \x20 out[i] = {enc};\n}}\n",
         fg = P_FS,
         fo = P_FS + 1,
         xn = P_XS,
@@ -164,6 +194,57 @@ fn gemm_decls(v: Variant) -> String {
                               fn emit(m: u32, n: u32, v: f32) { put(n, m, v); }\n",
     });
     s
+}
+
+/// The pointwise kernel (1x1 filter, stride 1, no padding): a plain product per
+/// batch and group (grid z = batch * groups + group), no K table and no pixel
+/// decomposition: nchw computes filter [cog, cig] x input plane [cig, H*W]
+/// (pixels contiguous), nhwc input [H*W, cig] x filter^T (channels contiguous).
+fn pointwise_decls(v: Variant, stages: &[Stage]) -> String {
+    let mut s = common(v, false, stages);
+    let bias = if v.bias { format!(" + ld_bias(grp * p[{P_COG}] + c)") } else { String::new() };
+    let _ = write!(
+        s,
+        "var<private> grp: u32;\nvar<private> xb: u32;\nvar<private> wb: u32;\nvar<private> ob: u32;\n\
+         fn setup(z: u32) {{\n  let b = z / p[{P_GROUPS}];\n  grp = z - b * p[{P_GROUPS}];\n\
+         \x20 xb = b * p[{xn}] + grp * p[{P_CIG}] * p[{xc}];\n  wb = grp * p[{fg}];\n\
+         \x20 ob = b * p[{on}] + grp * p[{P_COG}] * p[{ocs}];\n}}\n\
+         fn filt(c: u32, k: u32) -> f32 {{ return ld_w(wb + c * p[{fo}] + k * p[{fi}]); }}\n\
+         fn put(c: u32, i: u32, v: f32) {{\n  let r = epilogue(v{bias}, i);\n  out[i] = {enc};\n}}\n",
+        xn = P_XS,
+        xc = P_XS + 1,
+        fg = P_FS,
+        fo = P_FS + 1,
+        fi = P_FS + 2,
+        on = P_OS,
+        ocs = P_OS + 1,
+        enc = v.st.encode("r"),
+    );
+    let _ = match v.layout {
+        InputLayout::Nchw => write!(
+            s,
+            "fn lhs(m: u32, k: u32) -> f32 {{ return filt(m, k); }}\n\
+             fn rhs(k: u32, n: u32) -> f32 {{ return ld_x(xb + k * p[{xc}] + n); }}\n\
+             fn emit(m: u32, n: u32, v: f32) {{ put(m, ob + m * p[{ocs}] + n, v); }}\n",
+            xc = P_XS + 1,
+            ocs = P_OS + 1,
+        ),
+        InputLayout::Nhwc => write!(
+            s,
+            "fn lhs(m: u32, k: u32) -> f32 {{ return ld_x(xb + m * p[{xw}] + k); }}\n\
+             fn rhs(k: u32, n: u32) -> f32 {{ return filt(n, k); }}\n\
+             fn emit(m: u32, n: u32, v: f32) {{ put(n, ob + m * p[{ow}] + n, v); }}\n",
+            xw = P_XS + 3,
+            ow = P_OS + 3,
+        ),
+    };
+    s
+}
+
+/// Whether 1x1 stride-1 unpadded convolutions take the pointwise kernel
+/// (`WEBNN_GPU_CONV1X1=0` sends them through the implicit GEMM, for comparison).
+fn pointwise_enabled() -> bool {
+    std::env::var("WEBNN_GPU_CONV1X1").map_or(true, |v| v != "0")
 }
 
 /// The K table: for each k, in the layout's K order ((ci, ky, kx) for nchw,
@@ -224,8 +305,8 @@ fn k_table(
 
 /// The direct depthwise kernel: one invocation per output element, in the
 /// output's memory order.
-fn depthwise_wgsl(v: Variant) -> String {
-    let mut s = common(v, false);
+fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
+    let mut s = common(v, false, stages);
     s.push_str(MAIN_HEAD);
     let _ = writeln!(s, "  if (g >= p[{P_TOTAL}]) {{ return; }}");
     match v.layout {
@@ -266,7 +347,7 @@ fn depthwise_wgsl(v: Variant) -> String {
         fo = P_FS + 1,
         fy = P_FS + 3,
         fx = P_FS + 4,
-        enc = v.st.encode(&format!("acc + {bias}")),
+        enc = v.st.encode(&format!("epilogue(acc + {bias}, g)")),
     );
     s
 }
@@ -282,6 +363,7 @@ fn layout_strides(layout: InputLayout, shape: &[usize]) -> [usize; 4] {
 
 fn lower_conv(
     op: &Op,
+    stages: &[Stage],
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
@@ -376,6 +458,7 @@ fn lower_conv(
         (P_PL, padding[2]),
         (P_OC, out_c),
         (P_TOTAL, out.1.element_count()),
+        (P_GROUPS, groups),
     ];
     for (at, v) in words {
         p[at] = u32_of(v, "a convolution size")?;
@@ -407,14 +490,41 @@ fn lower_conv(
             .ok_or_else(|| WebnnError::Operation(format!("internal: {} without its bias", op.name())))?;
         reads.push(Buf::Operand(b.0));
     }
+    let own = 2 + usize::from(has_bias);
+    let res: Vec<Buf> = ins.iter().skip(own).map(|r| Buf::Operand(r.0)).collect();
+    if res.len() != residuals(stages) || ins[own..].iter().any(|r| r.1 != out.1) {
+        return Err(WebnnError::Operation(format!("internal: {} (fused) without its residual operands", op.name())));
+    }
+    let pointwise = kind == Kind::Conv
+        && cig > 1
+        && k_h == 1
+        && k_w == 1
+        && strides == [1, 1]
+        && padding == [0, 0, 0, 0]
+        && pointwise_enabled();
     if kind == Kind::Conv && cig == 1 {
+        reads.extend(res);
         l.steps.push(Lowered::Dispatch {
-            wgsl: depthwise_wgsl(variant),
+            wgsl: depthwise_wgsl(variant, stages),
             reads,
             writes: vec![dst],
             params: p,
             grid: Grid::Threads(out.1.element_count()),
         });
+    } else if pointwise {
+        reads.extend(res);
+        let core = Core {
+            first: "x",
+            decls: pointwise_decls(variant, stages),
+            lhs_k_fast: layout == InputLayout::Nhwc || f[2] < f[1],
+            rhs_k_fast: layout == InputLayout::Nhwc && f[2] < f[1],
+        };
+        let (m, n) = match layout {
+            InputLayout::Nchw => (cog, out_h * out_w),
+            InputLayout::Nhwc => (out_h * out_w, cog),
+        };
+        let z = batches.checked_mul(groups).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU engine".into()))?;
+        core.launch(&mut l, m, n, cig, z, p, reads, vec![dst], cx)?;
     } else {
         let pixels = batches
             .checked_mul(out_h)
@@ -423,8 +533,10 @@ fn lower_conv(
         let k = cig * k_h * k_w;
         let table = k_table(layout, cig, k_h, k_w, p[P_XS + 1] as usize, dilations, f[2], f[3], f[4])?;
         reads.push(l.local(Local::Data(table)));
+        reads.extend(res);
         let core = Core {
-            decls: gemm_decls(variant),
+            first: "x",
+            decls: gemm_decls(variant, stages),
             // nchw: the filter's K walks (i, y, x) (contiguous in oihw), the
             // gather walks pixels; nhwc: both walk K's innermost channels.
             lhs_k_fast: true,
@@ -434,7 +546,7 @@ fn lower_conv(
             InputLayout::Nchw => (cog, pixels),
             InputLayout::Nhwc => (pixels, cog),
         };
-        l.steps.push(core.launch(m, n, k, groups, p, reads, vec![dst], cx)?);
+        core.launch(&mut l, m, n, k, groups, p, reads, vec![dst], cx)?;
     }
     l.finish_words(dst, out)?;
     Ok(l)
@@ -462,6 +574,23 @@ mod tests {
         assert!(k_table(InputLayout::Nchw, 2, 1, 1, usize::MAX, [1, 1], 1, 1, 1).is_err());
     }
 
+    /// No epilogue, and one with every kind of stage the GPU applies.
+    fn epilogues() -> Vec<Vec<Stage>> {
+        use crate::ops::{Activation, BinaryKind, UnaryKind};
+        vec![
+            vec![],
+            vec![
+                Stage::AddTensor,
+                Stage::Unary(UnaryKind::Relu),
+                Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) }),
+                Stage::Activation(Activation::Clamp { min: None, max: Some(1.0) }),
+                Stage::Scalar { kind: BinaryKind::Div, value: 3.0, scalar_first: true },
+                Stage::Unary(UnaryKind::Sigmoid),
+                Stage::AddTensor,
+            ],
+        ]
+    }
+
     #[test]
     fn convolution_kernels_are_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {
@@ -469,18 +598,33 @@ mod tests {
                 for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
                     for bias in [false, true] {
                         let v = Variant { st, kind, layout, bias };
-                        let core = Core {
-                            decls: gemm_decls(v),
-                            lhs_k_fast: true,
-                            rhs_k_fast: layout == InputLayout::Nhwc,
-                        };
-                        for t in Tile::ALL {
-                            for swap in [false, true] {
-                                validate(&core.wgsl(t, swap));
+                        for stages in epilogues() {
+                            let core = Core {
+                                first: "x",
+                                decls: gemm_decls(v, &stages),
+                                lhs_k_fast: true,
+                                rhs_k_fast: layout == InputLayout::Nhwc,
+                            };
+                            for t in Tile::ALL {
+                                for swap in [false, true] {
+                                    validate(&core.wgsl(t, swap));
+                                }
                             }
-                        }
-                        if kind == Kind::Conv {
-                            validate(&depthwise_wgsl(v));
+                            validate(&core.reduce_wgsl(false));
+                            validate(&core.reduce_wgsl(true));
+                            if kind == Kind::Conv {
+                                validate(&depthwise_wgsl(v, &stages));
+                                let core = Core {
+                                    first: "x",
+                                    decls: pointwise_decls(v, &stages),
+                                    lhs_k_fast: true,
+                                    rhs_k_fast: false,
+                                };
+                                for t in Tile::ALL {
+                                    validate(&core.wgsl(t, false));
+                                }
+                                validate(&core.reduce_wgsl(false));
+                            }
                         }
                     }
                 }

@@ -208,6 +208,7 @@ fn lower_product(
     }
     let words = l.word_output(out)?;
     let core = Core {
+        first: "a",
         decls: decls(st, c.map(|c| Storage::of(c.1.data_type))),
         lhs_k_fast: p[P_SAK] == 1,
         rhs_k_fast: p[P_SBK] == 1 && p[P_SBN] != 1,
@@ -216,7 +217,7 @@ fn lower_product(
     if let Some(c) = c {
         reads.push(Buf::Operand(c.0));
     }
-    l.steps.push(core.launch(m, n, k, batches, p, reads, vec![words], cx)?);
+    core.launch(&mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     l.finish_words(words, out)?;
     Ok(l)
 }
@@ -233,6 +234,7 @@ mod tests {
             for c in [None, Some(st)] {
                 for lk in [false, true] {
                     let core = Core {
+                        first: "a",
                         decls: decls(st, c),
                         lhs_k_fast: lk,
                         rhs_k_fast: !lk,
@@ -240,6 +242,7 @@ mod tests {
                     for t in Tile::ALL {
                         validate(&core.wgsl(t, lk));
                     }
+                    validate(&core.reduce_wgsl(lk));
                 }
             }
         }

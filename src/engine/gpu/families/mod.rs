@@ -19,6 +19,7 @@ use crate::ops::Op;
 
 mod matmul;
 mod conv;
+pub(super) mod fused;
 mod reduction;
 mod activation;
 mod normalization;

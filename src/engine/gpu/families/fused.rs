@@ -1,0 +1,109 @@
+//! Epilogues of fused operators (`Op::Fused`, see `compile::fused`) on the GPU:
+//! the element-wise stages the compiler moved into a convolution are applied to
+//! each result in float32 in the kernel's store, before it is encoded, so the
+//! stages cost no dispatch and no pass over memory of their own.
+//!
+//! `epilogue_wgsl` defines `fn epilogue(v: f32, i: u32) -> f32`, the stages in
+//! order on v, where i is the element's index in the output (and so in every
+//! residual operand, which has the output's shape): stage `AddTensor` number j
+//! adds `ld_res{j}(i)`, which the family declares (`load_fn` over binding
+//! `res{j}`). Each stage computes what its operator's own kernel computes
+//! (`wgsl::unary_body`, `wgsl::binary_body`, the clamp comparisons on the bits),
+//! so fused and unfused float32 graphs agree exactly.
+
+use std::fmt::Write;
+
+use crate::compile::fused::Stage;
+use crate::engine::gpu::wgsl::{binary_body, unary_body, Storage};
+use crate::ops::{Activation, UnaryKind};
+
+/// The unary operator an activation stage is, where it is one.
+fn as_unary(a: &Activation) -> Option<UnaryKind> {
+    match a {
+        Activation::Relu => Some(UnaryKind::Relu),
+        Activation::Sigmoid => Some(UnaryKind::Sigmoid),
+        Activation::Tanh => Some(UnaryKind::Tanh),
+        _ => None,
+    }
+}
+
+/// The body of `fn(v: f32) -> f32` for a stage without a tensor operand.
+fn stage_body(s: &Stage) -> Option<String> {
+    let body = stage_x0(s)?;
+    Some(match s {
+        Stage::Scalar { .. } => body,
+        _ => format!("  let x0 = v;\n{body}"),
+    })
+}
+
+/// The stage's body on `x0` (`v` and the constant as x0, x1 for a scalar stage).
+fn stage_x0(s: &Stage) -> Option<String> {
+    let f = |v: f32| format!("bitcast<f32>({}u)", v.to_bits());
+    match s {
+        Stage::Unary(k) if *k != UnaryKind::LogicalNot => unary_body(*k, Storage::F32),
+        Stage::Activation(Activation::Clamp { min, max }) => {
+            let mut b = String::from("  var c = x0;\n");
+            if let Some(lo) = min {
+                let _ = writeln!(b, "  if (f_lt(c, {lo})) {{ c = {lo}; }}", lo = f(*lo));
+            }
+            if let Some(hi) = max {
+                let _ = writeln!(b, "  if (f_lt({hi}, c)) {{ c = {hi}; }}", hi = f(*hi));
+            }
+            b.push_str("  return c;");
+            Some(b)
+        }
+        Stage::Activation(a) => unary_body(as_unary(a)?, Storage::F32),
+        Stage::Scalar { kind, value, scalar_first } => {
+            let (x0, x1) = if *scalar_first { (f(*value), "v".to_string()) } else { ("v".to_string(), f(*value)) };
+            Some(format!("  let x0 = {x0};\n  let x1 = {x1};\n{}", binary_body(*kind, Storage::F32)))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the GPU kernels can apply a stage in their epilogue (the GPU
+/// compiler pipeline fuses only those).
+pub fn supported(s: &Stage) -> bool {
+    matches!(s, Stage::AddTensor) || stage_body(s).is_some()
+}
+
+/// How many residual operands (`AddTensor` stages) the stages read.
+pub(super) fn residuals(stages: &[Stage]) -> usize {
+    stages.iter().filter(|s| matches!(s, Stage::AddTensor)).count()
+}
+
+/// `fn epilogue(v: f32, i: u32) -> f32` and the stage functions it calls (none
+/// for no stages). Stages the GPU does not support are never fused (`supported`);
+/// here they would leave the value unchanged, so callers check first.
+pub(super) fn epilogue_wgsl(stages: &[Stage]) -> String {
+    let mut s = String::new();
+    let mut apply = String::new();
+    let mut res = 0;
+    for (i, st) in stages.iter().enumerate() {
+        if matches!(st, Stage::AddTensor) {
+            let _ = writeln!(apply, "  r = r + ld_res{res}(i);");
+            res += 1;
+        } else if let Some(body) = stage_body(st) {
+            let _ = writeln!(s, "fn ep_stage{i}(v: f32) -> f32 {{\n{body}\n}}");
+            let _ = writeln!(apply, "  r = ep_stage{i}(r);");
+        }
+    }
+    let _ = writeln!(s, "fn epilogue(v: f32, i: u32) -> f32 {{\n  var r = v;\n{apply}  return r;\n}}");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::BinaryKind;
+
+    #[test]
+    fn supported_stages() {
+        assert!(supported(&Stage::Unary(UnaryKind::Relu)));
+        assert!(supported(&Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) })));
+        assert!(supported(&Stage::Scalar { kind: BinaryKind::Mul, value: 0.5, scalar_first: true }));
+        assert!(supported(&Stage::AddTensor));
+        assert!(!supported(&Stage::Activation(Activation::Gelu)));
+        assert!(!supported(&Stage::Unary(UnaryKind::LogicalNot)));
+    }
+}

@@ -12,27 +12,13 @@
 //   node benchmark/float16.js --only resnet50 --threads 1 --iters 10
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
-const { relError, stats, fmt } = require('./stats.js')
-const { toWebnn, rng, count, toHalf, halfValue } = require('./models/net.js')
+const { relError, stats, fmt, arg } = require('./stats.js')
+const { toWebnn, count, toHalf, halfValue, inputData } = require('./models/net.js')
 const MODELS = require('./models/index.js')
-
-function arg (name, fallback) {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : fallback
-}
 
 const TOLERANCE = 3e-2
 const ITERS = 30
 const WARMUP = 3
-
-function inputData (net) {
-  return net.inputs.map((i, n) => {
-    const r = rng(7 + n)
-    const a = new Float32Array(count(i.shape))
-    for (let j = 0; j < a.length; j++) a[j] = r() * 4 - 2
-    return a
-  })
-}
 
 async function setup (net, data, threads, dataType) {
   const half = dataType === 'float16'

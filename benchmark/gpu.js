@@ -22,25 +22,11 @@
 // and split-K, for comparisons; WEBNN_GPU_GEMM_TILE forces one tile.
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
-const { relError, stats, fmt } = require('./stats.js')
-const { Net, toWebnn, rng, count } = require('./models/net.js')
+const { relError, stats, fmt, arg } = require('./stats.js')
+const { Net, toWebnn, count, inputData } = require('./models/net.js')
 const MODELS = require('./models/index.js')
 
-function arg (name, fallback) {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : fallback
-}
-
 const TOLERANCE = 1e-3
-
-function inputData (net) {
-  return net.inputs.map((i, n) => {
-    const r = rng(7 + n)
-    const a = new Float32Array(count(i.shape))
-    for (let j = 0; j < a.length; j++) a[j] = r() * 4 - 2
-    return a
-  })
-}
 
 /** Builds `net` on `context`; returns build time and a run() giving the output. */
 async function setup (context, net, data) {

@@ -11,9 +11,9 @@
 //   node benchmark/models.js --ort-spin 1                  ORT with its default spinning threads (see stats.js)
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
-const { relError, stats, fmt, ortSessionOptions } = require('./stats.js')
+const { relError, stats, fmt, ortSessionOptions, arg } = require('./stats.js')
 const { model } = require('./onnx.js')
-const { toWebnn, toOnnx, rng, count } = require('./models/net.js')
+const { toWebnn, toOnnx, count, inputData } = require('./models/net.js')
 const MODELS = require('./models/index.js')
 
 let ort = null
@@ -23,23 +23,9 @@ try {
   console.warn('onnxruntime-node is not installed (ONNXRUNTIME_NODE_INSTALL=skip npm i): timing webnn-node alone')
 }
 
-function arg (name, fallback) {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : fallback
-}
-
 const TOLERANCE = 1e-4
 const ITERS = 50
 const WARMUP = 5
-
-function inputData (net) {
-  return net.inputs.map((i, n) => {
-    const r = rng(7 + n)
-    const a = new Float32Array(count(i.shape))
-    for (let j = 0; j < a.length; j++) a[j] = r() * 4 - 2
-    return a
-  })
-}
 
 async function setupWebnn (net, data, threads) {
   const context = await ml.createContext({ numThreads: threads })

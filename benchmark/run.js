@@ -7,7 +7,7 @@
 //   node benchmark/run.js --only add-4m        one case
 //   node benchmark/run.js --threads 2 --iters 100
 const { ml, MLGraphBuilder } = require('..')
-const { stats, ortSessionOptions } = require('./stats.js')
+const { stats, ortSessionOptions, arg } = require('./stats.js')
 const { model } = require('./onnx.js')
 
 let ort = null
@@ -15,11 +15,6 @@ try {
   ort = require('onnxruntime-node')
 } catch {
   console.warn('onnxruntime-node is not installed (ONNXRUNTIME_NODE_INSTALL=skip npm i): timing webnn-node alone')
-}
-
-function arg (name, fallback) {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : fallback
 }
 
 function rng (seed) {

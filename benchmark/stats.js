@@ -45,4 +45,10 @@ function ortSessionOptions (threads) {
   }
 }
 
-module.exports = { relError, stats, fmt, ortSessionOptions }
+/** The value after `--name` on the command line, or `fallback`. */
+function arg (name, fallback) {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : fallback
+}
+
+module.exports = { relError, stats, fmt, ortSessionOptions, arg }

@@ -400,4 +400,14 @@ function toOnnx (net) {
   }
 }
 
-module.exports = { Net, toWebnn, toOnnx, rng, count, toHalf, halfValue }
+/** The net's inputs filled from fixed seeds, uniform in [-2, 2). */
+function inputData (net) {
+  return net.inputs.map((i, n) => {
+    const r = rng(7 + n)
+    const a = new Float32Array(count(i.shape))
+    for (let j = 0; j < a.length; j++) a[j] = r() * 4 - 2
+    return a
+  })
+}
+
+module.exports = { Net, toWebnn, toOnnx, rng, count, toHalf, halfValue, inputData }

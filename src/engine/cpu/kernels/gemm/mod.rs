@@ -412,7 +412,7 @@ pub unsafe fn run(
     let cols_max = b_panels.div_ceil(csplit) * nr;
 
     // Read a row-major B in place when A is at most two micro-panels high.
-    let direct = match (b, &a) {
+    let direct = match (&b, &a) {
         (BSource::View(_, r), ASource::View(..)) => r.cs == 1 && m <= 2 * mr,
         (BSource::View(_, r), ASource::Packed(_)) => r.cs == 1 && (m <= 2 * mr || (direct_env() && r.rs <= 1024)),
         (BSource::Packed(_), _) => false,

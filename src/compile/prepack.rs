@@ -156,6 +156,45 @@ mod tests {
     use crate::ops::conv::Conv2dOptions;
 
     #[test]
+    fn constant_gemm_operands_are_packed_and_agree() {
+        use crate::ops::matmul::GemmOptions;
+        for t in [DataType::Float32, DataType::Float16] {
+            let mut b = Builder::new();
+            // Grouped conv (packed), depthwise conv (not), matmul and gemm with
+            // constant right operands (packed), matmul of two inputs (not).
+            let x = b.input_t("x", t, &[1, 4, 9, 7]);
+            let f = b.constant_t(t, &[6, 2, 3, 3], -0.5, 0.5);
+            let opts = Conv2dOptions { groups: 2, padding: Some(vec![1, 1, 1, 1]), ..Default::default() };
+            let y = b.b.conv2d(x, f, None, &opts).unwrap();
+            let fd = b.constant_t(t, &[6, 1, 3, 3], -0.5, 0.5);
+            let dw = Conv2dOptions { groups: 6, ..Default::default() };
+            let y2 = b.b.conv2d(y, fd, None, &dw).unwrap();
+            let a = b.input_t("a", t, &[3, 13, 20]);
+            let w = b.constant_t(t, &[20, 17], -1.0, 1.0);
+            let m = b.b.matmul(a, w).unwrap();
+            let a2 = b.input_t("a2", t, &[5, 20]);
+            let wt = b.constant_t(t, &[11, 20], -1.0, 1.0);
+            let go = GemmOptions { b_transpose: true, alpha: 0.5, ..Default::default() };
+            let gm = b.b.gemm(a2, wt, None, go).unwrap();
+            let a3 = b.input_t("a3", t, &[20, 4]);
+            let mm = b.b.matmul(a2, a3).unwrap();
+            let outs = [("y".into(), y2), ("m".into(), m), ("g".into(), gm), ("mm".into(), mm)];
+            let g = b.b.build(&outs).unwrap();
+            assert_eq!(register_packed(&g), 3);
+            let f32s = |id| f32_values(constant(&g, id).unwrap(), t).unwrap().len();
+            assert_eq!(f32s(f), 6 * 2 * 9);
+            let dims = [6, 2, 3, 3];
+            let conv_what = What::Conv2d { layout: InputLayout::Nchw, filter_layout: Conv2dFilterLayout::Oihw, groups: 2, dims };
+            assert!(prepacked::lookup(constant(&g, f).unwrap(), conv_what).is_some());
+            assert!(prepacked::lookup(constant(&g, w).unwrap(), What::Matmul { k: 20, n: 17 }).is_some());
+            let gemm_what = What::GemmB { b_transpose: true, k: 20, n: 11 };
+            assert!(prepacked::lookup(constant(&g, wt).unwrap(), gemm_what).is_some());
+            // The packed plan (Passes::ALL) against the unpacked one.
+            assert_agree(&g, if t == DataType::Float16 { 2e-3 } else { 1e-5 });
+        }
+    }
+
+    #[test]
     fn filters_are_reordered_once_and_agree() {
         use Conv2dFilterLayout as FL;
         for t in [DataType::Float32, DataType::Float16] {

@@ -1,16 +1,101 @@
-//! Weight pre-packing: a constant conv2d filter in a layout the CPU kernel cannot
-//! read in place (anything but oihw for nchw input, ohwi for nhwc) is reordered
-//! once at build time into that layout, so no compute repacks it. The result is a
-//! plain conv2d with a new constant filter; values are moved, never rounded.
+//! Weight pre-packing, in two steps:
+//! - a constant conv2d filter in a layout the CPU kernel cannot read in place
+//!   (anything but oihw for nchw input, ohwi for nhwc) is reordered once at build
+//!   time into that layout. The result is a plain conv2d with a new constant
+//!   filter; values are moved, never rounded.
+//! - then every constant GEMM operand (conv2d filters but depthwise ones, the
+//!   right operand of matmul when it is one matrix, gemm's B) is packed into the
+//!   GEMM kernel's panel layout and registered with the CPU kernels
+//!   (`engine::cpu::kernels::prepacked`), which multiply with it instead of
+//!   packing the weights again on every compute. The graph itself is unchanged by
+//!   this step; float16 weights are packed widened to float32 (exactly), as the
+//!   kernels would widen them. `WEBNN_CPU_PREPACK=0` turns this step off.
 
 use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
+use crate::engine::cpu::kernels::gemm_core::Mat;
+use crate::engine::cpu::kernels::prepacked::{self, What};
+use crate::engine::cpu::kernels::{conv, matmul};
 use crate::graph::builder::{Graph, OperandKind, Operator};
-use crate::graph::OperandDesc;
+use crate::graph::{DataType, OperandDesc};
 use crate::ops::conv::{strides_at, Conv2dFilterLayout, InputLayout};
 use crate::ops::Op;
 
 pub fn run(g: &mut Graph) -> usize {
-    rewrite_all(g, find)
+    let n = rewrite_all(g, find);
+    register_packed(g);
+    n
+}
+
+/// A float constant's values as float32 (float16 widened exactly).
+fn f32_values(data: &[u8], t: DataType) -> Option<Vec<f32>> {
+    match t {
+        DataType::Float32 => Some(data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        DataType::Float16 => {
+            Some(data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect())
+        }
+        _ => None,
+    }
+}
+
+/// Packs and registers every constant GEMM operand of `g` (see the module
+/// comment). Failing to pack (out of memory) only leaves that operand to be packed
+/// per compute.
+pub fn register_packed(g: &Graph) -> usize {
+    // `WEBNN_CPU_PREPACK=0` leaves every operand to be packed per compute (for
+    // comparisons).
+    if std::env::var("WEBNN_CPU_PREPACK").is_ok_and(|v| v == "0") {
+        return 0;
+    }
+    let mut count = 0;
+    for op in &g.operators {
+        let Some(&b) = op.inputs.get(1) else { continue };
+        let Some(bytes) = constant(g, b) else { continue };
+        let d = desc(g, b);
+        let shape = &d.shape;
+        let (what, packed) = match &op.op {
+            Op::Conv2d(attrs) => {
+                if attrs.filter_layout != native_layout(attrs.input_layout) || shape.len() != 4 {
+                    continue;
+                }
+                let dims = attrs.filter_layout.axes().map(|a| shape[a]);
+                let in_c = dims[1] * attrs.groups;
+                // Depthwise filters (groups = input channels = output channels) go to
+                // their own kernel.
+                if attrs.groups == in_c && attrs.groups == dims[0] {
+                    continue;
+                }
+                let what = What::Conv2d {
+                    layout: attrs.input_layout,
+                    filter_layout: attrs.filter_layout,
+                    groups: attrs.groups,
+                    dims,
+                };
+                let Some(w) = f32_values(bytes, d.data_type) else { continue };
+                (what, conv::pack_filter(attrs.input_layout, attrs.groups, dims, &w))
+            }
+            Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }) => {
+                let r = shape.len();
+                if r < 2 || shape[..r - 2].iter().product::<usize>() != 1 {
+                    continue;
+                }
+                let (k, n) = (shape[r - 2], shape[r - 1]);
+                let Some(w) = f32_values(bytes, d.data_type) else { continue };
+                (What::Matmul { k, n }, matmul::pack_rhs(k, n, &w, Mat::rows(0, n)))
+            }
+            Op::Gemm(o) => {
+                let [r0, r1] = shape[..] else { continue };
+                let (k, n, view) = if o.b_transpose { (r1, r0, Mat::cols(0, r1)) } else { (r0, r1, Mat::rows(0, r1)) };
+                let Some(w) = f32_values(bytes, d.data_type) else { continue };
+                (What::GemmB { b_transpose: o.b_transpose, k, n }, matmul::pack_rhs(k, n, &w, view))
+            }
+            _ => continue,
+        };
+        if let Ok(p) = packed {
+            prepacked::register(bytes, what, p);
+            count += 1;
+        }
+    }
+    count
 }
 
 /// The filter layout the CPU conv2d kernel reads in place for an input layout.
@@ -69,6 +154,45 @@ mod tests {
     use crate::compile::testing::*;
     use crate::graph::DataType;
     use crate::ops::conv::Conv2dOptions;
+
+    #[test]
+    fn constant_gemm_operands_are_packed_and_agree() {
+        use crate::ops::matmul::GemmOptions;
+        for t in [DataType::Float32, DataType::Float16] {
+            let mut b = Builder::new();
+            // Grouped conv (packed), depthwise conv (not), matmul and gemm with
+            // constant right operands (packed), matmul of two inputs (not).
+            let x = b.input_t("x", t, &[1, 4, 9, 7]);
+            let f = b.constant_t(t, &[6, 2, 3, 3], -0.5, 0.5);
+            let opts = Conv2dOptions { groups: 2, padding: Some(vec![1, 1, 1, 1]), ..Default::default() };
+            let y = b.b.conv2d(x, f, None, &opts).unwrap();
+            let fd = b.constant_t(t, &[6, 1, 3, 3], -0.5, 0.5);
+            let dw = Conv2dOptions { groups: 6, ..Default::default() };
+            let y2 = b.b.conv2d(y, fd, None, &dw).unwrap();
+            let a = b.input_t("a", t, &[3, 13, 20]);
+            let w = b.constant_t(t, &[20, 17], -1.0, 1.0);
+            let m = b.b.matmul(a, w).unwrap();
+            let a2 = b.input_t("a2", t, &[5, 20]);
+            let wt = b.constant_t(t, &[11, 20], -1.0, 1.0);
+            let go = GemmOptions { b_transpose: true, alpha: 0.5, ..Default::default() };
+            let gm = b.b.gemm(a2, wt, None, go).unwrap();
+            let a3 = b.input_t("a3", t, &[20, 4]);
+            let mm = b.b.matmul(a2, a3).unwrap();
+            let outs = [("y".into(), y2), ("m".into(), m), ("g".into(), gm), ("mm".into(), mm)];
+            let g = b.b.build(&outs).unwrap();
+            assert_eq!(register_packed(&g), 3);
+            let f32s = |id| f32_values(constant(&g, id).unwrap(), t).unwrap().len();
+            assert_eq!(f32s(f), 6 * 2 * 9);
+            let dims = [6, 2, 3, 3];
+            let conv_what = What::Conv2d { layout: InputLayout::Nchw, filter_layout: Conv2dFilterLayout::Oihw, groups: 2, dims };
+            assert!(prepacked::lookup(constant(&g, f).unwrap(), conv_what).is_some());
+            assert!(prepacked::lookup(constant(&g, w).unwrap(), What::Matmul { k: 20, n: 17 }).is_some());
+            let gemm_what = What::GemmB { b_transpose: true, k: 20, n: 11 };
+            assert!(prepacked::lookup(constant(&g, wt).unwrap(), gemm_what).is_some());
+            // The packed plan (Passes::ALL) against the unpacked one.
+            assert_agree(&g, if t == DataType::Float16 { 2e-3 } else { 1e-5 });
+        }
+    }
 
     #[test]
     fn filters_are_reordered_once_and_agree() {

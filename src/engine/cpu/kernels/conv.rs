@@ -17,12 +17,24 @@
 //! a distinct output pixel, so the additions of one tap split across output rows
 //! without conflicts.
 //!
+//! A constant filter is packed once at build time into the GEMM kernel's panel
+//! layout (the compiler's prepack pass, `prepacked`): the left operand of the nchw
+//! product, the right operand of the nhwc one. Each compute then only packs the
+//! activations, in im2col blocks small enough to stay in L2; a filter that was not
+//! packed ahead is read through strides and packed per call.
+//!
 //! Work splits across the pool either by independent blocks (each GEMM on one
-//! thread) or, when there are too few blocks, inside each GEMM.
+//! thread) or, when there are too few blocks, inside each GEMM. Small nchw planes
+//! (7x7, 13x13, 14x14) stay whole, the GEMM splitting its rows: cut into pixel
+//! blocks, their edge column panels would waste most of the work.
 
 use rayon::prelude::*;
 
-use super::gemm_core::{alloc_f32, f32_input, sgemm, sgemm_shared, with_f32_output, Mat, SharedMut, Threads};
+use super::gemm_core::{
+    alloc_f32, f32_input, sgemm, sgemm_packed, sgemm_packed_a_shared, sgemm_shared, with_f32_output, Mat, PackedA, PackedB,
+    SharedMut, Threads,
+};
+use super::prepacked::{self, Packed, What};
 use super::Tensor;
 use crate::engine::cpu::epilogue::{Bias, Epi};
 use crate::error::Result;
@@ -31,6 +43,19 @@ use crate::ops::conv::{pick, strides_at, Conv2dAttrs, ConvTranspose2dAttrs, Inpu
 /// Floats of one im2col block: 4 MiB keeps it near the caches the GEMM streams
 /// through, while leaving the GEMM a wide enough N.
 const COL_BUDGET: usize = 1 << 20;
+
+/// im2col block budget (floats) when the filter is packed ahead: 512 KB (L2),
+/// but at least 128 pixels. (1 MiB and 256 KB blocks measured the same or slower
+/// on ResNet-50, SqueezeNet and MobileNetV2.)
+fn packed_col_budget(k: usize) -> usize {
+    (1usize << 17).max(k.saturating_mul(128)).min(COL_BUDGET)
+}
+
+/// Output planes (nchw) of at most this many pixels are never cut into pixel
+/// blocks: cut narrower than a few GEMM column panels, the edge panels waste most
+/// of their work (7x7 = 49 pixels as 32 + 17 costs 64 columns per block); the
+/// GEMM splits the rows (output channels) across the pool instead.
+const SMALL_PLANE: usize = 400;
 
 /// Multiply-adds below which a kernel stays on the calling thread.
 const PARALLEL_MIN_WORK: usize = 1 << 15;
@@ -281,13 +306,31 @@ fn conv2d_with(
         pad: [attrs.padding[0], attrs.padding[2]],
     };
     let xs = f32_input(x)?;
-    let fs = f32_input(f)?;
     let bs = bias.map(f32_input).transpose()?;
+    let bs = bs.as_deref();
     let f_strides = strides_at(f.shape, axes);
     let f_dims = [out_c, cig, k_h, k_w];
-    let bs = bs.as_deref();
+    let depthwise = g.groups == g.in_c && g.groups == g.out_c;
+    // The filter packed at build time for this kernel (see `prepacked`), when
+    // the compiler's prepack pass saw it.
+    let packed = if depthwise {
+        None
+    } else {
+        let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
+        prepacked::lookup(f.data, what)
+    };
+    let k = cig * k_h * k_w;
+    let weights = match packed.as_deref() {
+        Some(Packed::A(a)) if layout == InputLayout::Nchw && valid_a(a, &g, k) => Weights::A(a),
+        Some(Packed::B(b)) if layout == InputLayout::Nhwc && valid_b(b, &g, k) => Weights::B(b),
+        _ => Weights::View,
+    };
+    let fs = match weights {
+        Weights::View => f32_input(f)?,
+        _ => std::borrow::Cow::Borrowed(&[][..]),
+    };
     with_f32_output(out, x.data_type, |dst| {
-        if g.groups == g.in_c && g.groups == g.out_c {
+        if depthwise {
             // Depthwise: the filter as [c][kh][kw] (nchw) or [kh][kw][c] (nhwc).
             let order = if layout == InputLayout::Nchw {
                 [0, 1, 2, 3]
@@ -301,16 +344,16 @@ fn conv2d_with(
             };
         }
         // The filter as a [outputChannels, K] matrix per group, K running over
-        // (i, kh, kw) for nchw and (kh, kw, i) for nhwc: read in place when the
-        // layout nests those axes at one stride (oihw and ihwo for nchw, ohwi and
-        // hwio for nhwc), otherwise packed in that order.
+        // (i, kh, kw) for nchw and (kh, kw, i) for nhwc: packed at build time, or
+        // read in place when the layout nests those axes at one stride (oihw and
+        // ihwo for nchw, ohwi and hwio for nhwc), otherwise reordered here.
         let [so, si, sh, sw] = f_strides;
-        let in_place = match layout {
-            InputLayout::Nchw => (sh == sw * k_w && si == sh * k_h).then_some(sw),
-            InputLayout::Nhwc => (sw == si * cig && sh == sw * k_w).then_some(si),
+        let in_place = match (&weights, layout) {
+            (Weights::A(_) | Weights::B(_), _) => Some(1),
+            (Weights::View, InputLayout::Nchw) => (sh == sw * k_w && si == sh * k_h).then_some(sw),
+            (Weights::View, InputLayout::Nhwc) => (sw == si * cig && sh == sw * k_w).then_some(si),
         };
-        let k = cig * k_h * k_w;
-        let packed;
+        let reordered;
         let (w, fm): (&[f32], FilterMat) = match in_place {
             Some(step) => (
                 &fs,
@@ -326,9 +369,9 @@ fn conv2d_with(
                 } else {
                     [0, 2, 3, 1]
                 };
-                packed = pack(&fs, f_strides, f_dims, order)?;
+                reordered = pack(&fs, f_strides, f_dims, order)?;
                 (
-                    &packed,
+                    &reordered,
                     FilterMat {
                         rs: k,
                         cs: 1,
@@ -337,14 +380,68 @@ fn conv2d_with(
                 )
             }
         };
+        let wt = Filter { w, fm, packed: weights };
+        // With the filter packed ahead, blocks small enough to stay in L2 cost no
+        // repacking of the filter.
+        let col_budget = match weights {
+            Weights::A(_) if col_budget == COL_BUDGET => packed_col_budget(k),
+            _ => col_budget,
+        };
         let pointwise = k_h == 1 && k_w == 1 && g.stride == [1, 1] && attrs.padding == [0; 4];
         match (layout, pointwise) {
-            (InputLayout::Nchw, true) => pointwise_nchw(&xs, w, fm, &g, bs, epi, dst),
-            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, w, fm, &g, bs, epi, dst),
-            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, w, fm, &g, col_budget, bs, epi, dst),
-            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, w, fm, &g, col_budget, bs, epi, dst),
+            (InputLayout::Nchw, true) => pointwise_nchw(&xs, &wt, &g, bs, epi, dst),
+            (InputLayout::Nhwc, true) => pointwise_nhwc(&xs, &wt, &g, bs, epi, dst),
+            (InputLayout::Nchw, false) => im2col_gemm_nchw(&xs, &wt, &g, col_budget, bs, epi, dst),
+            (InputLayout::Nhwc, false) => im2col_gemm_nhwc(&xs, &wt, &g, col_budget, bs, epi, dst),
         }
     })
+}
+
+/// The filter as the GEMM-based kernels read it.
+#[derive(Clone, Copy)]
+enum Weights<'a> {
+    /// Through `Filter::w` and `Filter::fm`, packed per call.
+    View,
+    /// Packed at build time, one left operand per group (nchw).
+    A(&'a [PackedA]),
+    /// Packed at build time, one right operand per group (nhwc).
+    B(&'a [PackedB]),
+}
+
+/// Whether build-time packed left operands fit this convolution.
+fn valid_a(a: &[PackedA], g: &Geometry, k: usize) -> bool {
+    a.len() == g.groups && a.iter().all(|p| p.m() == g.cog && p.k() == k && p.isa().supported())
+}
+
+/// Whether build-time packed right operands fit this convolution.
+fn valid_b(b: &[PackedB], g: &Geometry, k: usize) -> bool {
+    b.len() == g.groups && b.iter().all(|p| p.n() == g.cog && p.k() == k && p.isa().supported())
+}
+
+/// Packs a native-layout conv2d filter (oihw for nchw input, ohwi for nhwc;
+/// float32 values `w` of (o, i, h, w) dims `dims`) for the GEMM kernels, once at
+/// build time: per group the [outputChannels / groups, K] matrix as a left operand
+/// (nchw) or its transpose as a right operand (nhwc).
+pub fn pack_filter(layout: InputLayout, groups: usize, dims: [usize; 4], w: &[f32]) -> Result<Packed> {
+    use super::gemm_core::{pack_a, pack_b};
+    let [o, i, h, kw] = dims;
+    let k = i * h * kw;
+    if groups == 0 || o % groups != 0 || o.checked_mul(k) != Some(w.len()) {
+        return Err(crate::error::WebnnError::Operation("internal: filter to pack has another shape".into()));
+    }
+    let cog = o / groups;
+    let mat = |grp: usize| Mat::rows(grp * cog * k, k);
+    Ok(match layout {
+        InputLayout::Nchw => Packed::A((0..groups).map(|grp| pack_a(cog, k, w, mat(grp))).collect::<Result<_>>()?),
+        InputLayout::Nhwc => Packed::B((0..groups).map(|grp| pack_b(k, cog, w, mat(grp).t())).collect::<Result<_>>()?),
+    })
+}
+
+/// A conv2d filter for the GEMM-based kernels.
+struct Filter<'a> {
+    w: &'a [f32],
+    fm: FilterMat,
+    packed: Weights<'a>,
 }
 
 /// Where a conv2d filter's [outputChannels / groups, K] matrix of each group lies.
@@ -367,21 +464,67 @@ impl FilterMat {
     }
 }
 
+impl Filter<'_> {
+    /// `out[d] = W_grp * rhs[r]` (`m` = outputChannels / groups rows, `n` columns,
+    /// depth `k`): the nchw product.
+    ///
+    /// # Safety
+    /// As for `sgemm_shared`: no other thread touches the `m` x `n` view `d`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn times(
+        &self,
+        grp: usize,
+        m: usize,
+        n: usize,
+        k: usize,
+        out: SharedMut<f32>,
+        d: Mat,
+        rhs: &[f32],
+        r: Mat,
+        threads: Threads,
+    ) -> Result<()> {
+        match self.packed {
+            Weights::A(a) => sgemm_packed_a_shared(n, out, d, false, &a[grp], rhs, r, 1.0, threads),
+            _ => sgemm_shared(m, n, k, out, d, false, self.w, self.fm.of(grp), rhs, r, 1.0, threads),
+        }
+    }
+
+    /// `out[d] = lhs[l] * W_grp^T` (`m` rows, `n` = outputChannels / groups
+    /// columns, depth `k`): the nhwc product.
+    #[allow(clippy::too_many_arguments)]
+    fn times_t(
+        &self,
+        grp: usize,
+        m: usize,
+        n: usize,
+        k: usize,
+        out: &mut [f32],
+        d: Mat,
+        lhs: &[f32],
+        l: Mat,
+        threads: Threads,
+    ) -> Result<()> {
+        match self.packed {
+            Weights::B(b) => sgemm_packed(m, out, d, false, lhs, l, &b[grp], 1.0, threads),
+            _ => sgemm(m, n, k, out, d, false, lhs, l, self.w, self.fm.of(grp).t(), 1.0, threads),
+        }
+    }
+}
+
 /// 1x1, unit strides, no padding, nchw: tasks of (batch, group, block of pixels),
 /// each out[cog, block] = W[cog, cig] * X[cig, block], then the block's bias and
 /// epilogue.
 #[allow(clippy::too_many_arguments)]
 fn pointwise_nchw(
     x: &[f32],
-    w: &[f32],
-    fm: FilterMat,
+    wt: &Filter,
     g: &Geometry,
     bias: Option<&[f32]>,
     epi: &Epi,
     dst: &mut [f32],
 ) -> Result<()> {
     let p = g.out_plane();
-    let pc = epi_block(p, g.cog, g.batches * g.groups);
+    let pc = if p <= SMALL_PLANE { p } else { epi_block(p, g.cog, g.batches * g.groups) };
     let blocks = p.div_ceil(pc);
     let tasks = g.batches * g.groups * blocks;
     let threads = if tasks >= rayon::current_num_threads() {
@@ -401,7 +544,7 @@ fn pointwise_nchw(
         let r = Mat { offset: (n * g.in_c + grp * g.cig) * p + p0, rs: p, cs: 1 };
         // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
         // batch n at pixels [p0, p0 + width).
-        unsafe { sgemm_shared(g.cog, width, g.cig, out, d, false, w, fm.of(grp), x, r, 1.0, threads)? };
+        unsafe { wt.times(grp, g.cog, width, g.cig, out, d, x, r, threads)? };
         finish_nchw_block(raw, d.offset, g.cog, width, p, grp * g.cog, bias, epi);
         Ok(())
     };
@@ -418,8 +561,7 @@ fn pointwise_nchw(
 #[allow(clippy::too_many_arguments)]
 fn pointwise_nhwc(
     x: &[f32],
-    w: &[f32],
-    fm: FilterMat,
+    wt: &Filter,
     g: &Geometry,
     bias: Option<&[f32]>,
     epi: &Epi,
@@ -439,7 +581,7 @@ fn pointwise_nhwc(
         for grp in 0..g.groups {
             let d = Mat { offset: grp * g.cog, rs: g.out_c, cs: 1 };
             let l = Mat { offset: r0 * g.in_c + grp * g.cig, rs: g.in_c, cs: 1 };
-            sgemm(height, g.cog, g.cig, out, d, false, x, l, w, fm.of(grp).t(), 1.0, threads)?;
+            wt.times_t(grp, height, g.cog, g.cig, out, d, x, l, threads)?;
         }
         epi.apply(out, r0 * g.out_c, Bias::vector(bias));
         Ok(())
@@ -459,7 +601,13 @@ fn block_size(total: usize, k: usize, others: usize, budget: usize) -> usize {
     let by_budget = (budget / k.max(1)).max(1);
     let want_blocks = threads.div_ceil(others.max(1)).max(1);
     let by_threads = total.div_ceil(want_blocks).max(32.min(total));
-    by_budget.min(by_threads).clamp(1, total.max(1))
+    let b = by_budget.min(by_threads).clamp(1, total.max(1));
+    // Whole GEMM column panels (32 wide on AVX-512): 227 pixels would cost 256.
+    if b < total && b >= 64 {
+        b / 32 * 32
+    } else {
+        b
+    }
 }
 
 /// General nchw: tasks of (batch, group, block of output pixels), each one im2col
@@ -468,8 +616,7 @@ fn block_size(total: usize, k: usize, others: usize, budget: usize) -> usize {
 #[allow(clippy::too_many_arguments)]
 fn im2col_gemm_nchw(
     x: &[f32],
-    w: &[f32],
-    fm: FilterMat,
+    wt: &Filter,
     g: &Geometry,
     budget: usize,
     bias: Option<&[f32]>,
@@ -478,7 +625,12 @@ fn im2col_gemm_nchw(
 ) -> Result<()> {
     let p = g.out_plane();
     let k = g.cig * g.k_h * g.k_w;
-    let pc = block_size(p, k, g.batches * g.groups, budget);
+    // (Tests pass tiny budgets to exercise the blocking; those keep it.)
+    let pc = if p <= SMALL_PLANE && p * k <= COL_BUDGET && budget >= (16 * k).min(COL_BUDGET) {
+        p
+    } else {
+        block_size(p, k, g.batches * g.groups, budget)
+    };
     let blocks = p.div_ceil(pc);
     let tasks = g.batches * g.groups * blocks;
     let threads = if tasks >= rayon::current_num_threads() {
@@ -512,25 +664,9 @@ fn im2col_gemm_nchw(
                 rs: p,
                 cs: 1,
             };
-            let l = fm.of(grp);
             // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
             // batch n at pixels [p0, p1).
-            unsafe {
-                sgemm_shared(
-                    g.cog,
-                    width,
-                    k,
-                    out,
-                    d,
-                    false,
-                    w,
-                    l,
-                    col,
-                    Mat::rows(0, width),
-                    1.0,
-                    threads,
-                )?
-            };
+            unsafe { wt.times(grp, g.cog, width, k, out, d, col, Mat::rows(0, width), threads)? };
             finish_nchw_block(raw, d.offset, g.cog, width, p, grp * g.cog, bias, epi);
             Ok(())
         },
@@ -611,8 +747,7 @@ fn fill_row_nchw(
 #[allow(clippy::too_many_arguments)]
 fn im2col_gemm_nhwc(
     x: &[f32],
-    w: &[f32],
-    fm: FilterMat,
+    wt: &Filter,
     g: &Geometry,
     budget: usize,
     bias: Option<&[f32]>,
@@ -647,8 +782,7 @@ fn im2col_gemm_nhwc(
                     rs: g.out_c,
                     cs: 1,
                 };
-                let r = fm.of(grp).t();
-                sgemm(height, g.cog, k, out, d, false, col, Mat::rows(0, k), w, r, 1.0, threads)?;
+                wt.times_t(grp, height, g.cog, k, out, d, col, Mat::rows(0, k), threads)?;
             }
             epi.apply(out, r0 * g.out_c, Bias::vector(bias));
             Ok(())
@@ -1469,11 +1603,22 @@ mod tests {
                     shape: &xshape,
                     data_type: dt,
                 };
-                let tw = Tensor {
-                    data: &wb,
-                    shape: &wshape,
-                    data_type: dt,
+                // The filter as given, and (in the kernel's native layout) also
+                // packed ahead as the prepack pass does.
+                let wb: std::sync::Arc<[u8]> = wb.into();
+                let native = match il {
+                    InputLayout::Nchw => FL::Oihw,
+                    InputLayout::Nhwc => FL::Ohwi,
                 };
+                let depthwise = groups == xd[1] && groups == wd[0];
+                let copy: std::sync::Arc<[u8]> = wb.to_vec().into();
+                let what = prepacked::What::Conv2d { layout: il, filter_layout: fl, groups, dims: wd };
+                if fl == native && !depthwise {
+                    let wf: Vec<f32> = floats(&copy, dt).iter().map(|v| *v as f32).collect();
+                    prepacked::register(&copy, what, pack_filter(il, groups, wd, &wf).unwrap());
+                    assert!(prepacked::lookup(&copy, what).is_some());
+                }
+                assert!(prepacked::lookup(&wb, what).is_none());
                 let tb = bb.as_ref().map(|bb| Tensor {
                     data: bb,
                     shape: std::slice::from_ref(&wd[0]),
@@ -1481,7 +1626,12 @@ mod tests {
                 });
                 // Default im2col blocks, and blocks of one and of three pixels.
                 let k = wd[1] * wd[2] * wd[3];
-                for budget in [COL_BUDGET, 1, 3 * k] {
+                for (budget, wdata) in [(COL_BUDGET, &wb), (1, &wb), (3 * k, &wb), (COL_BUDGET, &copy), (1, &copy)] {
+                    let tw = Tensor {
+                        data: wdata,
+                        shape: &wshape,
+                        data_type: dt,
+                    };
                     let mut ob = vec![0xa5u8; out.byte_length()];
                     conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &Epi::NONE, &mut ob, &out.shape, budget).unwrap();
                     let got = floats(&ob, dt);

@@ -37,8 +37,8 @@ use half::slice::HalfFloatSliceExt;
 
 use super::broadcast::par_chunks;
 use super::element::{as_elems, as_elems_mut};
-use super::gemm::{self, BSource, Dst, Isa};
-pub use super::gemm::PackedB;
+use super::gemm::{self, ASource, BSource, Dst, Isa};
+pub use super::gemm::{PackedA, PackedB};
 use super::Tensor;
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -195,8 +195,7 @@ pub unsafe fn sgemm_shared(
         dst,
         d,
         accumulate,
-        lhs,
-        l,
+        Lhs::View(lhs, l),
         Rhs::View(rhs, r),
         scale,
         threads,
@@ -257,12 +256,78 @@ pub unsafe fn sgemm_packed_shared(
         dst,
         d,
         accumulate,
-        lhs,
-        l,
+        Lhs::View(lhs, l),
         Rhs::Packed(rhs),
         scale,
         threads,
     )
+}
+
+/// Packs the `m` x `k` view `l` of `lhs` once, for any number of later
+/// `sgemm_packed_a` calls with that left-hand operand.
+pub fn pack_a(m: usize, k: usize, lhs: &[f32], l: Mat) -> Result<PackedA> {
+    pack_a_isa(Isa::detected(), m, k, lhs, l)
+}
+
+fn pack_a_isa(isa: Isa, m: usize, k: usize, lhs: &[f32], l: Mat) -> Result<PackedA> {
+    if m > 0 && k > 0 {
+        check("left operand", lhs.len(), l, m, k)?;
+    }
+    PackedA::new(isa, m, k, lhs, l)
+}
+
+/// `sgemm` with a left-hand operand packed by `pack_a`; `n` columns of `rhs`.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_packed_a(
+    n: usize,
+    dst: &mut [f32],
+    d: Mat,
+    accumulate: bool,
+    lhs: &PackedA,
+    rhs: &[f32],
+    r: Mat,
+    scale: f32,
+    threads: Threads,
+) -> Result<()> {
+    // SAFETY: `dst` is borrowed mutably and exclusively for the call.
+    unsafe { sgemm_packed_a_shared(n, SharedMut::new(dst), d, accumulate, lhs, rhs, r, scale, threads) }
+}
+
+/// `sgemm_packed_a` writing through a `SharedMut`.
+///
+/// # Safety
+/// As for `sgemm_shared`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_packed_a_shared(
+    n: usize,
+    dst: SharedMut<f32>,
+    d: Mat,
+    accumulate: bool,
+    lhs: &PackedA,
+    rhs: &[f32],
+    r: Mat,
+    scale: f32,
+    threads: Threads,
+) -> Result<()> {
+    sgemm_isa(
+        lhs.isa(),
+        lhs.m(),
+        n,
+        lhs.k(),
+        dst,
+        d,
+        accumulate,
+        Lhs::Packed(lhs),
+        Rhs::View(rhs, r),
+        scale,
+        threads,
+    )
+}
+
+/// The left-hand operand of `sgemm_isa`.
+enum Lhs<'a> {
+    View(&'a [f32], Mat),
+    Packed(&'a PackedA),
 }
 
 /// The right-hand operand of `sgemm_isa`.
@@ -285,8 +350,7 @@ unsafe fn sgemm_isa(
     dst: SharedMut<f32>,
     d: Mat,
     accumulate: bool,
-    lhs: &[f32],
-    l: Mat,
+    lhs: Lhs,
     rhs: Rhs,
     scale: f32,
     threads: Threads,
@@ -306,7 +370,18 @@ unsafe fn sgemm_isa(
         }
         return Ok(());
     }
-    check("left operand", lhs.len(), l, m, k)?;
+    let a = match lhs {
+        Lhs::View(lhs, l) => {
+            check("left operand", lhs.len(), l, m, k)?;
+            ASource::View(lhs, l)
+        }
+        Lhs::Packed(p) => {
+            if p.isa() != isa || p.m() != m || p.k() != k {
+                return Err(WebnnError::Operation("internal: packed GEMM operand of another shape".into()));
+            }
+            ASource::Packed(p)
+        }
+    };
     if !isa.supported() {
         return Err(WebnnError::Operation(format!("internal: GEMM kernel {isa:?} needs a newer CPU")));
     }
@@ -314,7 +389,7 @@ unsafe fn sgemm_isa(
     let b = match rhs {
         Rhs::View(rhs, r) => {
             check("right operand", rhs.len(), r, k, n)?;
-            if d.cs != 1 && d.rs == 1 {
+            if let (true, ASource::View(lhs, l)) = (d.cs != 1 && d.rs == 1, &a) {
                 // A column-major destination is a row-major one of the transposed
                 // product: C^T = B^T A^T, so the kernels keep storing whole rows.
                 let c = Dst {
@@ -322,11 +397,27 @@ unsafe fn sgemm_isa(
                     rs: d.cs,
                     cs: 1,
                 };
-                return gemm::run(isa, n, m, k, c, accumulate, rhs, r.t(), BSource::View(lhs, l.t()), scale, pool);
+                return gemm::run(
+                    isa,
+                    n,
+                    m,
+                    k,
+                    c,
+                    accumulate,
+                    ASource::View(rhs, r.t()),
+                    BSource::View(*lhs, l.t()),
+                    scale,
+                    pool,
+                );
             }
             BSource::View(rhs, r)
         }
-        Rhs::Packed(p) => BSource::Packed(p),
+        Rhs::Packed(p) => {
+            if p.isa() != isa || p.k() != k || p.n() != n {
+                return Err(WebnnError::Operation("internal: packed GEMM operand of another shape".into()));
+            }
+            BSource::Packed(p)
+        }
     };
     let c = Dst {
         ptr: dst.ptr.add(d.offset),
@@ -335,7 +426,7 @@ unsafe fn sgemm_isa(
     };
     // SAFETY: the views lie within their buffers (checked above); lhs and rhs are
     // shared borrows, so they cannot alias the exclusively held destination.
-    gemm::run(isa, m, n, k, c, accumulate, lhs, l, b, scale, pool)
+    gemm::run(isa, m, n, k, c, accumulate, a, b, scale, pool)
 }
 
 /// A zero-filled float32 buffer; running out of memory is an OperationError.
@@ -535,7 +626,16 @@ mod tests {
     /// within (k + 2) float32 epsilons of the sum of magnitudes it came from, and
     /// every element outside the view untouched.
     #[allow(clippy::too_many_arguments)]
-    fn check_product(rng: &mut Rng, isa: Isa, m: usize, n: usize, k: usize, packed: bool, threads: Threads) {
+    /// `packed`: which operands are packed ahead of the call (none, B, A, both).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Packing {
+        None,
+        B,
+        A,
+        Both,
+    }
+
+    fn check_product(rng: &mut Rng, isa: Isa, m: usize, n: usize, k: usize, packed: Packing, threads: Threads) {
         let (l, llen) = layout(rng, m, k);
         let (r, rlen) = layout(rng, k, n);
         let (d, dlen) = layout(rng, m, n);
@@ -552,13 +652,12 @@ mod tests {
                 dst[d.offset + i * d.rs + j * d.cs] = if accumulate { before[i * n + j] } else { f32::NAN };
             }
         }
-        let what = format!("{isa:?} {m}x{n}x{k} l={l:?} r={r:?} d={d:?} acc={accumulate} scale={scale} packed={packed} {threads:?}");
-        if packed {
-            let p = pack_b_isa(isa, k, n, &rhs, r).unwrap();
-            sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, &lhs, l, Rhs::Packed(&p), scale, threads);
-        } else {
-            sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, &lhs, l, Rhs::View(&rhs, r), scale, threads);
-        }
+        let what = format!("{isa:?} {m}x{n}x{k} l={l:?} r={r:?} d={d:?} acc={accumulate} scale={scale} packed={packed:?} {threads:?}");
+        let pa = matches!(packed, Packing::A | Packing::Both).then(|| pack_a_isa(isa, m, k, &lhs, l).unwrap());
+        let pb = matches!(packed, Packing::B | Packing::Both).then(|| pack_b_isa(isa, k, n, &rhs, r).unwrap());
+        let a = pa.as_ref().map_or(Lhs::View(&lhs, l), Lhs::Packed);
+        let b = pb.as_ref().map_or(Rhs::View(&rhs, r), Rhs::Packed);
+        sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, a, b, scale, threads);
         let mut inside = vec![false; dlen];
         for i in 0..m {
             for j in 0..n {
@@ -591,14 +690,13 @@ mod tests {
         dst: &mut [f32],
         d: Mat,
         accumulate: bool,
-        lhs: &[f32],
-        l: Mat,
+        lhs: Lhs,
         rhs: Rhs,
         scale: f32,
         threads: Threads,
     ) {
         // SAFETY: `dst` is borrowed exclusively.
-        unsafe { sgemm_isa(isa, m, n, k, SharedMut::new(dst), d, accumulate, lhs, l, rhs, scale, threads) }.unwrap();
+        unsafe { sgemm_isa(isa, m, n, k, SharedMut::new(dst), d, accumulate, lhs, rhs, scale, threads) }.unwrap();
     }
 
     #[test]
@@ -613,7 +711,7 @@ mod tests {
                     2 => 257 + rng.below(400),
                     _ => 1 + rng.below(70),
                 };
-                let packed = case % 3 == 0;
+                let packed = [Packing::None, Packing::B, Packing::A, Packing::Both][case % 4 ^ (case / 4) % 2];
                 let threads = if case % 2 == 0 { Threads::Pool } else { Threads::One };
                 check_product(&mut rng, isa, m, n, k, packed, threads);
             }
@@ -629,7 +727,7 @@ mod tests {
         pool.install(|| {
             for isa in isas() {
                 for &(m, n, k) in &[(301, 203, 300), (5, 3000, 111), (40, 4111, 50), (1, 700, 900), (130, 2, 2100)] {
-                    for packed in [false, true] {
+                    for packed in [Packing::None, Packing::B, Packing::A, Packing::Both] {
                         check_product(&mut rng, isa, m, n, k, packed, Threads::Pool);
                     }
                 }

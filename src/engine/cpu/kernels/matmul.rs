@@ -7,7 +7,10 @@
 
 use rayon::prelude::*;
 
-use super::gemm_core::{f32_input, sgemm, with_f32_output, Mat, Threads};
+use std::borrow::Cow;
+
+use super::gemm_core::{f32_input, sgemm, sgemm_packed, with_f32_output, Mat, PackedB, Threads};
+use super::prepacked::{self, Packed, What};
 use super::Tensor;
 use crate::engine::cpu::epilogue::{Bias, Epi};
 use crate::error::Result;
@@ -79,14 +82,26 @@ pub fn matmul_fused(
     let batches: usize = batch_shape.iter().product();
     let sa = batch_strides(&a.shape[..ra - 2], batch_shape, m * k);
     let sb = batch_strides(&b.shape[..rb - 2], batch_shape, k * n);
+    let a_batches: usize = a.shape[..ra - 2].iter().product();
+    let b_batches: usize = b.shape[..rb - 2].iter().product();
+    let folded = b_batches == 1 && a_batches == batches;
+    // A constant rank-2 B packed at build time (see `prepacked`).
+    let packed = if folded { prepacked::lookup(b.data, What::Matmul { k, n }) } else { None };
+    let pb = packed_b(packed.as_deref(), k, n);
     let xa = f32_input(a)?;
-    let xb = f32_input(b)?;
+    let xb = match pb {
+        Some(_) => Cow::Borrowed(&[][..]),
+        None => f32_input(b)?,
+    };
     let xbias = bias.map(f32_input).transpose()?;
     let (xa, xb, xbias) = (&*xa, &*xb, xbias.as_deref());
     with_f32_output(out, a.data_type, |dst| {
-        let a_batches: usize = a.shape[..ra - 2].iter().product();
-        let b_batches: usize = b.shape[..rb - 2].iter().product();
-        if b_batches == 1 && a_batches == batches {
+        if let (true, Some(pb)) = (folded, pb) {
+            sgemm_packed(batches * m, dst, Mat::rows(0, n), false, xa, Mat::rows(0, k), pb, 1.0, Threads::Pool)?;
+            finish_rows(dst, n, xbias, epi);
+            return Ok(());
+        }
+        if folded {
             // A's batches are exactly the output's, in order: one [batches*M, K] GEMM.
             sgemm(
                 batches * m,
@@ -141,6 +156,22 @@ pub fn matmul_fused(
     })
 }
 
+/// The build-time packed [k, n] right operand in `packed`, if it fits.
+fn packed_b(packed: Option<&Packed>, k: usize, n: usize) -> Option<&PackedB> {
+    match packed {
+        Some(Packed::B(v)) => match v.as_slice() {
+            [p] if p.k() == k && p.n() == n && p.isa().supported() => Some(p),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Packs a constant right operand ([k, n] read through `r`) once at build time.
+pub fn pack_rhs(k: usize, n: usize, b: &[f32], r: Mat) -> Result<Packed> {
+    Ok(Packed::B(vec![super::gemm_core::pack_b(k, n, b, r)?]))
+}
+
 /// gemm: `alpha * A' * B' + beta * C`, with C (rank 0 to 2) broadcast to [M, N].
 pub fn gemm(
     a: &Tensor,
@@ -176,8 +207,13 @@ pub fn gemm_fused(
     } else {
         Mat::rows(0, n)
     };
+    let packed = prepacked::lookup(b.data, What::GemmB { b_transpose: o.b_transpose, k, n });
+    let pb = packed_b(packed.as_deref(), k, n);
     let xa = f32_input(a)?;
-    let xb = f32_input(b)?;
+    let xb = match pb {
+        Some(_) => Cow::Borrowed(&[][..]),
+        None => f32_input(b)?,
+    };
     let xc = c.map(f32_input).transpose()?;
     with_f32_output(out, a.data_type, |dst| {
         if let (Some(c), Some(xc)) = (c, &xc) {
@@ -195,20 +231,23 @@ pub fn gemm_fused(
                 }
             }
         }
-        sgemm(
-            m,
-            n,
-            k,
-            dst,
-            Mat::rows(0, n),
-            c.is_some(),
-            &xa,
-            la,
-            &xb,
-            lb,
-            o.alpha,
-            Threads::Pool,
-        )?;
+        match pb {
+            Some(pb) => sgemm_packed(m, dst, Mat::rows(0, n), c.is_some(), &xa, la, pb, o.alpha, Threads::Pool)?,
+            None => sgemm(
+                m,
+                n,
+                k,
+                dst,
+                Mat::rows(0, n),
+                c.is_some(),
+                &xa,
+                la,
+                &xb,
+                lb,
+                o.alpha,
+                Threads::Pool,
+            )?,
+        }
         finish_rows(dst, n, None, epi);
         Ok(())
     })
@@ -292,15 +331,28 @@ mod tests {
             shape: sb,
             data_type: DataType::Float32,
         };
-        let mut out = vec![0xffu8; so.iter().product::<usize>() * 4];
-        matmul(&ta, &tb, &mut out, so).unwrap();
         let want = reference(&a, sa, &b, sb, so);
         let k = sa[sa.len() - 1] as f64;
-        for (g, w) in floats(&out).iter().zip(&want) {
-            assert!(
-                (*g as f64 - w).abs() <= 2.0 * k * f32::EPSILON as f64 * (1.0 + w.abs()),
-                "{sa:?}x{sb:?}: {g} vs {w}"
-            );
+        let check = |tb: &Tensor, what: &str| {
+            let mut out = vec![0xffu8; so.iter().product::<usize>() * 4];
+            matmul(&ta, tb, &mut out, so).unwrap();
+            for (g, w) in floats(&out).iter().zip(&want) {
+                assert!(
+                    (*g as f64 - w).abs() <= 2.0 * k * f32::EPSILON as f64 * (1.0 + w.abs()),
+                    "{sa:?}x{sb:?} {what}: {g} vs {w}"
+                );
+            }
+        };
+        check(&tb, "");
+        // B packed ahead, as the prepack pass does for a constant B of one matrix.
+        let rb = sb.len();
+        if sb[..rb - 2].iter().product::<usize>() == 1 {
+            let (kk, n) = (sb[rb - 2], sb[rb - 1]);
+            let arc: std::sync::Arc<[u8]> = bb.clone().into();
+            let what = What::Matmul { k: kk, n };
+            prepacked::register(&arc, what, pack_rhs(kk, n, &b, Mat::rows(0, n)).unwrap());
+            assert!(prepacked::lookup(&arc, what).is_some());
+            check(&Tensor { data: &arc, shape: sb, data_type: DataType::Float32 }, "packed");
         }
     }
 
@@ -392,8 +444,15 @@ mod tests {
                     b_transpose: bt,
                     has_c: tc.is_some(),
                 };
+                // B as given, and packed ahead as the prepack pass does.
+                let arc: std::sync::Arc<[u8]> = bb.clone().into();
+                let what = What::GemmB { b_transpose: bt, k, n };
+                let view = if bt { Mat::cols(0, k) } else { Mat::rows(0, n) };
+                prepacked::register(&arc, what, pack_rhs(k, n, &b_store, view).unwrap());
+                let tp = Tensor { data: &arc, shape: &sb, data_type: DataType::Float32 };
+                for tb in [&tb, &tp] {
                 let mut out = vec![0xffu8; m * n * 4];
-                gemm(&ta, &tb, tc.as_ref(), &o, &mut out, &[m, n]).unwrap();
+                gemm(&ta, tb, tc.as_ref(), &o, &mut out, &[m, n]).unwrap();
                 let got = floats(&out);
                 for i in 0..m {
                     for j in 0..n {
@@ -416,6 +475,7 @@ mod tests {
                         let w = 0.5 * s - 2.0 * cv;
                         assert!((got[i * n + j] as f64 - w).abs() < 1e-5, "{at} {bt} {c_shape:?}");
                     }
+                }
                 }
             }
         }

@@ -12,6 +12,7 @@ pub mod matmul;
 pub mod movement;
 pub mod normalization;
 pub mod pooling;
+pub mod prepacked;
 pub mod recurrent;
 pub mod reduction;
 pub mod simd;

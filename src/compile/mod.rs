@@ -5,8 +5,9 @@
 //! - `fold`: constant folding of operators whose inputs are all constants;
 //! - `bn_fold`: batchNormalization with constant parameters folded into the
 //!   conv2d before it (new filter and bias constants; emits a plain conv2d);
-//! - `prepack`: constant conv2d filters reordered once into the layout the CPU
-//!   kernel reads in place (a plain conv2d with a new filter);
+//! - `prepack`: constant conv2d filters, and the constant right operands of
+//!   matmul and gemm, packed once into the GEMM kernel's panel layout (kept by
+//!   `engine::cpu::kernels::prepacked`, found again by the kernels);
 //! - `bias`: a per-channel constant add after conv2d / convTranspose2d merged into
 //!   their bias (plain operators), and after matmul / gemm into a fused bias;
 //! - `epilogue`: element-wise operators after conv2d, convTranspose2d, matmul and

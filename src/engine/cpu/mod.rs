@@ -183,6 +183,17 @@ pub struct CpuPlan {
     touched_bytes: usize,
     /// `WEBNN_CPU_PROFILE=N`: time spent per step, printed every N computes.
     profile: Option<Profile>,
+    /// Last, so it drops after the constants above: frees the packed weights
+    /// (`kernels::prepacked`) that nothing needs any more.
+    _purge: PurgePacked,
+}
+
+struct PurgePacked;
+
+impl Drop for PurgePacked {
+    fn drop(&mut self) {
+        kernels::prepacked::purge();
+    }
 }
 
 /// Per-step times of a plan, for finding where a model spends its time
@@ -341,6 +352,7 @@ impl CpuPlan {
         let touched_bytes = descs.values().map(|d| d.byte_length()).sum();
         let profile = Profile::from_env(steps.len());
         Ok(CpuPlan {
+            _purge: PurgePacked,
             profile,
             touched_bytes,
             pool,

@@ -14,12 +14,14 @@
 //! allocation, which keeps that memory allocated (though not alive) until the
 //! entry goes, so no other buffer can appear at the same address while the entry
 //! exists, and `Arc<[u8]>` contents never change (`Arc::get_mut` fails while a
-//! `Weak` exists). Entries whose constant no plan holds any more are dropped on
-//! every `register` and `lookup`, so a dropped plan's packed copies are freed by
-//! the next compile or compute.
+//! `Weak` exists). Entries whose constant nothing holds any more are dropped on
+//! every `register` and whenever a CPU plan is dropped (`purge`), so a dropped
+//! plan's packed copies are freed with it (or, where the graph builder still holds
+//! the constants, at the next compile). A `lookup` takes a read lock only: computes
+//! on several threads do not serialize on it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 
 use super::gemm_core::{PackedA, PackedB};
 use crate::ops::conv::{Conv2dFilterLayout, InputLayout};
@@ -60,19 +62,24 @@ struct Entry {
 
 type Key = (usize, usize, What);
 
-fn registry() -> &'static Mutex<HashMap<Key, Entry>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
+fn registry() -> &'static RwLock<HashMap<Key, Entry>> {
+    static REGISTRY: OnceLock<RwLock<HashMap<Key, Entry>>> = OnceLock::new();
     REGISTRY.get_or_init(Default::default)
 }
 
-fn purge(map: &mut HashMap<Key, Entry>) {
+fn purge_map(map: &mut HashMap<Key, Entry>) {
     map.retain(|_, e| e.keep.strong_count() > 0);
+}
+
+/// Drops the entries whose constant nothing holds any more.
+pub fn purge() {
+    purge_map(&mut registry().write().unwrap_or_else(|e| e.into_inner()));
 }
 
 /// Records `packed` as the packed form of constant `data` read as `what`.
 pub fn register(data: &Arc<[u8]>, what: What, packed: Packed) {
-    let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
-    purge(&mut map);
+    let mut map = registry().write().unwrap_or_else(|e| e.into_inner());
+    purge_map(&mut map);
     let key = (data.as_ptr() as usize, data.len(), what);
     map.insert(key, Entry { keep: Arc::downgrade(data), packed: Arc::new(packed) });
 }
@@ -82,16 +89,16 @@ pub fn lookup(data: &[u8], what: What) -> Option<Arc<Packed>> {
     if data.is_empty() {
         return None;
     }
-    let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
-    purge(&mut map);
+    let map = registry().read().unwrap_or_else(|e| e.into_inner());
     let e = map.get(&(data.as_ptr() as usize, data.len(), what))?;
+    // An entry whose constant is gone cannot match: no live buffer has its address.
     Some(e.packed.clone())
 }
 
 /// Entries currently registered (for tests).
 #[cfg(test)]
 pub fn entries() -> usize {
-    let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
-    purge(&mut map);
+    let mut map = registry().write().unwrap_or_else(|e| e.into_inner());
+    purge_map(&mut map);
     map.len()
 }

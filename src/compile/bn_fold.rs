@@ -11,7 +11,7 @@
 //! result is a plain conv2d writing the normalization's output operand; the old
 //! constants stay for whatever else reads them (`compact` drops them otherwise).
 
-use super::{constant, constant_f64, desc, is_float, map_constant, push_constant_f64, rewrite_all, Rewrite, Uses};
+use super::{constant, constant_f64, desc, is_float, push_constant_f64, rewrite_all, scale_constant_along, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::OperandDesc;
 use crate::ops::conv::{strides_at, InputLayout};
@@ -81,7 +81,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     attrs.has_bias = true;
     let input = conv.inputs[0];
     let bn_out = g.operators[i].outputs.clone();
-    let f = map_constant(g, filter_id, |k, w| w * s[(k / o_stride) % o_size])?;
+    let f = scale_constant_along(g, filter_id, o_stride, &s)?;
     let b = push_constant_f64(g, OperandDesc::new(out.data_type, vec![channels]), &new_bias);
     Some(Rewrite {
         at: p,

@@ -84,30 +84,48 @@ impl Passes {
 
 /// The CPU engine's pipeline.
 pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
-    dce::run(&mut g);
-    if passes.widen {
-        widen::run(&mut g);
+    // `WEBNN_CPU_PROFILE` (see the CPU engine) also prints each pass's build time.
+    let report = std::env::var_os("WEBNN_CPU_PROFILE").is_some();
+    let mut times: Vec<(&str, f64)> = Vec::new();
+    let mut pass = |name: &'static str, on: bool, g: &mut Graph, f: &dyn Fn(&mut Graph)| {
+        if on {
+            let t = std::time::Instant::now();
+            f(g);
+            times.push((name, t.elapsed().as_secs_f64() * 1e3));
+        }
+    };
+    pass("dce", true, &mut g, &|g| {
+        dce::run(g);
+    });
+    pass("widen", passes.widen, &mut g, &|g| {
+        widen::run(g);
+    });
+    pass("fold", passes.fold, &mut g, &|g| {
+        fold::run(g, eval, FOLD_LIMIT_BYTES);
+    });
+    pass("bn_fold", passes.bn_fold, &mut g, &|g| {
+        bn_fold::run(g);
+    });
+    pass("bias", passes.bias, &mut g, &|g| {
+        bias::run(g);
+    });
+    pass("prepack", passes.prepack, &mut g, &|g| {
+        prepack::run(g);
+    });
+    pass("epilogue", passes.epilogue, &mut g, &|g| {
+        epilogue::run(g);
+    });
+    pass("chain", passes.chain, &mut g, &|g| {
+        chain::run(g);
+    });
+    pass("dce+compact", true, &mut g, &|g| {
+        dce::run(g);
+        compact::run(g);
+    });
+    if report {
+        let list: Vec<String> = times.iter().map(|(n, ms)| format!("{n} {ms:.1} ms")).collect();
+        eprintln!("webnn cpu compile passes: {}", list.join(", "));
     }
-    if passes.fold {
-        fold::run(&mut g, eval, FOLD_LIMIT_BYTES);
-    }
-    if passes.bn_fold {
-        bn_fold::run(&mut g);
-    }
-    if passes.bias {
-        bias::run(&mut g);
-    }
-    if passes.prepack {
-        prepack::run(&mut g);
-    }
-    if passes.epilogue {
-        epilogue::run(&mut g);
-    }
-    if passes.chain {
-        chain::run(&mut g);
-    }
-    dce::run(&mut g);
-    compact::run(&mut g);
     g
 }
 
@@ -253,24 +271,40 @@ pub(crate) fn constant_f64(g: &Graph, id: OperandId) -> Option<Vec<f64>> {
 }
 
 /// A new constant of the same descriptor as the float32 or float16 constant `id`,
-/// element k being `f(k, value k)` computed in float64 and rounded once; streams
-/// the bytes (filters can be large).
-pub(crate) fn map_constant(g: &mut Graph, id: OperandId, f: impl Fn(usize, f64) -> f64) -> Option<OperandId> {
+/// each element multiplied by `scale[o]`, `o` its index along an axis of element
+/// stride `stride` and size `scale.len()` (the product in float64, rounded once).
+/// Loops over the axis structure: no division per element (filters can be large).
+pub(crate) fn scale_constant_along(g: &mut Graph, id: OperandId, stride: usize, scale: &[f64]) -> Option<OperandId> {
     let bytes = constant(g, id)?.clone();
     let d = g.operands[id].desc.clone();
-    let out: Vec<u8> = match d.data_type {
-        DataType::Float32 => bytes
-            .chunks_exact(4)
-            .enumerate()
-            .flat_map(|(k, c)| (f(k, f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64) as f32).to_le_bytes())
-            .collect(),
-        DataType::Float16 => bytes
-            .chunks_exact(2)
-            .enumerate()
-            .flat_map(|(k, c)| f16::from_f64(f(k, f16::from_le_bytes([c[0], c[1]]).to_f64())).to_le_bytes())
-            .collect(),
+    let width = match d.data_type {
+        DataType::Float32 => 4,
+        DataType::Float16 => 2,
         _ => return None,
     };
+    let block = stride.checked_mul(scale.len())?.checked_mul(width)?;
+    if stride == 0 || block == 0 || bytes.len() % block != 0 {
+        return None;
+    }
+    // One run of `stride` elements per (outer index, o): in parallel over runs
+    // (rayon's global pool; build runs off the JS thread).
+    use rayon::prelude::*;
+    let run = stride * width;
+    let mut out = vec![0u8; bytes.len()];
+    out.par_chunks_mut(run).zip(bytes.par_chunks(run)).enumerate().with_min_len(64).for_each(|(r, (dst, src))| {
+        let s = scale[r % scale.len()];
+        if width == 4 {
+            for (a, b) in src.chunks_exact(4).zip(dst.chunks_exact_mut(4)) {
+                let w = f32::from_le_bytes([a[0], a[1], a[2], a[3]]) as f64;
+                b.copy_from_slice(&((w * s) as f32).to_le_bytes());
+            }
+        } else {
+            for (a, b) in src.chunks_exact(2).zip(dst.chunks_exact_mut(2)) {
+                let w = f16::from_le_bytes([a[0], a[1]]).to_f64();
+                b.copy_from_slice(&f16::from_f64(w * s).to_le_bytes());
+            }
+        }
+    });
     Some(push_operand(g, d, OperandKind::Constant(out.into())))
 }
 

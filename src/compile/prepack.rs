@@ -13,10 +13,10 @@
 
 use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
 use crate::engine::cpu::kernels::gemm_core::Mat;
-use crate::engine::cpu::kernels::prepacked::{self, What};
+use crate::engine::cpu::kernels::prepacked::{self, Packed, What};
 use crate::engine::cpu::kernels::{conv, matmul};
 use crate::graph::builder::{Graph, OperandKind, Operator};
-use crate::graph::{DataType, OperandDesc};
+use crate::graph::{ConstantData, DataType, OperandDesc};
 use crate::ops::conv::{strides_at, Conv2dFilterLayout, InputLayout};
 use crate::ops::Op;
 
@@ -46,56 +46,65 @@ pub fn register_packed(g: &Graph) -> usize {
     if std::env::var("WEBNN_CPU_PREPACK").is_ok_and(|v| v == "0") {
         return 0;
     }
+    // Packing touches every weight once: the operators are packed in parallel
+    // (rayon's global pool; build runs off the JS thread), then registered.
+    use rayon::prelude::*;
+    let packed: Vec<_> = g.operators.par_iter().filter_map(|op| pack_one(g, op)).collect();
     let mut count = 0;
-    for op in &g.operators {
-        let Some(&b) = op.inputs.get(1) else { continue };
-        let Some(bytes) = constant(g, b) else { continue };
-        let d = desc(g, b);
-        let shape = &d.shape;
-        let (what, packed) = match &op.op {
-            Op::Conv2d(attrs) => {
-                if attrs.filter_layout != native_layout(attrs.input_layout) || shape.len() != 4 {
-                    continue;
-                }
-                let dims = attrs.filter_layout.axes().map(|a| shape[a]);
-                let in_c = dims[1] * attrs.groups;
-                // Depthwise filters (groups = input channels = output channels) go to
-                // their own kernel.
-                if attrs.groups == in_c && attrs.groups == dims[0] {
-                    continue;
-                }
-                let what = What::Conv2d {
-                    layout: attrs.input_layout,
-                    filter_layout: attrs.filter_layout,
-                    groups: attrs.groups,
-                    dims,
-                };
-                let Some(w) = f32_values(bytes, d.data_type) else { continue };
-                (what, conv::pack_filter(attrs.input_layout, attrs.groups, dims, &w))
-            }
-            Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }) => {
-                let r = shape.len();
-                if r < 2 || shape[..r - 2].iter().product::<usize>() != 1 {
-                    continue;
-                }
-                let (k, n) = (shape[r - 2], shape[r - 1]);
-                let Some(w) = f32_values(bytes, d.data_type) else { continue };
-                (What::Matmul { k, n }, matmul::pack_rhs(k, n, &w, Mat::rows(0, n)))
-            }
-            Op::Gemm(o) => {
-                let [r0, r1] = shape[..] else { continue };
-                let (k, n, view) = if o.b_transpose { (r1, r0, Mat::cols(0, r1)) } else { (r0, r1, Mat::rows(0, r1)) };
-                let Some(w) = f32_values(bytes, d.data_type) else { continue };
-                (What::GemmB { b_transpose: o.b_transpose, k, n }, matmul::pack_rhs(k, n, &w, view))
-            }
-            _ => continue,
-        };
-        if let Ok(p) = packed {
+    for (bytes, what, p) in packed {
+        if let Ok(p) = p {
             prepacked::register(bytes, what, p);
             count += 1;
         }
     }
     count
+}
+
+/// The packed form of operator `op`'s constant GEMM operand, if it has one.
+fn pack_one<'g>(g: &'g Graph, op: &Operator) -> Option<(&'g ConstantData, What, crate::error::Result<Packed>)> {
+    let &b = op.inputs.get(1)?;
+    let bytes = constant(g, b)?;
+    let d = desc(g, b);
+    let shape = &d.shape;
+    let (what, packed) = match &op.op {
+        Op::Conv2d(attrs) => {
+            if attrs.filter_layout != native_layout(attrs.input_layout) || shape.len() != 4 {
+                return None;
+            }
+            let dims = attrs.filter_layout.axes().map(|a| shape[a]);
+            let in_c = dims[1] * attrs.groups;
+            // Depthwise filters (groups = input channels = output channels) go to
+            // their own kernel.
+            if attrs.groups == in_c && attrs.groups == dims[0] {
+                return None;
+            }
+            let what = What::Conv2d {
+                layout: attrs.input_layout,
+                filter_layout: attrs.filter_layout,
+                groups: attrs.groups,
+                dims,
+            };
+            let w = f32_values(bytes, d.data_type)?;
+            (what, conv::pack_filter(attrs.input_layout, attrs.groups, dims, &w))
+        }
+        Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }) => {
+            let r = shape.len();
+            if r < 2 || shape[..r - 2].iter().product::<usize>() != 1 {
+                return None;
+            }
+            let (k, n) = (shape[r - 2], shape[r - 1]);
+            let w = f32_values(bytes, d.data_type)?;
+            (What::Matmul { k, n }, matmul::pack_rhs(k, n, &w, Mat::rows(0, n)))
+        }
+        Op::Gemm(o) => {
+            let [r0, r1] = shape[..] else { return None };
+            let (k, n, view) = if o.b_transpose { (r1, r0, Mat::cols(0, r1)) } else { (r0, r1, Mat::rows(0, r1)) };
+            let w = f32_values(bytes, d.data_type)?;
+            (What::GemmB { b_transpose: o.b_transpose, k, n }, matmul::pack_rhs(k, n, &w, view))
+        }
+        _ => return None,
+    };
+    Some((bytes, what, packed))
 }
 
 /// The filter layout the CPU conv2d kernel reads in place for an input layout.

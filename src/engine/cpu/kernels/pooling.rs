@@ -192,6 +192,9 @@ struct Geometry {
     dh: usize,
     dw: usize,
     sw: usize,
+    /// Padding on the left and window width.
+    pl: usize,
+    kw: usize,
     rows: Vec<Taps>,
     cols: Vec<Taps>,
     spans: Vec<Span>,
@@ -208,7 +211,7 @@ fn geometry(p: &Pool2d, in_shape: &[usize], out_shape: &[usize]) -> Result<Geome
     let rows = taps(oh, h, p.window[0], p.padding[0], p.strides[0], dh);
     let cols = taps(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
     let spans = spans(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
-    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, sw: p.strides[1], rows, cols, spans })
+    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, sw: p.strides[1], pl: p.padding[2], kw: p.window[1], rows, cols, spans })
 }
 
 /// Which loop a pooling runs.
@@ -282,12 +285,92 @@ fn run_path<T: Element, R: Reduce<T>>(path: Path, r: &R, g: &Geometry, x: &[T], 
     }
 }
 
+/// Outputs per block of the padded nchw row loop.
+const PB: usize = 16;
+
+/// Length of the identity-padded column buffer of `nchw_rows_padded`: every tap
+/// of every block of `PB` outputs (the last partly past the row) reads inside it.
+fn padded_cols(g: &Geometry) -> usize {
+    g.ow.div_ceil(PB) * PB * g.sw + (g.kw - 1) * g.dw
+}
+
 /// nchw output rows `first..` (ow values of one plane each; planes are n * c).
 /// The reductions are separable: first the window's input rows are reduced column
-/// by column into `cols` (contiguous, vectorizes), then each output reduces its
-/// window's columns of that (`spans[kx]` are the outputs tap kx covers).
+/// by column into `cols`, then each output reduces its window's columns of that.
+/// `cols` is indexed by padded column and holds the reduction's identity (`init`)
+/// wherever there is no input, so the second pass runs every tap over whole
+/// blocks of `PB` outputs with no bounds to respect: full vectors even for
+/// SqueezeNet's 13-wide rows. Rows whose padded buffer would be far wider than
+/// the input (huge strides with huge padding) take `nchw_rows_spans`.
 #[inline(always)]
 fn nchw_rows<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+    let need = padded_cols(g);
+    if need > (4 * g.w).max(4096) {
+        return nchw_rows_spans(r, g, x, first, chunk);
+    }
+    let mut cols = vec![r.init(); need];
+    let mut acc = vec![r.init(); g.ow.div_ceil(PB) * PB];
+    // Input columns that land in the buffer.
+    let wn = g.w.min(need.saturating_sub(g.pl));
+    for (i, dst) in chunk.chunks_exact_mut(g.ow).enumerate() {
+        let row = first + i;
+        let (plane, oy) = (row / g.oh, row % g.oh);
+        let src = &x[plane * g.h * g.w..][..g.h * g.w];
+        let ty = g.rows[oy];
+        let rows = ty.k1 - ty.k0;
+        let line_cols = &mut cols[g.pl.min(need)..][..wn];
+        if rows == 0 {
+            line_cols.fill(r.init());
+        } else {
+            let line = &src[ty.first * g.w..][..wn];
+            for (a, &v) in line_cols.iter_mut().zip(line) {
+                *a = r.add(r.init(), v);
+            }
+            for ky in 1..rows {
+                let line = &src[(ty.first + ky * g.dh) * g.w..][..wn];
+                for (a, &v) in line_cols.iter_mut().zip(line) {
+                    *a = r.add(*a, v);
+                }
+            }
+        }
+        acc.fill(r.init());
+        for kx in 0..g.kw {
+            let off = kx * g.dw;
+            for (b, a) in acc.chunks_exact_mut(PB).enumerate() {
+                let a: &mut [R::Acc; PB] = a.try_into().unwrap_or_else(|_| unreachable!());
+                let base = off + b * PB * g.sw;
+                match g.sw {
+                    1 => {
+                        let v: &[R::Acc; PB] = cols[base..base + PB].try_into().unwrap_or_else(|_| unreachable!());
+                        for j in 0..PB {
+                            a[j] = r.merge(a[j], v[j]);
+                        }
+                    }
+                    2 => {
+                        let v: &[R::Acc; 2 * PB] = cols[base..base + 2 * PB].try_into().unwrap_or_else(|_| unreachable!());
+                        for j in 0..PB {
+                            a[j] = r.merge(a[j], v[2 * j]);
+                        }
+                    }
+                    sw => {
+                        let v = &cols[base..base + (PB - 1) * sw + 1];
+                        for j in 0..PB {
+                            a[j] = r.merge(a[j], v[j * sw]);
+                        }
+                    }
+                }
+            }
+        }
+        for ((d, &a), tx) in dst.iter_mut().zip(&acc).zip(&g.cols) {
+            *d = r.finish(a, rows * (tx.k1 - tx.k0));
+        }
+    }
+}
+
+/// `nchw_rows` over the taps' valid spans (`spans[kx]` are the outputs tap kx
+/// covers), for geometries whose padded buffer would be too wide.
+#[inline(always)]
+fn nchw_rows_spans<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
     let mut cols = vec![r.init(); g.w];
     let mut acc = vec![r.init(); g.ow];
     for (i, dst) in chunk.chunks_exact_mut(g.ow).enumerate() {
@@ -523,6 +606,10 @@ mod tests {
                 check(kind, &[1, 3, 4, 6], opts([6, 8], [1, 1, 1, 1], [1, 1], [1, 1]));
                 check(kind, &[1, 3, 4, 6], opts([4, 3], [0, 0, 0, 0], [1, 3], [1, 1]));
                 check(kind, &[1, 3, 5, 5], opts([3, 3], [0, 0, 0, 0], [1, 1], [2, 2]));
+                // A stride so large that the padded row buffer would dwarf the row (the
+                // span loop), and one with padding wider than the row.
+                check(kind, &[1, 2, 3, 7], opts([2, 2], [0, 0, 3, 0], [1, 5000], [1, 1]));
+                check(kind, &[1, 2, 3, 5], opts([2, 3], [1, 0, 9, 7], [1, 2], [1, 2]));
             }
         });
     }

@@ -206,18 +206,27 @@ fn planes<const FMA: bool>(d: &Depthwise, l: &Layout, first: usize, chunk: &mut 
     let g = d.g;
     let plane = g.out_plane().max(1);
     let square3 = g.k_h == 3 && g.k_w == 3;
-    for (i, out) in chunk.chunks_mut(plane).enumerate() {
-        let p = first + i;
-        fill_scratch(d, l, p, scratch);
-        match (l.bl, square3) {
-            (8, true) => plane_rows::<8, 9, FMA>(d, l, p, out, scratch),
-            (8, false) => plane_rows::<8, 0, FMA>(d, l, p, out, scratch),
-            (_, true) => plane_rows::<16, 9, FMA>(d, l, p, out, scratch),
-            (_, false) => plane_rows::<16, 0, FMA>(d, l, p, out, scratch),
+    // The epilogue runs on runs of planes of about EPI_FLOATS (one plane at least),
+    // still in cache: small planes would spend more on the calls than on the work.
+    let per_epi = (EPI_FLOATS / plane).max(1);
+    for (j, run) in chunk.chunks_mut(plane * per_epi).enumerate() {
+        let p0 = first + j * per_epi;
+        for (i, out) in run.chunks_mut(plane).enumerate() {
+            let p = p0 + i;
+            fill_scratch(d, l, p, scratch);
+            match (l.bl, square3) {
+                (8, true) => plane_rows::<8, 9, FMA>(d, l, p, out, scratch),
+                (8, false) => plane_rows::<8, 0, FMA>(d, l, p, out, scratch),
+                (_, true) => plane_rows::<16, 9, FMA>(d, l, p, out, scratch),
+                (_, false) => plane_rows::<16, 0, FMA>(d, l, p, out, scratch),
+            }
         }
-        d.epi.apply(out, p * g.out_plane(), Bias::None);
+        d.epi.apply(run, p0 * g.out_plane(), Bias::None);
     }
 }
+
+/// Floats of output per epilogue call of the nchw kernel.
+const EPI_FLOATS: usize = 4096;
 
 /// Copies input plane `p` into its positions in the scratch (see [`Layout`]);
 /// rows and columns no tap reads are left out.

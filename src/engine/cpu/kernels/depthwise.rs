@@ -93,9 +93,9 @@ impl Layout {
         let (dy, dx) = (g.dilation[0], g.dilation[1]);
         let bl = dw_block(g.out_w);
         let blocks = g.out_w.div_ceil(bl);
-        let phase_w = blocks.checked_mul(bl)?.checked_add((g.k_w - 1).checked_mul(dx)? / sx)?;
+        let phase_w = blocks.checked_mul(bl)?.checked_add(g.k_w.checked_sub(1)?.checked_mul(dx)? / sx)?;
         let row_len = phase_w.checked_mul(sx)?;
-        let rows = (g.out_h - 1).checked_mul(sy)?.checked_add((g.k_h - 1).checked_mul(dy)?)? + 1;
+        let rows = g.out_h.checked_sub(1)?.checked_mul(sy)?.checked_add(g.k_h.checked_sub(1)?.checked_mul(dy)?)? + 1;
         let len = rows.checked_mul(row_len)?;
         let taps_n = g.k_h * g.k_w;
         let budget = 4 * g.in_plane().max(g.out_plane().saturating_mul(taps_n)) + (1 << 14);
@@ -123,6 +123,9 @@ impl Layout {
 /// while still in cache. The loops run inside a `#[target_feature]` function for
 /// the CPU's level (AVX-512 or AVX2, with FMA).
 pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
     let d = Depthwise::new(x, w, g, bias, epi);
     let layout = Layout::new(g);
     let plane = g.out_plane().max(1);

@@ -291,7 +291,9 @@ const PB: usize = 16;
 /// Length of the identity-padded column buffer of `nchw_rows_padded`: every tap
 /// of every block of `PB` outputs (the last partly past the row) reads inside it.
 fn padded_cols(g: &Geometry) -> usize {
-    g.ow.div_ceil(PB) * PB * g.sw + (g.kw - 1) * g.dw
+    // Saturating: a huge stride makes it huge, which sends the rows to the span loop.
+    let taps = g.kw.saturating_sub(1).saturating_mul(g.dw);
+    g.ow.div_ceil(PB).saturating_mul(PB).saturating_mul(g.sw).saturating_add(taps)
 }
 
 /// nchw output rows `first..` (ow values of one plane each; planes are n * c).

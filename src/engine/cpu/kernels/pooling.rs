@@ -323,6 +323,27 @@ fn nchw_rows<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: usiz
         let line_cols = &mut cols[g.pl.min(need)..][..wn];
         if rows == 0 {
             line_cols.fill(r.init());
+        } else if wn >= PB {
+            // Blocks of PB columns summed over the rows in registers; the last block
+            // ends at the row's end, overlapping the one before (recomputing the
+            // same values) rather than leaving a scalar remainder.
+            let mut s = 0;
+            loop {
+                let start = s.min(wn - PB);
+                let mut a = [r.init(); PB];
+                for ky in 0..rows {
+                    let at = (ty.first + ky * g.dh) * g.w + start;
+                    let v: &[T; PB] = src[at..at + PB].try_into().unwrap_or_else(|_| unreachable!());
+                    for j in 0..PB {
+                        a[j] = r.add(a[j], v[j]);
+                    }
+                }
+                line_cols[start..start + PB].copy_from_slice(&a);
+                if start + PB >= wn {
+                    break;
+                }
+                s += PB;
+            }
         } else {
             let line = &src[ty.first * g.w..][..wn];
             for (a, &v) in line_cols.iter_mut().zip(line) {

@@ -4,7 +4,7 @@
 // then timed interleaved (alternating which runs first), 1 and 2 threads.
 //
 //   node benchmark/run.js                      all cases, 1 and 2 threads
-//   node benchmark/run.js --only add-4m        one case
+//   node benchmark/run.js --only add-4m        one case (or several, comma-separated)
 //   node benchmark/run.js --threads 2 --iters 100
 const { ml, MLGraphBuilder } = require('..')
 const { stats, ortSessionOptions, arg } = require('./stats.js')
@@ -276,8 +276,52 @@ CASES.push(
     output: { name: 'y', dataType: 'float32', shape: [1, 1280, 1, 1] },
     webnn: (b, x) => b.averagePool2d(x.a),
     onnx: [{ op: 'GlobalAveragePool', inputs: ['a'], outputs: ['y'] }]
+  },
+  {
+    name: 'avgpool-global-13',
+    note: '[1,1000,13,13] -> [1,1000,1,1] (SqueezeNet head)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 1000, 13, 13] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 1000, 1, 1] },
+    webnn: (b, x) => b.averagePool2d(x.a),
+    onnx: [{ op: 'GlobalAveragePool', inputs: ['a'], outputs: ['y'] }],
+    errorFloor: 1 // means of values in [-2, 2] cancel; onnxruntime sums in float32
+  },
+  {
+    name: 'maxpool-squeezenet',
+    note: '[1,256,27,27] -> 13x13, 3x3, stride 2, ceil rounding (SqueezeNet 1.1)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 256, 27, 27] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 256, 13, 13] },
+    webnn: (b, x) => b.maxPool2d(x.a, { windowDimensions: [3, 3], strides: [2, 2], roundingType: 'ceil' }),
+    onnx: [{ op: 'MaxPool', inputs: ['a'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1 } }]
+  },
+  {
+    name: 'concat-fire',
+    note: 'two [1,64,55,55] along axis 1 (SqueezeNet fire module)',
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, 64, 55, 55] }, { name: 'b', dataType: 'float32', shape: [1, 64, 55, 55] }],
+    output: { name: 'y', dataType: 'float32', shape: [1, 128, 55, 55] },
+    webnn: (b, x) => b.concat([x.a, x.b], 1),
+    onnx: [{ op: 'Concat', inputs: ['a', 'b'], outputs: ['y'], attrs: { axis: 1 } }]
   }
 )
+
+// Depthwise 3x3 convolutions of MobileNetV2 with bias and relu6 (clamp 0..6).
+for (const [c, size, stride] of [[96, 112, 2], [144, 56, 1], [32, 112, 1], [144, 56, 2], [576, 14, 1]]) {
+  const out = size / stride
+  CASES.push({
+    name: `dwconv-${c}x${size}-s${stride}`,
+    note: `[1,${c},${size},${size}] -> ${out}x${out}, 3x3 depthwise, padding 1, bias, clamp(0, 6) (MobileNetV2)`,
+    inputs: [{ name: 'a', dataType: 'float32', shape: [1, c, size, size] }],
+    constants: [W('w', [c, 1, 3, 3], 121), W('bias', [c], 122),
+      S('lo', 0), S('hi', 6)],
+    output: { name: 'y', dataType: 'float32', shape: [1, c, out, out] },
+    webnn: (b, x) => b.clamp(b.conv2d(x.a, x.w, { padding: [1, 1, 1, 1], strides: [stride, stride], groups: c, bias: x.bias }), { minValue: 0, maxValue: 6 }),
+    onnx: [
+      { op: 'Conv', inputs: ['a', 'w', 'bias'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [stride, stride], group: c } },
+      { op: 'Clip', inputs: ['c', 'lo', 'hi'], outputs: ['y'] }
+    ],
+    errorFloor: 1 // sums of 9 products cancel near 0: compare absolutely
+  })
+}
 
 
 async function setupWebnn (c, threads) {
@@ -327,7 +371,7 @@ async function main () {
   const threadList = arg('threads', '1,2').split(',').map(Number)
   const itersOverride = arg('iters', null)
   const rows = []
-  for (const c of CASES.filter((x) => !only || x.name === only)) {
+  for (const c of CASES.filter((x) => !only || only.split(',').includes(x.name))) {
     for (const threads of threadList) {
       const w = await setupWebnn(c, threads)
       const o = ort ? await setupOrt(c, threads) : null

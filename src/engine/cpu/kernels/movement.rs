@@ -2,6 +2,8 @@
 //! strided copy that works on element size, not data type. Reshape and identity
 //! are plain copies.
 
+use rayon::prelude::*;
+
 use super::broadcast::par_rows;
 use super::Tensor;
 use crate::error::{Result, WebnnError};
@@ -209,29 +211,48 @@ pub fn expand(input: &Tensor, out_shape: &[usize], out: &mut [u8]) -> Result<()>
 }
 
 /// concat: each input is copied as rows of `inner` bytes into its column range of
-/// the output's rows.
+/// the output's rows. The output splits across the pool in byte ranges, whatever
+/// the rows: a concat along axis 1 of a batch of one is a single row per input.
 pub fn concat(inputs: &[Tensor], axis: usize, out: &mut [u8]) -> Result<()> {
     let Some(first) = inputs.first() else { return Ok(()) };
     let esize = first.data_type.byte_size();
     let outer: usize = first.shape[..axis].iter().product();
     let row_bytes: Vec<usize> = inputs.iter().map(|t| t.shape[axis..].iter().product::<usize>() * esize).collect();
     let out_row: usize = row_bytes.iter().sum();
-    if out.len() != outer * out_row {
+    if out.len() != outer * out_row || inputs.iter().zip(&row_bytes).any(|(t, &rb)| t.data.len() != outer * rb) {
         return Err(WebnnError::Operation("internal: concat size mismatch".into()));
     }
-    par_rows(out, out_row, |rows, chunk| {
-        let start = rows.start;
-        for r in rows {
-            let dst = &mut chunk[(r - start) * out_row..][..out_row];
-            let mut col = 0;
-            for (t, &rb) in inputs.iter().zip(&row_bytes) {
-                dst[col..col + rb].copy_from_slice(&t.data[r * rb..(r + 1) * rb]);
-                col += rb;
+    if out.is_empty() {
+        return Ok(());
+    }
+    let copy = |start: usize, chunk: &mut [u8]| {
+        // Output bytes [start, start + chunk.len()), run by run of one input row.
+        let (mut pos, mut done) = (start, 0);
+        while done < chunk.len() {
+            let (r, mut col) = (pos / out_row, pos % out_row);
+            let mut k = 0;
+            while col >= row_bytes[k] {
+                col -= row_bytes[k];
+                k += 1;
             }
+            let n = (row_bytes[k] - col).min(chunk.len() - done);
+            chunk[done..done + n].copy_from_slice(&inputs[k].data[r * row_bytes[k] + col..][..n]);
+            done += n;
+            pos += n;
         }
-    });
+    };
+    let threads = rayon::current_num_threads();
+    if threads == 1 || out.len() < CONCAT_PARALLEL_BYTES {
+        copy(0, out);
+        return Ok(());
+    }
+    let piece = out.len().div_ceil(threads * 4).max(CONCAT_PARALLEL_BYTES / 2);
+    out.par_chunks_mut(piece).enumerate().for_each(|(i, chunk)| copy(i * piece, chunk));
     Ok(())
 }
+
+/// Bytes below which concat copies on the calling thread.
+const CONCAT_PARALLEL_BYTES: usize = 256 << 10;
 
 #[cfg(test)]
 mod tests {
@@ -297,5 +318,31 @@ mod tests {
         let mut out = vec![0; 6];
         concat(&[t(&[1, 2], &[2, 1]), t(&[3, 4, 5, 6], &[2, 2])], 1, &mut out).unwrap();
         assert_eq!(out, vec![1, 3, 4, 2, 5, 6]);
+    }
+
+    #[test]
+    fn concat_splits_large_outputs_anywhere() {
+        // Large enough for the parallel split, whose pieces start mid-row and
+        // mid-input: three inputs along axis 1 (one of them empty) of [2, k, 300, 301]
+        // uint8, each element its (input, flat index) pattern.
+        let shapes = [[2usize, 3, 300, 301], [2, 0, 300, 301], [2, 2, 300, 301]];
+        let datas: Vec<Vec<u8>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (0..s.iter().product::<usize>()).map(|i| (i * 7 + k * 101) as u8).collect())
+            .collect();
+        let inputs: Vec<Tensor> = datas.iter().zip(&shapes).map(|(d, s)| t(d, s)).collect();
+        let plane = 300 * 301;
+        let mut out = vec![0u8; 2 * 5 * plane];
+        concat(&inputs, 1, &mut out).unwrap();
+        for b in 0..2 {
+            for c in 0..5 {
+                let (k, ci, cs) = if c < 3 { (0, c, 3) } else { (2, c - 3, 2) };
+                for p in 0..plane {
+                    let src = (b * cs + ci) * plane + p;
+                    assert_eq!(out[(b * 5 + c) * plane + p], (src * 7 + k * 101) as u8, "[{b} {c} {p}]");
+                }
+            }
+        }
     }
 }

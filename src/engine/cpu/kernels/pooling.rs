@@ -112,12 +112,12 @@ fn max_nan<T: Element>(acc: T, x: T) -> T {
     }
 }
 
-/// Reduces a contiguous run of cells with four independent accumulators (the
+/// Reduces a contiguous run of cells with eight independent accumulators (the
 /// dependency chain of one accumulator would bound the loop by add latency).
 #[inline(always)]
 fn reduce_run<T: Element, R: Reduce<T>>(r: &R, acc: R::Acc, run: &[T]) -> R::Acc {
-    let mut lanes = [r.init(); 4];
-    let mut chunks = run.chunks_exact(4);
+    let mut lanes = [r.init(); 8];
+    let mut chunks = run.chunks_exact(8);
     for c in &mut chunks {
         for (l, &v) in lanes.iter_mut().zip(c) {
             *l = r.add(*l, v);
@@ -129,9 +129,6 @@ fn reduce_run<T: Element, R: Reduce<T>>(r: &R, acc: R::Acc, run: &[T]) -> R::Acc
     }
     acc
 }
-
-/// Output widths from which the "nchw" path loops tap by tap over whole rows.
-const TAP_MAJOR_MIN_WIDTH: usize = 16;
 
 /// For one spatial dimension, the range of window taps `[k0, k1)` that land on
 /// input cells for each output position, and the input index of tap `k0`.
@@ -195,6 +192,9 @@ struct Geometry {
     dh: usize,
     dw: usize,
     sw: usize,
+    /// Padding on the left and window width.
+    pl: usize,
+    kw: usize,
     rows: Vec<Taps>,
     cols: Vec<Taps>,
     spans: Vec<Span>,
@@ -211,107 +211,265 @@ fn geometry(p: &Pool2d, in_shape: &[usize], out_shape: &[usize]) -> Result<Geome
     let rows = taps(oh, h, p.window[0], p.padding[0], p.strides[0], dh);
     let cols = taps(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
     let spans = spans(ow, w, p.window[1], p.padding[2], p.strides[1], dw);
-    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, sw: p.strides[1], rows, cols, spans })
+    Ok(Geometry { n, c, h, w, oh, ow, dh, dw, sw: p.strides[1], pl: p.padding[2], kw: p.window[1], rows, cols, spans })
+}
+
+/// Which loop a pooling runs.
+#[derive(Clone, Copy)]
+enum Path {
+    /// nchw, one window per plane covering all of it (global pooling): each plane
+    /// reduced as one contiguous run.
+    Global,
+    /// nchw, row by row, separably (see `nchw_rows`).
+    Rows,
+    /// nhwc, pixel by pixel over channel vectors.
+    Pixels,
 }
 
 fn pool_typed<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, layout: InputLayout, x: &[T], out: &mut [T]) {
-    match layout {
-        // One output row (ow values of one plane) at a time; planes are n * c. Wide
-        // rows use that the reductions are separable: first the window's input rows
-        // are reduced column by column into `cols` (contiguous, vectorizes), then
-        // each output reduces its window's columns of that (`spans[kx]` are the
-        // outputs tap kx covers).
-        InputLayout::Nchw if g.ow >= TAP_MAJOR_MIN_WIDTH => par_rows(out, g.ow, |range, chunk| simd::dispatch(|| {
-            let mut cols = vec![r.init(); g.w];
-            let mut acc = vec![r.init(); g.ow];
-            for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow)) {
-                let (plane, oy) = (row / g.oh, row % g.oh);
-                let src = &x[plane * g.h * g.w..][..g.h * g.w];
-                let ty = g.rows[oy];
-                cols.fill(r.init());
-                for ky in 0..ty.k1 - ty.k0 {
-                    let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
-                    for (a, &v) in cols.iter_mut().zip(line) {
-                        *a = r.add(*a, v);
+    let path = match layout {
+        InputLayout::Nchw if g.oh == 1 && g.ow == 1 && covers(&g.rows[0], g.h, g.dh) && covers(&g.cols[0], g.w, g.dw) => Path::Global,
+        InputLayout::Nchw => Path::Rows,
+        InputLayout::Nhwc => Path::Pixels,
+    };
+    let inner = match path {
+        Path::Global => 1,
+        Path::Rows => g.ow,
+        Path::Pixels => g.c,
+    };
+    par_rows(out, inner, |range, chunk| at_level(path, r, g, x, range.start, chunk));
+}
+
+/// Whether the taps of a window cover a whole dimension of `size` cells.
+fn covers(t: &Taps, size: usize, dilation: usize) -> bool {
+    t.first == 0 && dilation == 1 && t.k1 - t.k0 == size
+}
+
+/// Runs `path` over `chunk` (rows from `first`) with its loops compiled for the
+/// CPU's level: they are `#[inline(always)]` and generic, so they are compiled
+/// inside the `#[target_feature]` function, reductions inlined.
+fn at_level<T: Element, R: Reduce<T>>(path: Path, r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        fn avx512<T: Element, R: Reduce<T>>(path: Path, r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+            run_path(path, r, g, x, first, chunk)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2<T: Element, R: Reduce<T>>(path: Path, r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+            run_path(path, r, g, x, first, chunk)
+        }
+        match simd::level() {
+            // SAFETY: `level` only reports features the CPU has.
+            simd::Level::Avx512 => return unsafe { avx512(path, r, g, x, first, chunk) },
+            // SAFETY: as above.
+            simd::Level::Avx2 => return unsafe { avx2(path, r, g, x, first, chunk) },
+            simd::Level::Baseline => {}
+        }
+    }
+    run_path(path, r, g, x, first, chunk)
+}
+
+#[inline(always)]
+fn run_path<T: Element, R: Reduce<T>>(path: Path, r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+    match path {
+        Path::Global => {
+            let plane = g.h * g.w;
+            for (i, d) in chunk.iter_mut().enumerate() {
+                let src = &x[(first + i) * plane..][..plane];
+                *d = r.finish(reduce_run(r, r.init(), src), plane);
+            }
+        }
+        Path::Rows => nchw_rows(r, g, x, first, chunk),
+        Path::Pixels => nhwc_pixels(r, g, x, first, chunk),
+    }
+}
+
+/// Outputs per block of the padded nchw row loop.
+const PB: usize = 16;
+
+/// Length of the identity-padded column buffer of `nchw_rows_padded`: every tap
+/// of every block of `PB` outputs (the last partly past the row) reads inside it.
+fn padded_cols(g: &Geometry) -> usize {
+    // Saturating: a huge stride makes it huge, which sends the rows to the span loop.
+    let taps = g.kw.saturating_sub(1).saturating_mul(g.dw);
+    g.ow.div_ceil(PB).saturating_mul(PB).saturating_mul(g.sw).saturating_add(taps)
+}
+
+/// nchw output rows `first..` (ow values of one plane each; planes are n * c).
+/// The reductions are separable: first the window's input rows are reduced column
+/// by column into `cols`, then each output reduces its window's columns of that.
+/// `cols` is indexed by padded column and holds the reduction's identity (`init`)
+/// wherever there is no input, so the second pass runs every tap over whole
+/// blocks of `PB` outputs with no bounds to respect: full vectors even for
+/// SqueezeNet's 13-wide rows. Rows whose padded buffer would be far wider than
+/// the input (huge strides with huge padding) take `nchw_rows_spans`.
+#[inline(always)]
+fn nchw_rows<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+    let need = padded_cols(g);
+    if need > (4 * g.w).max(4096) {
+        return nchw_rows_spans(r, g, x, first, chunk);
+    }
+    let mut cols = vec![r.init(); need];
+    let mut acc = vec![r.init(); g.ow.div_ceil(PB) * PB];
+    // Input columns that land in the buffer.
+    let wn = g.w.min(need.saturating_sub(g.pl));
+    for (i, dst) in chunk.chunks_exact_mut(g.ow).enumerate() {
+        let row = first + i;
+        let (plane, oy) = (row / g.oh, row % g.oh);
+        let src = &x[plane * g.h * g.w..][..g.h * g.w];
+        let ty = g.rows[oy];
+        let rows = ty.k1 - ty.k0;
+        let line_cols = &mut cols[g.pl.min(need)..][..wn];
+        if rows == 0 {
+            line_cols.fill(r.init());
+        } else if wn >= PB {
+            // Blocks of PB columns summed over the rows in registers; the last block
+            // ends at the row's end, overlapping the one before (recomputing the
+            // same values) rather than leaving a scalar remainder.
+            let mut s = 0;
+            loop {
+                let start = s.min(wn - PB);
+                let mut a = [r.init(); PB];
+                for ky in 0..rows {
+                    let at = (ty.first + ky * g.dh) * g.w + start;
+                    let v: &[T; PB] = src[at..at + PB].try_into().unwrap_or_else(|_| unreachable!());
+                    for j in 0..PB {
+                        a[j] = r.add(a[j], v[j]);
                     }
                 }
-                acc.fill(r.init());
-                for span in &g.spans {
-                    let acc = &mut acc[span.lo..span.hi];
-                    if g.sw == 1 {
-                        for (a, &v) in acc.iter_mut().zip(&cols[span.first..]) {
-                            *a = r.merge(*a, v);
-                        }
-                    } else if g.sw == 2 {
-                        // Even elements of (pair) chunks: a deinterleaving load that
-                        // vectorizes, where step_by does not. The last output's pair
-                        // may be cut short by the row's end, so it goes alone.
-                        let src = &cols[span.first..];
-                        let (body, last) = acc.split_at_mut(acc.len() - 1);
-                        for (a, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
-                            *a = r.merge(*a, pair[0]);
-                        }
-                        last[0] = r.merge(last[0], src[2 * body.len()]);
-                    } else {
-                        for (a, &v) in acc.iter_mut().zip(cols[span.first..].iter().step_by(g.sw)) {
-                            *a = r.merge(*a, v);
-                        }
-                    }
+                line_cols[start..start + PB].copy_from_slice(&a);
+                if start + PB >= wn {
+                    break;
                 }
-                let rows = ty.k1 - ty.k0;
-                for ((d, &a), tx) in dst.iter_mut().zip(&acc).zip(&g.cols) {
-                    *d = r.finish(a, rows * (tx.k1 - tx.k0));
+                s += PB;
+            }
+        } else {
+            let line = &src[ty.first * g.w..][..wn];
+            for (a, &v) in line_cols.iter_mut().zip(line) {
+                *a = r.add(r.init(), v);
+            }
+            for ky in 1..rows {
+                let line = &src[(ty.first + ky * g.dh) * g.w..][..wn];
+                for (a, &v) in line_cols.iter_mut().zip(line) {
+                    *a = r.add(*a, v);
                 }
             }
-        })),
-        // Narrow rows (global pooling and the like): one output at a time, each
-        // window row a contiguous run when the width dilation is 1.
-        InputLayout::Nchw => par_rows(out, g.ow, |range, chunk| simd::dispatch(|| {
-            for (row, dst) in range.zip(chunk.chunks_exact_mut(g.ow.max(1))) {
-                let (plane, oy) = (row / g.oh, row % g.oh);
-                let src = &x[plane * g.h * g.w..][..g.h * g.w];
-                let ty = g.rows[oy];
-                for (d, tx) in dst.iter_mut().zip(&g.cols) {
-                    let n = tx.k1 - tx.k0;
-                    let mut acc = r.init();
-                    for ky in 0..ty.k1 - ty.k0 {
-                        let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
-                        if g.dw == 1 {
-                            acc = reduce_run(r, acc, &line[tx.first..tx.first + n]);
-                        } else {
-                            for v in line[tx.first..].iter().step_by(g.dw).take(n) {
-                                acc = r.add(acc, *v);
-                            }
+        }
+        acc.fill(r.init());
+        for kx in 0..g.kw {
+            let off = kx * g.dw;
+            for (b, a) in acc.chunks_exact_mut(PB).enumerate() {
+                let a: &mut [R::Acc; PB] = a.try_into().unwrap_or_else(|_| unreachable!());
+                let base = off + b * PB * g.sw;
+                match g.sw {
+                    1 => {
+                        let v: &[R::Acc; PB] = cols[base..base + PB].try_into().unwrap_or_else(|_| unreachable!());
+                        for j in 0..PB {
+                            a[j] = r.merge(a[j], v[j]);
                         }
                     }
-                    *d = r.finish(acc, (ty.k1 - ty.k0) * n);
-                }
-            }
-        })),
-        // One output pixel (c values) at a time, accumulating whole channel vectors.
-        InputLayout::Nhwc => par_rows(out, g.c, |range, chunk| simd::dispatch(|| {
-            let mut acc = vec![r.init(); g.c];
-            for (pixel, dst) in range.zip(chunk.chunks_exact_mut(g.c.max(1))) {
-                let (ox, rest) = (pixel % g.ow, pixel / g.ow);
-                let (oy, b) = (rest % g.oh, rest / g.oh);
-                let (ty, tx) = (g.rows[oy], g.cols[ox]);
-                acc.fill(r.init());
-                for ky in 0..ty.k1 - ty.k0 {
-                    let y = ty.first + ky * g.dh;
-                    for kx in 0..tx.k1 - tx.k0 {
-                        let xx = tx.first + kx * g.dw;
-                        let src = &x[((b * g.h + y) * g.w + xx) * g.c..][..g.c];
-                        for (a, &v) in acc.iter_mut().zip(src) {
-                            *a = r.add(*a, v);
+                    2 => {
+                        let v: &[R::Acc; 2 * PB] = cols[base..base + 2 * PB].try_into().unwrap_or_else(|_| unreachable!());
+                        for j in 0..PB {
+                            a[j] = r.merge(a[j], v[2 * j]);
+                        }
+                    }
+                    sw => {
+                        let v = &cols[base..base + (PB - 1) * sw + 1];
+                        for j in 0..PB {
+                            a[j] = r.merge(a[j], v[j * sw]);
                         }
                     }
                 }
-                let count = (ty.k1 - ty.k0) * (tx.k1 - tx.k0);
-                for (d, &a) in dst.iter_mut().zip(&acc) {
-                    *d = r.finish(a, count);
+            }
+        }
+        for ((d, &a), tx) in dst.iter_mut().zip(&acc).zip(&g.cols) {
+            *d = r.finish(a, rows * (tx.k1 - tx.k0));
+        }
+    }
+}
+
+/// `nchw_rows` over the taps' valid spans (`spans[kx]` are the outputs tap kx
+/// covers), for geometries whose padded buffer would be too wide.
+#[inline(always)]
+fn nchw_rows_spans<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+    let mut cols = vec![r.init(); g.w];
+    let mut acc = vec![r.init(); g.ow];
+    for (i, dst) in chunk.chunks_exact_mut(g.ow).enumerate() {
+        let row = first + i;
+        let (plane, oy) = (row / g.oh, row % g.oh);
+        let src = &x[plane * g.h * g.w..][..g.h * g.w];
+        let ty = g.rows[oy];
+        let rows = ty.k1 - ty.k0;
+        if rows == 0 {
+            cols.fill(r.init());
+        } else {
+            // The first row initializes, the others reduce into it.
+            let line = &src[ty.first * g.w..][..g.w];
+            for (a, &v) in cols.iter_mut().zip(line) {
+                *a = r.add(r.init(), v);
+            }
+            for ky in 1..rows {
+                let line = &src[(ty.first + ky * g.dh) * g.w..][..g.w];
+                for (a, &v) in cols.iter_mut().zip(line) {
+                    *a = r.add(*a, v);
                 }
             }
-        })),
+        }
+        acc.fill(r.init());
+        for span in &g.spans {
+            let acc = &mut acc[span.lo..span.hi];
+            if g.sw == 1 {
+                for (a, &v) in acc.iter_mut().zip(&cols[span.first..]) {
+                    *a = r.merge(*a, v);
+                }
+            } else if g.sw == 2 {
+                // Even elements of (pair) chunks: a deinterleaving load that
+                // vectorizes, where step_by does not. The last output's pair
+                // may be cut short by the row's end, so it goes alone.
+                let src = &cols[span.first..];
+                let (body, last) = acc.split_at_mut(acc.len() - 1);
+                for (a, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                    *a = r.merge(*a, pair[0]);
+                }
+                last[0] = r.merge(last[0], src[2 * body.len()]);
+            } else {
+                for (a, &v) in acc.iter_mut().zip(cols[span.first..].iter().step_by(g.sw)) {
+                    *a = r.merge(*a, v);
+                }
+            }
+        }
+        for ((d, &a), tx) in dst.iter_mut().zip(&acc).zip(&g.cols) {
+            *d = r.finish(a, rows * (tx.k1 - tx.k0));
+        }
+    }
+}
+
+/// nhwc output pixels `first..` (c values each), accumulating whole channel vectors.
+#[inline(always)]
+fn nhwc_pixels<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: usize, chunk: &mut [T]) {
+    let mut acc = vec![r.init(); g.c];
+    for (i, dst) in chunk.chunks_exact_mut(g.c.max(1)).enumerate() {
+        let pixel = first + i;
+        let (ox, rest) = (pixel % g.ow, pixel / g.ow);
+        let (oy, b) = (rest % g.oh, rest / g.oh);
+        let (ty, tx) = (g.rows[oy], g.cols[ox]);
+        acc.fill(r.init());
+        for ky in 0..ty.k1 - ty.k0 {
+            let y = ty.first + ky * g.dh;
+            for kx in 0..tx.k1 - tx.k0 {
+                let xx = tx.first + kx * g.dw;
+                let src = &x[((b * g.h + y) * g.w + xx) * g.c..][..g.c];
+                for (a, &v) in acc.iter_mut().zip(src) {
+                    *a = r.add(*a, v);
+                }
+            }
+        }
+        let count = (ty.k1 - ty.k0) * (tx.k1 - tx.k0);
+        for (d, &a) in dst.iter_mut().zip(&acc) {
+            *d = r.finish(a, count);
+        }
     }
 }
 
@@ -459,6 +617,22 @@ mod tests {
                 let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([3, 3], [0, 1, 0, 1], [2, 2], [1, 1]) };
                 check(kind, &[1, 1, 5, 67], ceil);
                 check(kind, &[1, 1, 3, 70], opts([1, 3], [0, 0, 2, 0], [1, 2], [1, 2]));
+                // Narrow rows: SqueezeNet's 3x3 stride 2 with ceil rounding (27 -> 13,
+                // 55 -> 27), and ResNet's padded 3x3 stride 2.
+                let ceil = Pool2dOptions { rounding_type: RoundingType::Ceil, ..opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]) };
+                check(kind, &[1, 3, 27, 27], ceil.clone());
+                check(kind, &[1, 2, 12, 12], ceil);
+                check(kind, &[1, 2, 14, 14], opts([3, 3], [1, 1, 1, 1], [2, 2], [1, 1]));
+                // Global pooling (one window over each whole plane, padding around it
+                // included), and windows as large as a plane that only one axis covers.
+                check(kind, &[2, 5, 7, 7], opts([7, 7], [0, 0, 0, 0], [1, 1], [1, 1]));
+                check(kind, &[1, 3, 4, 6], opts([6, 8], [1, 1, 1, 1], [1, 1], [1, 1]));
+                check(kind, &[1, 3, 4, 6], opts([4, 3], [0, 0, 0, 0], [1, 3], [1, 1]));
+                check(kind, &[1, 3, 5, 5], opts([3, 3], [0, 0, 0, 0], [1, 1], [2, 2]));
+                // A stride so large that the padded row buffer would dwarf the row (the
+                // span loop), and one with padding wider than the row.
+                check(kind, &[1, 2, 3, 7], opts([2, 2], [0, 0, 3, 0], [1, 5000], [1, 1]));
+                check(kind, &[1, 2, 3, 5], opts([2, 3], [1, 0, 9, 7], [1, 2], [1, 2]));
             }
         });
     }

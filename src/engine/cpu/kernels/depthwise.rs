@@ -1,0 +1,614 @@
+//! Depthwise conv2d (groups = input channels = output channels, multiplier 1):
+//! a direct kernel, called from conv.rs (a child module of it, sharing its
+//! `Geometry`, `valid_range` and `split_rows`).
+
+use rayon::prelude::*;
+
+use super::{split_rows, valid_range, Geometry, PARALLEL_MIN_WORK};
+use crate::engine::cpu::kernels::gemm_core::alloc_f32;
+use crate::engine::cpu::kernels::simd::{self, Level};
+use crate::engine::cpu::epilogue::{Bias, Epi};
+use crate::error::Result;
+
+/// What the depthwise kernels share: the input, the packed filter, the geometry
+/// and the valid output columns of each filter column.
+struct Depthwise<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    g: &'a Geometry,
+    bias: Option<&'a [f32]>,
+    epi: &'a Epi<'a>,
+    x_ranges: Vec<(usize, usize)>,
+}
+
+impl<'a> Depthwise<'a> {
+    fn new(x: &'a [f32], w: &'a [f32], g: &'a Geometry, bias: Option<&'a [f32]>, epi: &'a Epi<'a>) -> Self {
+        let x_ranges: Vec<(usize, usize)> = (0..g.k_w)
+            .map(|kx| valid_range(g.out_w, g.in_w, g.stride[1], kx * g.dilation[1], g.pad[1]))
+            .collect();
+        Depthwise {
+            x,
+            w,
+            g,
+            bias,
+            epi,
+            x_ranges,
+        }
+    }
+}
+
+/// Runs a depthwise row kernel compiled for the CPU's level (AVX-512 or AVX2):
+/// the kernel is `#[inline(always)]`, so its loops are compiled inside the
+/// `#[target_feature]` function.
+macro_rules! level_dispatch {
+    ($body:ident, $d:expr, $first:expr, $chunk:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+            fn avx512(d: &Depthwise, first: usize, chunk: &mut [f32]) {
+                $body(d, first, chunk)
+            }
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2(d: &Depthwise, first: usize, chunk: &mut [f32]) {
+                $body(d, first, chunk)
+            }
+            match simd::level() {
+                // SAFETY: `level` only reports features the CPU has.
+                Level::Avx512 => return Ok(unsafe { avx512($d, $first, $chunk) }),
+                // SAFETY: as above.
+                Level::Avx2 => return Ok(unsafe { avx2($d, $first, $chunk) }),
+                Level::Baseline => {}
+            }
+        }
+        $body($d, $first, $chunk);
+        Ok(())
+    }};
+}
+
+/// Where a padded input plane lives in the scratch of the nchw kernel, and the
+/// offset of each filter tap in it.
+///
+/// The scratch holds the padded plane (input at (padTop, padLeft), zeros around
+/// it, and margins so whole blocks of `BL` outputs stay inside), each row split
+/// into `stride` column phases of `phase_w` columns: padded column `px` sits in
+/// phase `px % stride` at index `px / stride`. Output column `ox` reads, for filter
+/// column `kx`, padded column `ox * stride + kx * dilation`: phase
+/// `(kx * dilation) % stride`, index `ox + (kx * dilation) / stride`, so the
+/// outputs of a block read consecutive floats for every tap, whatever the stride.
+struct Layout {
+    bl: usize,
+    blocks: usize,
+    phase_w: usize,
+    row_len: usize,
+    rows: usize,
+    /// Offset of tap (ky, kx) from the scratch row of output row 0's window top.
+    taps: Vec<usize>,
+}
+
+impl Layout {
+    /// None when the scratch would be far larger than the plane (huge padding or
+    /// strides that skip most of it): those planes compute directly.
+    fn new(g: &Geometry) -> Option<Layout> {
+        let (sy, sx) = (g.stride[0], g.stride[1]);
+        let (dy, dx) = (g.dilation[0], g.dilation[1]);
+        let bl = dw_block(g.out_w);
+        let blocks = g.out_w.div_ceil(bl);
+        let phase_w = blocks.checked_mul(bl)?.checked_add(g.k_w.checked_sub(1)?.checked_mul(dx)? / sx)?;
+        let row_len = phase_w.checked_mul(sx)?;
+        let rows = g.out_h.checked_sub(1)?.checked_mul(sy)?.checked_add(g.k_h.checked_sub(1)?.checked_mul(dy)?)? + 1;
+        let len = rows.checked_mul(row_len)?;
+        let taps_n = g.k_h * g.k_w;
+        let budget = 4 * g.in_plane().max(g.out_plane().saturating_mul(taps_n)) + (1 << 14);
+        if len > budget {
+            return None;
+        }
+        let mut taps = Vec::with_capacity(taps_n);
+        for ky in 0..g.k_h {
+            for kx in 0..g.k_w {
+                taps.push(ky * dy * row_len + (kx * dx) % sx * phase_w + kx * dx / sx);
+            }
+        }
+        Some(Layout { bl, blocks, phase_w, row_len, rows, taps })
+    }
+
+    fn len(&self) -> usize {
+        self.rows * self.row_len
+    }
+}
+
+/// Depthwise nchw, planes ((batch, channel) pairs) split in runs across the pool.
+/// Each plane is copied into a zero-bordered scratch (see [`Layout`]), then each
+/// output row is computed `BL` outputs at a time, the taps summed in registers
+/// from consecutive loads, starting from the bias; the plane gets its epilogue
+/// while still in cache. The loops run inside a `#[target_feature]` function for
+/// the CPU's level (AVX-512 or AVX2, with FMA).
+pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    let d = Depthwise::new(x, w, g, bias, epi);
+    let layout = Layout::new(g);
+    let plane = g.out_plane().max(1);
+    let work = plane * g.k_h * g.k_w;
+    let planes = dst.len() / plane;
+    let threads = rayon::current_num_threads();
+    let run = |first: usize, chunk: &mut [f32], scratch: &mut Vec<f32>| -> Result<()> {
+        match &layout {
+            Some(l) => {
+                if scratch.len() != l.len() {
+                    // Zeroed once: planes write only the input's positions, so the
+                    // borders stay zero from plane to plane.
+                    *scratch = alloc_f32(l.len())?;
+                }
+                planes_at_level(&d, l, first, chunk, scratch);
+            }
+            None => {
+                for (i, out) in chunk.chunks_mut(plane).enumerate() {
+                    plane_direct(&d, first + i, out);
+                }
+            }
+        }
+        Ok(())
+    };
+    if threads == 1 || planes < 2 || planes.saturating_mul(work) < PARALLEL_MIN_WORK {
+        return run(0, dst, &mut Vec::new());
+    }
+    // A few runs of planes per thread (for balance), none below the threshold.
+    let per = planes.div_ceil(threads * 4).max(PARALLEL_MIN_WORK.div_ceil(work)).max(1);
+    dst.par_chunks_mut(per * plane)
+        .enumerate()
+        .try_for_each_init(Vec::new, |scratch, (i, chunk)| run(i * per, chunk, scratch))
+}
+
+/// Output columns per register block of the nchw depthwise kernel: 8 for rows of
+/// at most 8, 16 (one AVX-512 register) otherwise.
+const fn dw_block(out_w: usize) -> usize {
+    if out_w <= 8 {
+        8
+    } else {
+        16
+    }
+}
+
+/// `planes` at the best instruction set level the CPU has.
+fn planes_at_level(d: &Depthwise, l: &Layout, first: usize, chunk: &mut [f32], scratch: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        fn avx512(d: &Depthwise, l: &Layout, first: usize, chunk: &mut [f32], scratch: &mut [f32]) {
+            planes::<true>(d, l, first, chunk, scratch)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2(d: &Depthwise, l: &Layout, first: usize, chunk: &mut [f32], scratch: &mut [f32]) {
+            planes::<true>(d, l, first, chunk, scratch)
+        }
+        match simd::level() {
+            // SAFETY: `level` only reports features the CPU has.
+            Level::Avx512 => return unsafe { avx512(d, l, first, chunk, scratch) },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { avx2(d, l, first, chunk, scratch) },
+            Level::Baseline => {}
+        }
+    }
+    planes::<false>(d, l, first, chunk, scratch)
+}
+
+/// `a * b + c`, fused where the level has FMA (the baseline would call libm).
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// Planes `first..` into `chunk` (whole planes).
+#[inline(always)]
+fn planes<const FMA: bool>(d: &Depthwise, l: &Layout, first: usize, chunk: &mut [f32], scratch: &mut [f32]) {
+    let g = d.g;
+    let plane = g.out_plane().max(1);
+    let square3 = g.k_h == 3 && g.k_w == 3;
+    // The epilogue runs on runs of planes of about EPI_FLOATS (one plane at least),
+    // still in cache: small planes would spend more on the calls than on the work.
+    let per_epi = (EPI_FLOATS / plane).max(1);
+    for (j, run) in chunk.chunks_mut(plane * per_epi).enumerate() {
+        let p0 = first + j * per_epi;
+        for (i, out) in run.chunks_mut(plane).enumerate() {
+            let p = p0 + i;
+            fill_scratch(d, l, p, scratch);
+            match (l.bl, square3) {
+                (8, true) => plane_rows::<8, 9, FMA>(d, l, p, out, scratch),
+                (8, false) => plane_rows::<8, 0, FMA>(d, l, p, out, scratch),
+                (_, true) => plane_rows::<16, 9, FMA>(d, l, p, out, scratch),
+                (_, false) => plane_rows::<16, 0, FMA>(d, l, p, out, scratch),
+            }
+        }
+        d.epi.apply(run, p0 * g.out_plane(), Bias::None);
+    }
+}
+
+/// Floats of output per epilogue call of the nchw kernel.
+const EPI_FLOATS: usize = 4096;
+
+/// Copies input plane `p` into its positions in the scratch (see [`Layout`]);
+/// rows and columns no tap reads are left out.
+#[inline(always)]
+fn fill_scratch(d: &Depthwise, l: &Layout, p: usize, scratch: &mut [f32]) {
+    let g = d.g;
+    let sx = g.stride[1];
+    let src = &d.x[p * g.in_plane()..][..g.in_plane()];
+    let (pt, pl) = (g.pad[0], g.pad[1]);
+    if pl >= l.row_len {
+        return;
+    }
+    // Input columns that land in the scratch.
+    let cols = g.in_w.min(l.row_len - pl);
+    for (iy, row) in src.chunks_exact(g.in_w.max(1)).enumerate().take(l.rows.saturating_sub(pt)) {
+        let dst = &mut scratch[(iy + pt) * l.row_len..][..l.row_len];
+        let row = &row[..cols];
+        if sx == 1 {
+            dst[pl..pl + cols].copy_from_slice(row);
+            continue;
+        }
+        for (ph, phase) in dst.chunks_exact_mut(l.phase_w).enumerate() {
+            // Input columns ix with (ix + pl) % sx == ph, from index (ix + pl) / sx.
+            let ix0 = (ph + sx - pl % sx) % sx;
+            if ix0 >= cols {
+                continue;
+            }
+            let at = (ix0 + pl) / sx;
+            let n = (cols - ix0).div_ceil(sx);
+            if sx == 2 {
+                // Pairs: a deinterleaving load that vectorizes (step_by does not).
+                let src = &row[ix0..];
+                let (body, last) = phase[at..at + n].split_at_mut(n - 1);
+                for (o, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                    *o = pair[0];
+                }
+                last[0] = src[2 * (n - 1)];
+            } else {
+                for (o, v) in phase[at..at + n].iter_mut().zip(row[ix0..].iter().step_by(sx)) {
+                    *o = *v;
+                }
+            }
+        }
+    }
+}
+
+/// The output rows of plane `p` from its scratch, `BL` outputs at a time over the
+/// taps (`T` of them when known at compile time: 9 for 3x3; 0 = `l.taps.len()`).
+#[inline(always)]
+fn plane_rows<const BL: usize, const T: usize, const FMA: bool>(d: &Depthwise, l: &Layout, p: usize, out: &mut [f32], scratch: &[f32]) {
+    let g = d.g;
+    let c = p % g.in_c;
+    let n_taps = l.taps.len();
+    let wc = &d.w[c * n_taps..][..n_taps];
+    let bias = d.bias.map_or(0.0, |b| b[c]);
+    let step = g.stride[0] * l.row_len;
+    for (oy, out_row) in out.chunks_exact_mut(g.out_w.max(1)).enumerate() {
+        let base = oy * step;
+        for blk in 0..l.blocks {
+            let o = blk * BL;
+            let mut acc = [bias; BL];
+            if T > 0 {
+                let taps: &[usize; T] = l.taps[..].try_into().unwrap_or_else(|_| unreachable!());
+                let ws: &[f32; T] = wc.try_into().unwrap_or_else(|_| unreachable!());
+                block::<BL, FMA>(&mut acc, scratch, base + o, taps, ws);
+            } else {
+                block::<BL, FMA>(&mut acc, scratch, base + o, &l.taps, wc);
+            }
+            let n = BL.min(g.out_w - o);
+            out_row[o..o + n].copy_from_slice(&acc[..n]);
+        }
+    }
+}
+
+/// Adds the taps (scratch offsets from `at`, weights) into one block of outputs.
+#[inline(always)]
+fn block<const BL: usize, const FMA: bool>(acc: &mut [f32; BL], scratch: &[f32], at: usize, taps: &[usize], ws: &[f32]) {
+    for (&off, &wv) in taps.iter().zip(ws) {
+        let v: &[f32; BL] = scratch[at + off..at + off + BL].try_into().unwrap_or_else(|_| unreachable!());
+        for j in 0..BL {
+            acc[j] = madd::<FMA>(wv, v[j], acc[j]);
+        }
+    }
+}
+
+/// Plane `p` straight from the definition, each tap checked against the input's
+/// bounds: for geometries whose scratch would be far larger than the plane.
+fn plane_direct(d: &Depthwise, p: usize, out: &mut [f32]) {
+    let g = d.g;
+    let c = p % g.in_c;
+    let taps = g.k_h * g.k_w;
+    let wc = &d.w[c * taps..][..taps];
+    let src = &d.x[p * g.in_plane()..][..g.in_plane()];
+    let bias = d.bias.map_or(0.0, |b| b[c]);
+    for (oy, out_row) in out.chunks_exact_mut(g.out_w.max(1)).enumerate() {
+        for (ox, o) in out_row.iter_mut().enumerate() {
+            let mut acc = bias;
+            for ky in 0..g.k_h {
+                let Some(iy) = (oy * g.stride[0] + ky * g.dilation[0]).checked_sub(g.pad[0]).filter(|&y| y < g.in_h) else {
+                    continue;
+                };
+                for kx in 0..g.k_w {
+                    let Some(ix) = (ox * g.stride[1] + kx * g.dilation[1]).checked_sub(g.pad[1]).filter(|&x| x < g.in_w) else {
+                        continue;
+                    };
+                    acc += wc[ky * g.k_w + kx] * src[iy * g.in_w + ix];
+                }
+            }
+            *o = acc;
+        }
+    }
+    d.epi.apply(out, p * g.out_plane(), Bias::None);
+}
+
+/// Channels a depthwise nhwc kernel accumulates in registers.
+const LANES: usize = 16;
+
+/// Depthwise nhwc: pixel by pixel, each block of `LANES` channels summed over the
+/// filter taps in registers, then stored once.
+pub(super) fn depthwise_nhwc(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    let d = Depthwise::new(x, w, g, bias, epi);
+    let row_len = g.out_w * g.in_c;
+    split_rows(dst, row_len, row_len * g.k_h * g.k_w, |first, chunk| {
+        level_dispatch!(depthwise_nhwc_rows, &d, first, chunk)
+    })
+}
+
+/// Output rows `first..` (rows of `out_w * channels` over batches and heights).
+#[inline(always)]
+fn depthwise_nhwc_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
+    let (g, x, w) = (d.g, d.x, d.w);
+    let c = g.in_c;
+    // (weight offset, input offset) of each tap that lands inside the input.
+    let mut taps: Vec<(usize, usize)> = Vec::with_capacity(g.k_h * g.k_w);
+    for (r, out_row) in chunk.chunks_mut(g.out_w * c).enumerate() {
+        let row = first + r;
+        let (n, oy) = (row / g.out_h, row % g.out_h);
+        for (ox, out) in out_row.chunks_mut(c).enumerate() {
+            match d.bias {
+                Some(b) => out.copy_from_slice(b),
+                None => out.fill(0.0),
+            }
+            taps.clear();
+            for ky in 0..g.k_h {
+                let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad[0] as isize;
+                if iy < 0 || iy as usize >= g.in_h {
+                    continue;
+                }
+                for (kx, &(lo, hi)) in d.x_ranges.iter().enumerate() {
+                    if ox >= lo && ox < hi {
+                        let ix = ox * g.stride[1] + kx * g.dilation[1] - g.pad[1];
+                        taps.push(((ky * g.k_w + kx) * c, ((n * g.in_h + iy as usize) * g.in_w + ix) * c));
+                    }
+                }
+            }
+            let mut blocks = out.chunks_exact_mut(LANES);
+            let mut base = 0;
+            for block in &mut blocks {
+                let mut acc = [0f32; LANES];
+                for &(wo, xo) in &taps {
+                    let wv: &[f32; LANES] = w[wo + base..wo + base + LANES]
+                        .try_into()
+                        .unwrap_or_else(|_| unreachable!());
+                    let xv: &[f32; LANES] = x[xo + base..xo + base + LANES]
+                        .try_into()
+                        .unwrap_or_else(|_| unreachable!());
+                    for j in 0..LANES {
+                        acc[j] += wv[j] * xv[j];
+                    }
+                }
+                for (o, a) in block.iter_mut().zip(&acc) {
+                    *o += a;
+                }
+                base += LANES;
+            }
+            let tail = blocks.into_remainder();
+            for &(wo, xo) in &taps {
+                for (j, o) in tail.iter_mut().enumerate() {
+                    *o += w[wo + base + j] * x[xo + base + j];
+                }
+            }
+        }
+        d.epi.apply(out_row, row * g.out_w * c, Bias::None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::fused::Stage;
+    use crate::engine::cpu::kernels::simd::tests::at_each_level;
+    use crate::ops::Activation;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 40) as f32) / ((1u64 << 24) as f32) * 4.0 - 2.0
+        }
+    }
+
+    /// One case: input [n, c, h, w], filter [kh, kw], strides, dilations, padding
+    /// [top, bottom, left, right], bias or not, a clamp epilogue or not.
+    struct Case {
+        x: [usize; 4],
+        k: [usize; 2],
+        s: [usize; 2],
+        d: [usize; 2],
+        pad: [usize; 4],
+        bias: bool,
+        clamp: bool,
+    }
+
+    /// Checks both kernels (nchw, and nhwc on the transposed tensors) against a
+    /// float64 sum from the definition: out[n][c][oy][ox] = bias[c] + sum over
+    /// (ky, kx) of w[c][ky][kx] * x[n][c][oy*sy + ky*dy - padTop][ox*sx + kx*dx - padLeft],
+    /// taps outside the input left out, then clamped.
+    fn check(case: &Case, seed: u64) {
+        let [n, c, h, w] = case.x;
+        let [kh, kw] = case.k;
+        let [sy, sx] = case.s;
+        let [dy, dx] = case.d;
+        let [pt, pb, pl, pr] = case.pad;
+        let out_h = (h + pt + pb - ((kh - 1) * dy + 1)) / sy + 1;
+        let out_w = (w + pl + pr - ((kw - 1) * dx + 1)) / sx + 1;
+        let g = Geometry {
+            batches: n,
+            in_c: c,
+            in_h: h,
+            in_w: w,
+            out_c: c,
+            out_h,
+            out_w,
+            k_h: kh,
+            k_w: kw,
+            groups: c,
+            cig: 1,
+            cog: 1,
+            stride: case.s,
+            dilation: case.d,
+            pad: [pt, pl],
+        };
+        let mut rng = Rng(seed);
+        let x: Vec<f32> = (0..n * c * h * w).map(|_| rng.next()).collect();
+        let wt: Vec<f32> = (0..c * kh * kw).map(|_| rng.next()).collect();
+        let b: Vec<f32> = (0..c).map(|_| rng.next()).collect();
+        let bias = case.bias.then_some(&b[..]);
+        let (lo, hi) = (-0.5f32, 1.25f32);
+        let stages = [Stage::Activation(Activation::Clamp { min: Some(lo), max: Some(hi) })];
+        let epi = if case.clamp { Epi::new(&stages, &[]).unwrap() } else { Epi::NONE };
+        // The reference and a bound on its magnitude (for the tolerance).
+        let mut want = vec![(0f64, 0f64); n * c * out_h * out_w];
+        for bn in 0..n {
+            for ch in 0..c {
+                for oy in 0..out_h {
+                    for ox in 0..out_w {
+                        let b0 = bias.map_or(0.0, |b| b[ch] as f64);
+                        let (mut sum, mut mag) = (b0, b0.abs());
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (oy * sy + ky * dy) as i64 - pt as i64;
+                                let ix = (ox * sx + kx * dx) as i64 - pl as i64;
+                                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
+                                    continue;
+                                }
+                                let xv = x[((bn * c + ch) * h + iy as usize) * w + ix as usize] as f64;
+                                let t = wt[(ch * kh + ky) * kw + kx] as f64 * xv;
+                                sum += t;
+                                mag += t.abs();
+                            }
+                        }
+                        if case.clamp {
+                            sum = sum.clamp(lo as f64, hi as f64);
+                        }
+                        want[((bn * c + ch) * out_h + oy) * out_w + ox] = (sum, mag);
+                    }
+                }
+            }
+        }
+        let tol = |mag: f64| (kh * kw + 2) as f64 * f32::EPSILON as f64 * (1.0 + mag);
+        let what = format!("{:?} k{:?} s{:?} d{:?} pad{:?} bias {} clamp {}", case.x, case.k, case.s, case.d, case.pad, case.bias, case.clamp);
+        at_each_level(|level| {
+            let mut got = vec![f32::NAN; want.len()];
+            depthwise_nchw(&x, &wt, &g, bias, &epi, &mut got).unwrap();
+            for (i, (&gv, &(wv, mag))) in got.iter().zip(&want).enumerate() {
+                assert!((gv as f64 - wv).abs() <= tol(mag), "nchw {what} {level:?}: [{i}] {gv} vs {wv}");
+            }
+            // nhwc: input [n][y][x][c], filter [ky][kx][c], output [n][oy][ox][c].
+            let mut xh = vec![0f32; x.len()];
+            for bn in 0..n {
+                for ch in 0..c {
+                    for y in 0..h * w {
+                        xh[(bn * h * w + y) * c + ch] = x[(bn * c + ch) * h * w + y];
+                    }
+                }
+            }
+            let mut wh = vec![0f32; wt.len()];
+            for ch in 0..c {
+                for t in 0..kh * kw {
+                    wh[t * c + ch] = wt[ch * kh * kw + t];
+                }
+            }
+            let mut got = vec![f32::NAN; want.len()];
+            depthwise_nhwc(&xh, &wh, &g, bias, &epi, &mut got).unwrap();
+            let plane = out_h * out_w;
+            for bn in 0..n {
+                for ch in 0..c {
+                    for p in 0..plane {
+                        let gv = got[(bn * plane + p) * c + ch];
+                        let (wv, mag) = want[(bn * c + ch) * plane + p];
+                        assert!((gv as f64 - wv).abs() <= tol(mag), "nhwc {what} {level:?}: [{bn} {ch} {p}] {gv} vs {wv}");
+                    }
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn depthwise_matches_float64() {
+        let case = |x, k, s, d, pad, bias, clamp| Case { x, k, s, d, pad, bias, clamp };
+        let mut seed = 1;
+        let mut run = |c: Case| {
+            seed += 1;
+            check(&c, seed);
+        };
+        // MobileNet shapes (scaled down): 3x3, stride 1 and 2, padding 1, bias + clamp.
+        run(case([1, 5, 30, 30], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 6, 28, 28], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 4, 7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 3, 14, 14], [3, 3], [2, 2], [1, 1], [0, 1, 0, 1], false, true));
+        // Odd sizes, every stride 1..3 in both axes, dilations, uneven padding.
+        for (sy, sx) in [(1, 2), (2, 1), (3, 3), (1, 3), (3, 2)] {
+            for (dy, dx) in [(1, 1), (2, 1), (1, 3)] {
+                run(case([2, 3, 13, 19], [3, 3], [sy, sx], [dy, dx], [2, 0, 1, 3], true, false));
+                run(case([1, 2, 11, 37], [3, 2], [sy, sx], [dy, dx], [0, 1, 2, 0], sx == 2, true));
+            }
+        }
+        // Other filter sizes: 1x1, 5x5, 2x3, 7x1, a filter as large as the input.
+        run(case([1, 3, 9, 10], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], true, false));
+        run(case([1, 3, 9, 10], [1, 1], [2, 2], [1, 1], [1, 1, 1, 1], false, false));
+        run(case([1, 4, 17, 23], [5, 5], [1, 1], [1, 1], [2, 2, 2, 2], true, true));
+        run(case([1, 4, 17, 23], [5, 5], [2, 2], [1, 1], [2, 2, 2, 2], true, false));
+        run(case([1, 2, 8, 9], [2, 3], [1, 2], [1, 1], [0, 0, 0, 0], false, false));
+        run(case([1, 2, 8, 9], [7, 1], [1, 1], [1, 1], [3, 3, 0, 0], true, false));
+        run(case([1, 2, 4, 5], [4, 5], [1, 1], [1, 1], [0, 1, 0, 1], true, false));
+        // Wide rows (several 16-blocks and a partial one), and rows of exactly 8 and 16.
+        run(case([1, 3, 5, 70], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 3, 5, 71], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 3, 4, 8], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, false));
+        run(case([1, 3, 4, 16], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, false));
+        // Padding larger than the filter (windows of padding only), and strides that
+        // skip most of a huge padding (the direct path).
+        run(case([1, 2, 3, 4], [2, 2], [1, 1], [1, 1], [3, 2, 4, 3], true, false));
+        run(case([1, 2, 5, 5], [3, 3], [50, 50], [1, 1], [60, 60, 60, 60], true, true));
+        // Enough planes and work for the parallel split.
+        run(case([2, 24, 30, 35], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 40, 32, 32], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+    }
+
+    #[test]
+    fn huge_padding_takes_the_direct_path() {
+        let g = Geometry {
+            batches: 1,
+            in_c: 1,
+            in_h: 5,
+            in_w: 5,
+            out_c: 1,
+            out_h: 3,
+            out_w: 3,
+            k_h: 3,
+            k_w: 3,
+            groups: 1,
+            cig: 1,
+            cog: 1,
+            stride: [50, 50],
+            dilation: [1, 1],
+            pad: [60, 60],
+        };
+        assert!(Layout::new(&g).is_none());
+        assert!(Layout::new(&Geometry { stride: [1, 1], pad: [1, 1], out_h: 5, out_w: 5, ..g }).is_some());
+    }
+}

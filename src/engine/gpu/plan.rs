@@ -211,7 +211,6 @@ pub(super) struct Cx<'a> {
     /// 64-bit integer shaders (SHADER_INT64).
     pub int64: bool,
     pub limits: &'a wgpu::Limits,
-    pub features: wgpu::Features,
 }
 
 pub(super) fn not_supported(op: &Op, t: DataType) -> WebnnError {
@@ -581,11 +580,9 @@ impl GpuPlan {
             return Err(WebnnError::Operation(format!("build: {reason}")));
         }
         // Everything the engine does not support fails before any GPU work.
-        let features = shared.device.features();
         let cx = Cx {
-            int64: features.contains(wgpu::Features::SHADER_INT64),
+            int64: shared.device.features().contains(wgpu::Features::SHADER_INT64),
             limits: &shared.limits,
-            features,
         };
         let mut lowered = Vec::with_capacity(graph.operators.len());
         for operator in &graph.operators {

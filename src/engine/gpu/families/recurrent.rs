@@ -653,7 +653,7 @@ mod tests {
     }
 
     fn cx(limits: &wgpu::Limits) -> Cx<'_> {
-        Cx { int64: false, limits, features: wgpu::Features::empty() }
+        Cx { int64: false, limits }
     }
 
     fn gru(steps: usize, hidden: usize, direction: RecurrentDirection, seq: bool) -> Op {

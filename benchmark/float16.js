@@ -12,7 +12,7 @@
 //   node benchmark/float16.js --only resnet50 --threads 1 --iters 10
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
-const { relError, stats, fmt, arg } = require('./stats.js')
+const { relError, stats, fmt, arg, interleaved } = require('./stats.js')
 const { toWebnn, count, toHalf, halfValue, inputData } = require('./models/net.js')
 const MODELS = require('./models/index.js')
 
@@ -58,17 +58,7 @@ async function main () {
       const err = relError(got, want)
       if (!(err <= TOLERANCE)) throw new Error(`${m.name}: float16 and float32 outputs disagree (max |a-b| / max |b| = ${err})`)
       const iters = Number(itersOverride || Math.min(m.iters || ITERS, ITERS))
-      for (let i = 0; i < WARMUP; i++) { await full.run(); await half.run() }
-      const tf = []
-      const th = []
-      for (let i = 0; i < iters; i++) {
-        const order = i % 2 ? [[full, tf], [half, th]] : [[half, th], [full, tf]]
-        for (const [impl, times] of order) {
-          const s = process.hrtime.bigint()
-          await impl.run()
-          times.push(Number(process.hrtime.bigint() - s) / 1e6)
-        }
-      }
+      const [tf, th] = await interleaved(full, half, WARMUP, iters)
       const sf = stats(tf)
       const sh = stats(th)
       const row = {

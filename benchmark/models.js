@@ -11,7 +11,7 @@
 //   node benchmark/models.js --ort-spin 1                  ORT with its default spinning threads (see stats.js)
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
-const { relError, stats, fmt, ortSessionOptions, arg } = require('./stats.js')
+const { relError, stats, fmt, ortSessionOptions, arg, interleaved } = require('./stats.js')
 const { model } = require('./onnx.js')
 const { toWebnn, toOnnx, count, inputData } = require('./models/net.js')
 const MODELS = require('./models/index.js')
@@ -107,18 +107,7 @@ async function main () {
         if (!(err <= TOLERANCE)) throw new Error(`${m.name}: outputs disagree (max |a-b| / max |b| = ${err})`)
       }
       const iters = Number(itersOverride || m.iters || ITERS)
-      for (let i = 0; i < (m.warmup || WARMUP); i++) { await w.run(); if (o) await o.run() }
-      const tw = []
-      const to = []
-      for (let i = 0; i < iters; i++) {
-        const order = i % 2 ? [[w, tw], [o, to]] : [[o, to], [w, tw]]
-        for (const [impl, times] of order) {
-          if (!impl) continue
-          const s = process.hrtime.bigint()
-          await impl.run()
-          times.push(Number(process.hrtime.bigint() - s) / 1e6)
-        }
-      }
+      const [tw, to] = await interleaved(w, o, m.warmup || WARMUP, iters)
       if (o) await o.release()
       const sw = stats(tw)
       const so = o ? stats(to) : null

@@ -7,7 +7,7 @@
 //   node benchmark/run.js --only add-4m        one case (or several, comma-separated)
 //   node benchmark/run.js --threads 2 --iters 100
 const { ml, MLGraphBuilder } = require('..')
-const { stats, ortSessionOptions, arg } = require('./stats.js')
+const { stats, ortSessionOptions, arg, interleaved } = require('./stats.js')
 const { model } = require('./onnx.js')
 
 let ort = null
@@ -382,18 +382,7 @@ async function main () {
       }
       const bytes = [...c.inputs, c.output].reduce((s, i) => s + count(i.shape) * ARRAYS[i.dataType].BYTES_PER_ELEMENT, 0)
       const iters = Number(itersOverride || c.iters || Math.max(20, Math.min(200, Math.round(2e9 / bytes))))
-      for (let i = 0; i < 5; i++) { await w.run(); if (o) await o.run() }
-      const tw = []
-      const to = []
-      for (let i = 0; i < iters; i++) {
-        const order = i % 2 ? [[w, tw], [o, to]] : [[o, to], [w, tw]]
-        for (const [impl, times] of order) {
-          if (!impl) continue
-          const t0 = process.hrtime.bigint()
-          await impl.run()
-          times.push(Number(process.hrtime.bigint() - t0) / 1e6)
-        }
-      }
+      const [tw, to] = await interleaved(w, o, 5, iters)
       const sw = stats(tw)
       const so = o ? stats(to) : null
       rows.push({

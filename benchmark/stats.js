@@ -51,4 +51,25 @@ function arg (name, fallback) {
   return i >= 0 ? process.argv[i + 1] : fallback
 }
 
-module.exports = { relError, stats, fmt, ortSessionOptions, arg }
+/**
+ * Times two implementations ({ run() }; `b` may be null) interleaved: `warmup`
+ * runs of each, then `iters` rounds alternating which runs first. Returns each
+ * one's run times in ms ([timesA, timesB]).
+ */
+async function interleaved (a, b, warmup, iters) {
+  for (let i = 0; i < warmup; i++) { await a.run(); if (b) await b.run() }
+  const ta = []
+  const tb = []
+  for (let i = 0; i < iters; i++) {
+    const order = i % 2 ? [[a, ta], [b, tb]] : [[b, tb], [a, ta]]
+    for (const [impl, times] of order) {
+      if (!impl) continue
+      const s = process.hrtime.bigint()
+      await impl.run()
+      times.push(Number(process.hrtime.bigint() - s) / 1e6)
+    }
+  }
+  return [ta, tb]
+}
+
+module.exports = { relError, stats, fmt, ortSessionOptions, arg, interleaved }

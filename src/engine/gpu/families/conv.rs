@@ -32,12 +32,13 @@
 use std::fmt::Write;
 
 use super::fused::{epilogue_wgsl, residuals, supported};
+use super::matmul::float_product_operands;
 use super::matmul::tiled::{Core, P_FAMILY};
 use crate::compile::fused::{FusedOp, Stage};
-use crate::engine::gpu::plan::{not_supported, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
+use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
-use crate::graph::{DataType, OperandDesc, OperandId};
+use crate::graph::{OperandDesc, OperandId};
 use crate::ops::conv::{pick, strides_at, InputLayout};
 use crate::ops::Op;
 
@@ -368,13 +369,7 @@ fn lower_conv(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
 ) -> Result<Lowering> {
-    let (Some(&x), Some(&w), Some(&out)) = (ins.first(), ins.get(1), outs.first()) else {
-        return Err(WebnnError::Operation(format!("internal: {} without its operands", op.name())));
-    };
-    let t = x.1.data_type;
-    if !matches!(t, DataType::Float32 | DataType::Float16) {
-        return Err(not_supported(op, t));
-    }
+    let (x, w, out, t) = float_product_operands(op, ins, outs)?;
     if x.1.shape.len() != 4 || w.1.shape.len() != 4 || out.1.shape.len() != 4 {
         return Err(WebnnError::Operation(format!("internal: {} operands must have rank 4", op.name())));
     }

@@ -112,12 +112,15 @@ fn decls(st: Storage, c: Option<Storage>) -> String {
     s
 }
 
-fn lower_product(
+type Operand<'a> = (OperandId, &'a OperandDesc);
+
+/// The first two inputs and the output of a product (matmul, gemm, a
+/// convolution), and their data type, which must be float32 or float16.
+pub(super) fn float_product_operands<'a>(
     op: &Op,
-    ins: &[(OperandId, &OperandDesc)],
-    outs: &[(OperandId, &OperandDesc)],
-    cx: &Cx,
-) -> Result<Lowering> {
+    ins: &[Operand<'a>],
+    outs: &[Operand<'a>],
+) -> Result<(Operand<'a>, Operand<'a>, Operand<'a>, DataType)> {
     let (Some(&a), Some(&b), Some(&out)) = (ins.first(), ins.get(1), outs.first()) else {
         return Err(WebnnError::Operation(format!("internal: {} without its operands", op.name())));
     };
@@ -125,6 +128,16 @@ fn lower_product(
     if !matches!(t, DataType::Float32 | DataType::Float16) {
         return Err(not_supported(op, t));
     }
+    Ok((a, b, out, t))
+}
+
+fn lower_product(
+    op: &Op,
+    ins: &[(OperandId, &OperandDesc)],
+    outs: &[(OperandId, &OperandDesc)],
+    cx: &Cx,
+) -> Result<Lowering> {
+    let (a, b, out, t) = float_product_operands(op, ins, outs)?;
     let st = Storage::of(t);
     for d in ins.iter().chain(outs) {
         u32_of(d.1.element_count(), "the element count")?;

@@ -181,7 +181,8 @@ pub struct CpuPlan {
     /// Bytes of every operand the plan touches: below `INLINE_MAX_BYTES` the whole
     /// compute takes less time than waking a pool thread.
     touched_bytes: usize,
-    /// `WEBNN_CPU_PROFILE=N`: time spent per step, printed every N computes.
+    /// `WEBNN_CPU_PROFILE=N`: time spent per step, printed every N computes
+    /// (`WEBNN_CPU_PROFILE_ROWS=M` lists the M slowest steps, 25 by default).
     profile: Option<Profile>,
     /// Last, so it drops after the constants above: frees the packed weights
     /// (`kernels::prepacked`) that nothing needs any more.
@@ -243,7 +244,9 @@ impl Profile {
         for (k, t) in &kinds {
             out += &format!("  {:>8.3} ms {:>5.1}%  {k}\n", ms(*t), 100.0 * *t as f64 / total.max(1) as f64);
         }
-        for (t, l) in rows.iter().take(25) {
+        // `WEBNN_CPU_PROFILE_ROWS`: how many of the slowest steps to list (25).
+        let shown = std::env::var("WEBNN_CPU_PROFILE_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(25);
+        for (t, l) in rows.iter().take(shown) {
             out += &format!("  {:>8.3} ms  {l}\n", ms(*t));
         }
         eprint!("{out}");

@@ -23,6 +23,10 @@ pub(super) struct Tile {
     pub cols: usize,
     pub scale: f32,
     pub accumulate: bool,
+    /// The B micro-panel (packed, `kc * NR` floats) that the tiles after this one
+    /// read, when it is not this tile's; null otherwise. The AVX-512 kernel
+    /// requests it into L2 while it computes, a step's worth of lines per step.
+    pub next_b: *const f32,
 }
 
 /// A microkernel: `(kc, a, b, ldb, tile)`.
@@ -133,7 +137,18 @@ pub(super) mod avx512 {
         }
         let mut acc = [[_mm512_setzero_ps(); V]; R];
         let (mut a, mut b) = (a, b);
+        // The next B micro-panel comes from L3 (a packed B block is larger than
+        // L2): without this its first tile waits on L3 for every line.
+        let mut next_b = t.next_b as *const i8;
+        let prefetch_b = !next_b.is_null();
         for _ in 0..kc {
+            if prefetch_b {
+                // A prefetch never faults, and `next_b` stays within the next
+                // panel: it advances NR floats (two lines) per step, kc steps.
+                _mm_prefetch::<_MM_HINT_T1>(next_b);
+                _mm_prefetch::<_MM_HINT_T1>(next_b.add(64));
+                next_b = next_b.add(NR * 4);
+            }
             let mut bv = [_mm512_setzero_ps(); V];
             for (v, x) in bv.iter_mut().enumerate() {
                 *x = if FULL {

@@ -578,7 +578,8 @@ impl Geometry {
                     for jp in 0..panels {
                         let j = jc + jp * nr;
                         let bp = bptr.add(jp * panel_step);
-                        for ip in 0..mcur.div_ceil(mr) {
+                        let a_tiles = mcur.div_ceil(mr);
+                        for ip in 0..a_tiles {
                             let ap = aptr.add(ip * kc * mr);
                             let i = ic + ip * mr;
                             let tile = Tile {
@@ -589,6 +590,11 @@ impl Geometry {
                                 cols: nr.min(cols.end - j),
                                 scale,
                                 accumulate: acc,
+                                next_b: if ip + 1 == a_tiles && jp + 1 < panels && !self.direct {
+                                    bp.add(panel_step)
+                                } else {
+                                    std::ptr::null()
+                                },
                             };
                             (kern.f)(kc, ap, bp, ldb, &tile);
                         }

@@ -622,11 +622,7 @@ mod tests {
             .collect()
     }
 
-    /// One product on `isa` checked against float64: every element of the view
-    /// within (k + 2) float32 epsilons of the sum of magnitudes it came from, and
-    /// every element outside the view untouched.
-    #[allow(clippy::too_many_arguments)]
-    /// `packed`: which operands are packed ahead of the call (none, B, A, both).
+    /// Which operands are packed ahead of the call (none, B, A, both).
     #[derive(Debug, Clone, Copy, PartialEq)]
     enum Packing {
         None,
@@ -635,6 +631,9 @@ mod tests {
         Both,
     }
 
+    /// One product on `isa` checked against float64: every element of the view
+    /// within (k + 2) float32 epsilons of the sum of magnitudes it came from, and
+    /// every element outside the view untouched.
     fn check_product(rng: &mut Rng, isa: Isa, m: usize, n: usize, k: usize, packed: Packing, threads: Threads) {
         let (l, llen) = layout(rng, m, k);
         let (r, rlen) = layout(rng, k, n);
@@ -826,15 +825,21 @@ mod timing {
         }
     }
 
-    /// Pure-GEMM rates, ours and the `gemm` crate's interleaved, median of
-    /// `GEMM_ITERS` (default 15) runs, 1 and 2 threads:
+    /// Pure-GEMM rates, median of `GEMM_ITERS` (default 15) interleaved runs, 1 and
+    /// 2 threads, for the three ways the engine is called: both operands as views
+    /// (`sgemm`), B packed ahead (`sgemm_packed`: matmul and gemm with constant
+    /// weights) and A packed ahead (`sgemm_packed_a`: nchw convolutions, filter x
+    /// im2col). `GEMM_CRATE=1` adds the `gemm` crate's rate on the views.
     /// `cargo test --release --lib gemm_rates -- --ignored --nocapture`
-    /// (`GEMM_SIZES=1024x1024x1024,64x1000x1024` to choose the m x n x k sizes).
+    /// (`GEMM_SIZES=1024x1024x1024,64x1000x1024` to choose the m x n x k sizes,
+    /// `GEMM_THREADS=1,2`).
     #[test]
     #[ignore]
     fn gemm_rates() {
         let sizes: Vec<(usize, usize, usize)> = std::env::var("GEMM_SIZES")
-            .unwrap_or_else(|_| "512x512x512,1024x1024x1024,2048x2048x2048,64x1000x1024,128x768x768,3136x64x576".into())
+            .unwrap_or_else(|_| {
+                "1024x1024x1024,2048x2048x2048,128x768x768,128x3072x768,128x768x3072,128x128x64,128x64x128,96x12544x16,1x1000x1280".into()
+            })
             .split(',')
             .map(|s| {
                 let v: Vec<usize> = s.split('x').map(|x| x.parse().unwrap()).collect();
@@ -842,43 +847,57 @@ mod timing {
             })
             .collect();
         let iters: usize = std::env::var("GEMM_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
-        for threads in [1, 2] {
+        let with_crate = std::env::var("GEMM_CRATE").is_ok_and(|v| v == "1");
+        let thread_counts: Vec<usize> = std::env::var("GEMM_THREADS")
+            .unwrap_or_else(|_| "1,2".into())
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        for threads in thread_counts {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| {
                 for &(m, n, k) in &sizes {
                     let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
                     let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect();
                     let mut d = vec![0f32; m * n];
-                    let packed = pack_b(k, n, &b, Mat::rows(0, n)).unwrap();
-                    let (mut ours, mut pk, mut theirs) = (vec![], vec![], vec![]);
+                    let packed_b = pack_b(k, n, &b, Mat::rows(0, n)).unwrap();
+                    let packed_a = pack_a(m, k, &a, Mat::rows(0, k)).unwrap();
+                    let (mut views, mut pb, mut pa, mut theirs) = (vec![], vec![], vec![], vec![]);
                     let time = |f: &mut dyn FnMut()| {
                         let t = std::time::Instant::now();
                         f();
                         t.elapsed().as_secs_f64()
                     };
+                    let (rn, rk) = (Mat::rows(0, n), Mat::rows(0, k));
                     for _ in 0..iters {
-                        ours.push(time(&mut || {
-                            sgemm(m, n, k, &mut d, Mat::rows(0, n), false, &a, Mat::rows(0, k), &b, Mat::rows(0, n), 1.0, Threads::Pool).unwrap()
+                        views.push(time(&mut || {
+                            sgemm(m, n, k, &mut d, rn, false, &a, rk, &b, rn, 1.0, Threads::Pool).unwrap()
                         }));
-                        pk.push(time(&mut || {
-                            sgemm_packed(m, &mut d, Mat::rows(0, n), false, &a, Mat::rows(0, k), &packed, 1.0, Threads::Pool).unwrap()
+                        pb.push(time(&mut || {
+                            sgemm_packed(m, &mut d, rn, false, &a, rk, &packed_b, 1.0, Threads::Pool).unwrap()
                         }));
-                        theirs.push(time(&mut || crate_gemm(m, n, k, &mut d, &a, &b, threads)));
+                        pa.push(time(&mut || {
+                            sgemm_packed_a(n, &mut d, rn, false, &packed_a, &b, rn, 1.0, Threads::Pool).unwrap()
+                        }));
+                        if with_crate {
+                            theirs.push(time(&mut || crate_gemm(m, n, k, &mut d, &a, &b, threads)));
+                        }
                     }
                     let med = |v: &mut Vec<f64>| {
                         v.sort_by(|x, y| x.partial_cmp(y).unwrap());
-                        v[v.len() / 2]
+                        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
                     };
                     let flop = 2.0 * (m * n * k) as f64;
-                    let (o, p, t) = (med(&mut ours), med(&mut pk), med(&mut theirs));
+                    let (v, p, q, t) = (med(&mut views), med(&mut pb), med(&mut pa), med(&mut theirs));
                     println!(
-                        "{threads} thr {m}x{n}x{k}: ours {:.2} ms {:.1} GFLOP/s | ours prepacked B {:.1} GFLOP/s | gemm crate {:.2} ms {:.1} GFLOP/s | ours/crate time {:.2}",
-                        o * 1e3,
-                        flop / o / 1e9,
+                        "{threads} thr {m:>5}x{n:>5}x{k:>5}: views {:8.3} ms {:6.1} GFLOP/s | packed B {:8.3} ms {:6.1} | packed A {:8.3} ms {:6.1}{}",
+                        v * 1e3,
+                        flop / v / 1e9,
+                        p * 1e3,
                         flop / p / 1e9,
-                        t * 1e3,
-                        flop / t / 1e9,
-                        o / t
+                        q * 1e3,
+                        flop / q / 1e9,
+                        if with_crate { format!(" | gemm crate {:.3} ms {:.1}", t * 1e3, flop / t / 1e9) } else { String::new() }
                     );
                 }
             });

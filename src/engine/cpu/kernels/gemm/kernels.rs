@@ -23,6 +23,10 @@ pub(super) struct Tile {
     pub cols: usize,
     pub scale: f32,
     pub accumulate: bool,
+    /// The B micro-panel (packed, `kc * NR` floats) that the tiles after this one
+    /// read, when it is not this tile's; null otherwise. The AVX-512 kernel
+    /// requests it into L2 while it computes, a step's worth of lines per step.
+    pub next_b: *const f32,
 }
 
 /// A microkernel: `(kc, a, b, ldb, tile)`.
@@ -94,9 +98,11 @@ pub(super) mod avx512 {
     pub unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, ldb: usize, t: &Tile) {
         macro_rules! rows {
             ($($r:literal)*) => {
-                match (t.rows, t.cols > 16) {
-                    $(($r, false) => tile::<$r, 1>(kc, a, b, ldb, t),
-                      ($r, true) => tile::<$r, 2>(kc, a, b, ldb, t),)*
+                match (t.rows, t.cols) {
+                    $(($r, 32) => tile::<$r, 2, true>(kc, a, b, ldb, t),
+                      ($r, 17..) => tile::<$r, 2, false>(kc, a, b, ldb, t),
+                      ($r, 16) => tile::<$r, 1, true>(kc, a, b, ldb, t),
+                      ($r, _) => tile::<$r, 1, false>(kc, a, b, ldb, t),)*
                     _ => {}
                 }
             };
@@ -104,15 +110,52 @@ pub(super) mod avx512 {
         rows!(1 2 3 4 5 6 7 8 9 10 11 12);
     }
 
+    /// `FULL`: every row is `16 * V` columns wide, so loads and stores need no mask
+    /// (a masked load also waits for its mask register).
     #[target_feature(enable = "avx512f")]
-    unsafe fn tile<const R: usize, const V: usize>(kc: usize, a: *const f32, b: *const f32, ldb: usize, t: &Tile) {
+    unsafe fn tile<const R: usize, const V: usize, const FULL: bool>(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        ldb: usize,
+        t: &Tile,
+    ) {
         let m = [mask(t.cols, 0), mask(t.cols, 16)];
+        // The tile of C is read once, after the k loop, and is rarely still in
+        // L1/L2 between KC slices of a large product: a miss there stalls the
+        // stores for a memory latency, so its lines are requested now, a whole k
+        // loop ahead. (Requesting them into L2 only, and into L1 a few steps
+        // before the end, measured no better.)
+        if t.csc == 1 && t.accumulate {
+            for i in 0..R {
+                for v in 0..V {
+                    // A prefetch never faults; the address lies within the tile
+                    // anyway (column 16 * v < cols of row i).
+                    _mm_prefetch::<_MM_HINT_T0>(t.c.add(i * t.rsc + 16 * v) as *const i8);
+                }
+            }
+        }
         let mut acc = [[_mm512_setzero_ps(); V]; R];
         let (mut a, mut b) = (a, b);
+        // The next B micro-panel comes from L3 (a packed B block is larger than
+        // L2): without this its first tile waits on L3 for every line.
+        let mut next_b = t.next_b as *const i8;
+        let prefetch_b = !next_b.is_null();
         for _ in 0..kc {
+            if prefetch_b {
+                // A prefetch never faults, and `next_b` stays within the next
+                // panel: it advances NR floats (two lines) per step, kc steps.
+                _mm_prefetch::<_MM_HINT_T1>(next_b);
+                _mm_prefetch::<_MM_HINT_T1>(next_b.add(64));
+                next_b = next_b.add(NR * 4);
+            }
             let mut bv = [_mm512_setzero_ps(); V];
             for (v, x) in bv.iter_mut().enumerate() {
-                *x = _mm512_maskz_loadu_ps(m[v], b.add(16 * v));
+                *x = if FULL {
+                    _mm512_loadu_ps(b.add(16 * v))
+                } else {
+                    _mm512_maskz_loadu_ps(m[v], b.add(16 * v))
+                };
             }
             for (i, row) in acc.iter_mut().enumerate() {
                 let ai = _mm512_set1_ps(*a.add(i));
@@ -129,12 +172,21 @@ pub(super) mod avx512 {
                 let c = t.c.add(i * t.rsc);
                 for v in 0..V {
                     let cv = c.add(16 * v);
-                    let r = if t.accumulate {
-                        _mm512_fmadd_ps(row[v], scale, _mm512_maskz_loadu_ps(m[v], cv))
+                    if FULL {
+                        let r = if t.accumulate {
+                            _mm512_fmadd_ps(row[v], scale, _mm512_loadu_ps(cv))
+                        } else {
+                            _mm512_mul_ps(row[v], scale)
+                        };
+                        _mm512_storeu_ps(cv, r);
                     } else {
-                        _mm512_mul_ps(row[v], scale)
-                    };
-                    _mm512_mask_storeu_ps(cv, m[v], r);
+                        let r = if t.accumulate {
+                            _mm512_fmadd_ps(row[v], scale, _mm512_maskz_loadu_ps(m[v], cv))
+                        } else {
+                            _mm512_mul_ps(row[v], scale)
+                        };
+                        _mm512_mask_storeu_ps(cv, m[v], r);
+                    }
                 }
             }
         } else {

@@ -387,17 +387,17 @@ pub unsafe fn run(
         1
     };
     let (a_panels, b_panels) = (m.div_ceil(mr), n.div_ceil(nr));
+    // Read a row-major B in place when A is at most two micro-panels high.
+    // (Reading B in place under a packed A whatever its height measured slower on
+    // ResNet-50: 1.43 vs 1.32 times ORT.)
+    let direct = match (&b, &a) {
+        (BSource::View(_, r), _) => r.cs == 1 && m <= 2 * mr,
+        (BSource::Packed(_), _) => false,
+    };
     let (rsplit, csplit) = if threads > 1 {
-        let want = threads * 2;
-        if b_panels < want && a_panels >= want {
-            // Few columns (a small convolution plane): rows only, so that every
-            // task has the same columns (an edge panel costs as much as a full
-            // one) and no A row block is packed twice.
-            (want, 1)
-        } else {
-            let c = want.min(b_panels);
-            (want.div_ceil(c).min(a_panels), c)
-        }
+        let packs_a = matches!(a, ASource::View(..));
+        let packs_b = matches!(b, BSource::View(..)) && !direct;
+        split(threads, a_panels, b_panels, mr, nr, k, packs_a, packs_b)
     } else {
         (1, 1)
     };
@@ -406,13 +406,6 @@ pub unsafe fn run(
     let rows_max = a_panels.div_ceil(rsplit) * mr;
     let cols_max = b_panels.div_ceil(csplit) * nr;
 
-    // Read a row-major B in place when A is at most two micro-panels high.
-    // (Reading B in place under a packed A whatever its height measured slower on
-    // ResNet-50: 1.43 vs 1.32 times ORT.)
-    let direct = match (&b, &a) {
-        (BSource::View(_, r), _) => r.cs == 1 && m <= 2 * mr,
-        (BSource::Packed(_), _) => false,
-    };
     let kc_max = kern.kc.min(k);
     let nc = match b {
         BSource::View(..) => kern.nc.min(cols_max),
@@ -469,6 +462,45 @@ pub unsafe fn run(
         }
     }
     Ok(())
+}
+
+/// Multiply-adds one packed float costs, in the split's model: packing reads
+/// the operand from L3 or memory with scalar stores, about a cycle a float, where
+/// the kernel does 32 multiply-adds a cycle.
+const PACK_COST_MACS: usize = 48;
+
+/// Multiply-adds one float of an operand packed ahead costs each time a task
+/// streams it from L3: a task with few rows of A reads all of its B for little
+/// work (measured: BERT's [128x768]x[768x3072] on 2 threads ran 6% slower split
+/// into row ranges of 3 micro-panels than into column ranges).
+const READ_COST_MACS: usize = 8;
+
+/// How to cut a product into `rsplit x csplit` sub-products for `threads`
+/// workers: the grid (about two tasks per thread, so that a descheduled thread
+/// delays only part of the work) whose busiest worker has the least to do, counting
+/// tiles at full size (an edge tile costs as much as a full one) and the packing
+/// each task repeats: its rows of A when A is packed per call (`packs_a`), its
+/// columns of B when B is (`packs_b`), and otherwise the reading of the operand
+/// packed ahead.
+#[allow(clippy::too_many_arguments)]
+fn split(threads: usize, a_panels: usize, b_panels: usize, mr: usize, nr: usize, k: usize, packs_a: bool, packs_b: bool) -> (usize, usize) {
+    let want = threads * 2;
+    let mut best = (usize::MAX, (1, 1));
+    for r in 1..=want.min(a_panels) {
+        let c = want.div_ceil(r).min(b_panels);
+        let rows = a_panels.div_ceil(r) * mr;
+        let cols = b_panels.div_ceil(c) * nr;
+        let mut cost = rows.saturating_mul(cols).saturating_mul(k);
+        let a_cost = if packs_a { PACK_COST_MACS } else { READ_COST_MACS };
+        let b_cost = if packs_b { PACK_COST_MACS } else { READ_COST_MACS };
+        cost = cost.saturating_add(rows.saturating_mul(k).saturating_mul(a_cost));
+        cost = cost.saturating_add(cols.saturating_mul(k).saturating_mul(b_cost));
+        let per_worker = (r * c).div_ceil(threads).saturating_mul(cost);
+        if per_worker < best.0 {
+            best = (per_worker, (r, c));
+        }
+    }
+    best.1
 }
 
 /// The blocking of one product.
@@ -546,7 +578,8 @@ impl Geometry {
                     for jp in 0..panels {
                         let j = jc + jp * nr;
                         let bp = bptr.add(jp * panel_step);
-                        for ip in 0..mcur.div_ceil(mr) {
+                        let a_tiles = mcur.div_ceil(mr);
+                        for ip in 0..a_tiles {
                             let ap = aptr.add(ip * kc * mr);
                             let i = ic + ip * mr;
                             let tile = Tile {
@@ -557,6 +590,11 @@ impl Geometry {
                                 cols: nr.min(cols.end - j),
                                 scale,
                                 accumulate: acc,
+                                next_b: if ip + 1 == a_tiles && jp + 1 < panels && !self.direct {
+                                    bp.add(panel_step)
+                                } else {
+                                    std::ptr::null()
+                                },
                             };
                             (kern.f)(kc, ap, bp, ldb, &tile);
                         }

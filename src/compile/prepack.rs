@@ -9,8 +9,10 @@
 //!   (`engine::cpu::kernels::prepacked`), which multiply with it instead of
 //!   packing the weights again on every compute. The graph itself is unchanged by
 //!   this step; float16 weights are packed widened to float32 (exactly), as the
-//!   kernels would widen them. A conv2d filter that the direct kernel will read
-//!   (few input channels, see `conv_direct.rs`) is packed in its order instead. `WEBNN_CPU_PREPACK=0` turns this step off.
+//!   kernels would widen them. A conv2d filter that a direct kernel will read
+//!   (`conv_direct.rs`, `conv_oclanes.rs`; `conv::pack_filter_for` asks the same
+//!   rule as the compute) is packed in that kernel's order instead.
+//!   `WEBNN_CPU_PREPACK=0` turns this step off.
 
 use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
 use crate::engine::cpu::kernels::gemm_core::Mat;

@@ -11,6 +11,10 @@
 //! of its work on packing. So do nchw convolutions with few input channels per
 //! group (the first convolution of an image model, `conv_direct.rs`): their K is
 //! too small for the GEMM to pay for writing and re-packing the im2col matrix.
+//! Filters of many taps over planes of 28x28 and less have a direct kernel with
+//! output channels along the vector lanes (`conv_oclanes.rs`): 49 or 169 pixels
+//! leave a quarter of the GEMM's columns (or of pixel vectors) empty, while
+//! output channels come in multiples of 32.
 //!
 //! convTranspose2d: per (batch, group) and filter tap, one GEMM of the input with
 //! that tap's [inputChannels/groups, outputChannels/groups] slice of the filter
@@ -48,6 +52,30 @@ use depthwise::{depthwise_nchw, depthwise_nhwc};
 
 #[path = "conv_direct.rs"]
 mod direct;
+
+#[path = "conv_oclanes.rs"]
+mod oclanes;
+
+/// Which direct nchw kernel, if any, computes a convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirectKind {
+    /// Output pixels along the vector lanes (`conv_direct.rs`).
+    Pixels,
+    /// Output channels along the vector lanes (`conv_oclanes.rs`).
+    Channels,
+}
+
+/// The direct kernel for an nchw, not depthwise convolution, where one suits it:
+/// channels along lanes first (small planes, many taps), where it is faster.
+fn direct_kind(g: &Geometry) -> Option<DirectKind> {
+    if oclanes::suits(g) {
+        Some(DirectKind::Channels)
+    } else if direct::suits(g) {
+        Some(DirectKind::Pixels)
+    } else {
+        None
+    }
+}
 
 /// Floats of one im2col block: 4 MiB keeps it near the caches the GEMM streams
 /// through, while leaving the GEMM a wide enough N.
@@ -330,18 +358,23 @@ fn conv2d_with(
     let f_strides = strides_at(f.shape, axes);
     let f_dims = [g.out_c, cig, k_h, k_w];
     let depthwise = g.groups == g.in_c && g.groups == g.out_c;
-    if allow_direct && layout == InputLayout::Nchw && !depthwise && direct::suits(&g) {
+    let kind = if allow_direct && layout == InputLayout::Nchw && !depthwise { direct_kind(&g) } else { None };
+    if let Some(kind) = kind {
         let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
         let packed = prepacked::lookup(f.data, what);
-        let ahead = match packed.as_deref() {
-            Some(Packed::Direct(w)) if direct::packed_fits(&g, w) => Some(&w[..]),
+        let ahead = match (packed.as_deref(), kind) {
+            (Some(Packed::Direct(w)), DirectKind::Pixels) if direct::packed_fits(&g, w) => Some(&w[..]),
+            (Some(Packed::OcLanes(w)), DirectKind::Channels) if oclanes::packed_fits(&g, w) => Some(&w[..]),
             _ => None,
         };
         let fs = match ahead {
             Some(_) => std::borrow::Cow::Borrowed(&[][..]),
             None => f32_input(f)?,
         };
-        return with_f32_output(out, x.data_type, |dst| direct::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst));
+        return with_f32_output(out, x.data_type, |dst| match kind {
+            DirectKind::Pixels => direct::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst),
+            DirectKind::Channels => oclanes::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst),
+        });
     }
     // The filter packed at build time for this kernel (see `prepacked`), when
     // the compiler's prepack pass saw it.
@@ -476,8 +509,14 @@ pub fn pack_filter_for(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usiz
     let [o, i, h, kw] = dims;
     let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);
     let native = attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Oihw;
-    if attrs.input_layout == InputLayout::Nchw && native && g.out_c == o && o.checked_mul(i * h * kw) == Some(w.len()) && direct::suits(&g) {
-        return Ok(Packed::Direct(direct::pack(w, [i * h * kw, h * kw, kw, 1], &g)?));
+    let depthwise = g.groups == g.in_c && g.groups == g.out_c;
+    if attrs.input_layout == InputLayout::Nchw && native && !depthwise && g.out_c == o && o.checked_mul(i * h * kw) == Some(w.len()) {
+        let st = [i * h * kw, h * kw, kw, 1];
+        match direct_kind(&g) {
+            Some(DirectKind::Pixels) => return Ok(Packed::Direct(direct::pack(w, st, &g)?)),
+            Some(DirectKind::Channels) => return Ok(Packed::OcLanes(oclanes::pack(w, st, &g)?)),
+            None => {}
+        }
     }
     pack_filter(attrs.input_layout, attrs.groups, dims, w)
 }
@@ -1469,6 +1508,8 @@ mod tests {
         check_conv([1, 2, 3, 4], [2, 2, 4, 5], 1, [0, 1, 0, 1], [1, 1], [1, 1], true, f);
         // Larger, to cross block boundaries and the parallel paths.
         check_conv([2, 16, 33, 31], [8, 16, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        // Output channels along lanes (nchw, small plane, 288 taps), uneven padding.
+        check_conv([2, 32, 7, 6], [64, 32, 3, 3], 1, [1, 2, 0, 1], [1, 1], [1, 1], true, f);
         check_conv(
             [1, 32, 40, 40],
             [32, 1, 3, 3],
@@ -1485,6 +1526,7 @@ mod tests {
     fn conv2d_float16() {
         let h = DataType::Float16;
         check_conv([1, 3, 6, 6], [4, 3, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, h);
+        check_conv([1, 32, 5, 5], [32, 32, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, h);
         check_conv([1, 4, 5, 5], [4, 1, 3, 3], 4, [0; 4], [1, 1], [1, 1], true, h);
         check_conv([1, 4, 3, 3], [2, 4, 1, 1], 1, [0; 4], [1, 1], [1, 1], false, h);
     }

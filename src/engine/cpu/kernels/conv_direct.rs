@@ -819,3 +819,86 @@ mod tests {
         assert!(!suits(&huge));
     }
 }
+
+#[cfg(test)]
+mod bench {
+    use super::super::{oclanes, im2col_gemm_nchw, pack_filter, packed_col_budget, pointwise_nchw, Filter, FilterMat, Weights as GemmWeights};
+    use super::*;
+    use crate::engine::cpu::kernels::prepacked::Packed;
+    use crate::ops::conv::InputLayout;
+
+    /// Times the direct kernel and the GEMM path on model shapes (one thread),
+    /// warm and with the caches flushed before each run:
+    /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn conv_direct_bench() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let mut flush = vec![0f32; 12 << 20];
+        let shapes = [
+            (64, 64, 56, 3, 1, 1),
+            (128, 128, 28, 3, 1, 1),
+            (256, 256, 14, 3, 1, 1),
+            (512, 512, 7, 3, 1, 1),
+            (64, 256, 13, 3, 1, 1),
+            (48, 192, 13, 3, 1, 1),
+            (16, 64, 55, 3, 1, 1),
+            (32, 128, 27, 3, 1, 1),
+            (256, 512, 56, 1, 2, 0),
+            (256, 128, 56, 1, 2, 0),
+            (1024, 2048, 14, 1, 2, 0),
+            (512, 1024, 28, 1, 2, 0),
+            (64, 256, 56, 1, 1, 0),
+            (2048, 512, 7, 1, 1, 0),
+        ];
+        for (cin, cout, hw, k, s, pad) in shapes {
+            let out = (hw + 2 * pad - k) / s + 1;
+            let g = Geometry {
+                batches: 1, in_c: cin, in_h: hw, in_w: hw, out_c: cout, out_h: out, out_w: out, k_h: k, k_w: k,
+                groups: 1, cig: cin, cog: cout, stride: [s, s], dilation: [1, 1], pad: [pad, pad],
+            };
+            let x: Vec<f32> = (0..cin * hw * hw).map(|i| (i % 7) as f32 * 0.1).collect();
+            let w: Vec<f32> = (0..cout * cin * k * k).map(|i| (i % 5) as f32 * 0.01).collect();
+            let st = [cin * k * k, k * k, k, 1];
+            let packed = pack(&w, st, &g).unwrap();
+            let packed_oc = oclanes::pack(&w, st, &g).unwrap();
+            let Ok(Packed::A(pa)) = pack_filter(InputLayout::Nchw, 1, [cout, cin, k, k], &w) else { panic!() };
+            let wt = Filter { w: &[], fm: FilterMat { rs: 0, cs: 0, group: 0 }, packed: GemmWeights::A(&pa) };
+            let mut dst = vec![0f32; cout * out * out];
+            let flops = 2.0 * (cout * cin * k * k * out * out) as f64;
+            let kk = cin * k * k;
+            let mut line = format!("{cin}->{cout} {k}x{k} s{s} @{hw} suits {} {}:", suits(&g), oclanes::suits(&g));
+            pool.install(|| {
+                for path in 0..3 {
+                    if path == 0 && k == 1 {
+                        continue;
+                    }
+                    for cold in [false, true] {
+                        let mut best = f64::MAX;
+                        for _ in 0..25 {
+                            if cold {
+                                for v in flush.iter_mut() {
+                                    *v += 1.0;
+                                }
+                            }
+                            let t = std::time::Instant::now();
+                            if path == 2 {
+                                oclanes::conv_nchw(&x, Some(&packed_oc), &[], st, &g, None, &Epi::NONE, &mut dst).unwrap();
+                            } else if path == 0 {
+                                conv_nchw(&x, Some(&packed), &[], st, &g, None, &Epi::NONE, &mut dst).unwrap();
+                            } else if k == 1 && s == 1 {
+                                pointwise_nchw(&x, &wt, &g, None, &Epi::NONE, &mut dst).unwrap();
+                            } else {
+                                im2col_gemm_nchw(&x, &wt, &g, packed_col_budget(kk), None, &Epi::NONE, &mut dst).unwrap();
+                            }
+                            best = best.min(t.elapsed().as_secs_f64());
+                        }
+                        line += &format!(" {}{} {:.3} ms {:.0} GF/s |", ["direct", "gemm", "oclanes"][path], if cold { " cold" } else { "" }, best * 1e3, flops / best / 1e9);
+                    }
+                }
+            });
+            println!("{line}");
+        }
+        std::hint::black_box(&flush);
+    }
+}

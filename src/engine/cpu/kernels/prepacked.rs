@@ -53,6 +53,9 @@ pub enum Packed {
     B(Vec<PackedB>),
     /// A conv2d filter in the order of the direct nchw kernel (`conv_direct.rs`).
     Direct(Vec<f32>),
+    /// A conv2d filter in the order of the output-channels-along-lanes kernel
+    /// (`conv_oclanes.rs`).
+    OcLanes(Vec<f32>),
 }
 
 struct Entry {

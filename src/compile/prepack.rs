@@ -9,7 +9,10 @@
 //!   (`engine::cpu::kernels::prepacked`), which multiply with it instead of
 //!   packing the weights again on every compute. The graph itself is unchanged by
 //!   this step; float16 weights are packed widened to float32 (exactly), as the
-//!   kernels would widen them. `WEBNN_CPU_PREPACK=0` turns this step off.
+//!   kernels would widen them. A conv2d filter that a direct kernel will read
+//!   (`conv_direct.rs`, `conv_oclanes.rs`; `conv::pack_filter_for` asks the same
+//!   rule as the compute) is packed in that kernel's order instead.
+//!   `WEBNN_CPU_PREPACK=0` turns this step off.
 
 use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
 use crate::engine::cpu::kernels::gemm_core::Mat;
@@ -85,7 +88,10 @@ fn pack_one<'g>(g: &'g Graph, op: &Operator) -> Option<(&'g ConstantData, What, 
                 dims,
             };
             let w = f32_values(bytes, d.data_type)?;
-            (what, conv::pack_filter(attrs.input_layout, attrs.groups, dims, &w))
+            // The input and output shapes pick the kernel, hence the packing.
+            let x_shape = &desc(g, *op.inputs.first()?).shape;
+            let out_shape = &desc(g, *op.outputs.first()?).shape;
+            (what, conv::pack_filter_for(attrs, x_shape, out_shape, dims, &w))
         }
         Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }) => {
             let r = shape.len();

@@ -8,7 +8,13 @@
 //! A 1x1 filter with unit strides and no padding reads the input as the matrix
 //! itself. Depthwise convolution (groups = input channels = output channels) has
 //! its own direct kernel: a GEMM with K = filterH * filterW and one row wastes most
-//! of its work on packing.
+//! of its work on packing. So do nchw convolutions with few input channels per
+//! group (the first convolution of an image model, `conv_direct.rs`): their K is
+//! too small for the GEMM to pay for writing and re-packing the im2col matrix.
+//! Filters of many taps over planes of 28x28 and less have a direct kernel with
+//! output channels along the vector lanes (`conv_oclanes.rs`): 49 or 169 pixels
+//! leave a quarter of the GEMM's columns (or of pixel vectors) empty, while
+//! output channels come in multiples of 32.
 //!
 //! convTranspose2d: per (batch, group) and filter tap, one GEMM of the input with
 //! that tap's [inputChannels/groups, outputChannels/groups] slice of the filter
@@ -43,6 +49,33 @@ use crate::ops::conv::{pick, strides_at, Conv2dAttrs, ConvTranspose2dAttrs, Inpu
 #[path = "depthwise.rs"]
 mod depthwise;
 use depthwise::{depthwise_nchw, depthwise_nhwc};
+
+#[path = "conv_direct.rs"]
+mod direct;
+
+#[path = "conv_oclanes.rs"]
+mod oclanes;
+
+/// Which direct nchw kernel, if any, computes a convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirectKind {
+    /// Output pixels along the vector lanes (`conv_direct.rs`).
+    Pixels,
+    /// Output channels along the vector lanes (`conv_oclanes.rs`).
+    Channels,
+}
+
+/// The direct kernel for an nchw, not depthwise convolution, where one suits it:
+/// channels along lanes first (small planes, many taps), where it is faster.
+fn direct_kind(g: &Geometry) -> Option<DirectKind> {
+    if oclanes::suits(g) {
+        Some(DirectKind::Channels)
+    } else if direct::suits(g) {
+        Some(DirectKind::Pixels)
+    } else {
+        None
+    }
+}
 
 /// Floats of one im2col block: 4 MiB keeps it near the caches the GEMM streams
 /// through, while leaving the GEMM a wide enough N.
@@ -156,6 +189,31 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// A conv2d's geometry from its input and output shapes and its filter's
+    /// input channels per group, height and width.
+    fn conv2d(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], [cig, k_h, k_w]: [usize; 3]) -> Geometry {
+        let layout = attrs.input_layout;
+        let (batches, in_c, in_h, in_w) = layout.nchw(x_shape);
+        let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
+        Geometry {
+            batches,
+            in_c,
+            in_h,
+            in_w,
+            out_c,
+            out_h,
+            out_w,
+            k_h,
+            k_w,
+            groups: attrs.groups,
+            cig,
+            cog: out_c / attrs.groups.max(1),
+            stride: attrs.strides,
+            dilation: attrs.dilations,
+            pad: [attrs.padding[0], attrs.padding[2]],
+        }
+    }
+
     fn in_plane(&self) -> usize {
         self.in_h * self.in_w
     }
@@ -259,7 +317,7 @@ pub fn conv2d(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
-    conv2d_with(x, f, bias, attrs, &Epi::NONE, out, out_shape, COL_BUDGET)
+    conv2d_with(x, f, bias, attrs, &Epi::NONE, out, out_shape, COL_BUDGET, true)
 }
 
 /// conv2d whose results go through `epi` (after the bias) block by block.
@@ -272,10 +330,12 @@ pub fn conv2d_fused(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<()> {
-    conv2d_with(x, f, bias, attrs, epi, out, out_shape, COL_BUDGET)
+    conv2d_with(x, f, bias, attrs, epi, out, out_shape, COL_BUDGET, true)
 }
 
-/// conv2d with im2col blocks of at most `col_budget` floats (or one pixel).
+/// conv2d with im2col blocks of at most `col_budget` floats (or one pixel); the
+/// direct kernel (`direct`) where it suits the shape, unless `allow_direct` is
+/// false (tests of the GEMM path).
 #[allow(clippy::too_many_arguments)]
 fn conv2d_with(
     x: &Tensor,
@@ -286,35 +346,36 @@ fn conv2d_with(
     out: &mut [u8],
     out_shape: &[usize],
     col_budget: usize,
+    allow_direct: bool,
 ) -> Result<()> {
     let layout = attrs.input_layout;
-    let (batches, in_c, in_h, in_w) = layout.nchw(x.shape);
-    let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
     let axes = attrs.filter_layout.axes();
     let [_, cig, k_h, k_w] = pick(f.shape, axes);
-    let g = Geometry {
-        batches,
-        in_c,
-        in_h,
-        in_w,
-        out_c,
-        out_h,
-        out_w,
-        k_h,
-        k_w,
-        groups: attrs.groups,
-        cig,
-        cog: out_c / attrs.groups,
-        stride: attrs.strides,
-        dilation: attrs.dilations,
-        pad: [attrs.padding[0], attrs.padding[2]],
-    };
+    let g = Geometry::conv2d(attrs, x.shape, out_shape, [cig, k_h, k_w]);
     let xs = f32_input(x)?;
     let bs = bias.map(f32_input).transpose()?;
     let bs = bs.as_deref();
     let f_strides = strides_at(f.shape, axes);
-    let f_dims = [out_c, cig, k_h, k_w];
+    let f_dims = [g.out_c, cig, k_h, k_w];
     let depthwise = g.groups == g.in_c && g.groups == g.out_c;
+    let kind = if allow_direct && layout == InputLayout::Nchw && !depthwise { direct_kind(&g) } else { None };
+    if let Some(kind) = kind {
+        let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
+        let packed = prepacked::lookup(f.data, what);
+        let ahead = match (packed.as_deref(), kind) {
+            (Some(Packed::Direct(w)), DirectKind::Pixels) if direct::packed_fits(&g, w) => Some(&w[..]),
+            (Some(Packed::OcLanes(w)), DirectKind::Channels) if oclanes::packed_fits(&g, w) => Some(&w[..]),
+            _ => None,
+        };
+        let fs = match ahead {
+            Some(_) => std::borrow::Cow::Borrowed(&[][..]),
+            None => f32_input(f)?,
+        };
+        return with_f32_output(out, x.data_type, |dst| match kind {
+            DirectKind::Pixels => direct::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst),
+            DirectKind::Channels => oclanes::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst),
+        });
+    }
     // The filter packed at build time for this kernel (see `prepacked`), when
     // the compiler's prepack pass saw it.
     let packed = if depthwise {
@@ -439,6 +500,25 @@ pub fn pack_filter(layout: InputLayout, groups: usize, dims: [usize; 4], w: &[f3
         InputLayout::Nchw => Packed::A((0..groups).map(|grp| pack_a(cog, k, w, mat(grp))).collect::<Result<_>>()?),
         InputLayout::Nhwc => Packed::B((0..groups).map(|grp| pack_b(k, cog, w, mat(grp).t())).collect::<Result<_>>()?),
     })
+}
+
+/// Packs a native-layout conv2d filter (as `pack_filter`) for the kernel that
+/// will compute this conv2d: the direct kernel's order when it suits the shapes
+/// (input `x_shape`, output `out_shape`), else the GEMM operands.
+pub fn pack_filter_for(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4], w: &[f32]) -> Result<Packed> {
+    let [o, i, h, kw] = dims;
+    let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);
+    let native = attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Oihw;
+    let depthwise = g.groups == g.in_c && g.groups == g.out_c;
+    if attrs.input_layout == InputLayout::Nchw && native && !depthwise && g.out_c == o && o.checked_mul(i * h * kw) == Some(w.len()) {
+        let st = [i * h * kw, h * kw, kw, 1];
+        match direct_kind(&g) {
+            Some(DirectKind::Pixels) => return Ok(Packed::Direct(direct::pack(w, st, &g)?)),
+            Some(DirectKind::Channels) => return Ok(Packed::OcLanes(oclanes::pack(w, st, &g)?)),
+            None => {}
+        }
+    }
+    pack_filter(attrs.input_layout, attrs.groups, dims, w)
 }
 
 /// A conv2d filter for the GEMM-based kernels.
@@ -1366,16 +1446,25 @@ mod tests {
                     shape: std::slice::from_ref(&wd[0]),
                     data_type: dt,
                 });
-                // Default im2col blocks, and blocks of one and of three pixels.
                 let k = wd[1] * wd[2] * wd[3];
-                for (budget, wdata) in [(COL_BUDGET, &wb), (1, &wb), (3 * k, &wb), (COL_BUDGET, &copy), (1, &copy)] {
+                // Default im2col blocks, and blocks of one and of three pixels,
+                // then the default path (the direct kernel where it suits).
+                for (budget, wdata, direct) in [
+                    (COL_BUDGET, &wb, false),
+                    (1, &wb, false),
+                    (3 * k, &wb, false),
+                    (COL_BUDGET, &copy, false),
+                    (1, &copy, false),
+                    (COL_BUDGET, &wb, true),
+                    (COL_BUDGET, &copy, true),
+                ] {
                     let tw = Tensor {
                         data: wdata,
                         shape: &wshape,
                         data_type: dt,
                     };
                     let mut ob = vec![0xa5u8; out.byte_length()];
-                    conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &Epi::NONE, &mut ob, &out.shape, budget).unwrap();
+                    conv2d_with(&tx, &tw, tb.as_ref(), &attrs, &Epi::NONE, &mut ob, &out.shape, budget, direct).unwrap();
                     let got = floats(&ob, dt);
                     let eps = if dt == DataType::Float16 {
                         2f64.powi(-10)
@@ -1386,7 +1475,7 @@ mod tests {
                         let w = *w as f64;
                         assert!(
                             (g - w).abs() <= (2.0 * k as f64 + 2.0) * eps * (1.0 + w.abs()),
-                            "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt} budget {budget}: [{i}] {g} vs {w}"
+                            "{xd:?} {wd:?} g{groups} {il:?} {fl:?} {dt} budget {budget} direct {direct}: [{i}] {g} vs {w}"
                         );
                     }
                 }
@@ -1419,6 +1508,8 @@ mod tests {
         check_conv([1, 2, 3, 4], [2, 2, 4, 5], 1, [0, 1, 0, 1], [1, 1], [1, 1], true, f);
         // Larger, to cross block boundaries and the parallel paths.
         check_conv([2, 16, 33, 31], [8, 16, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, f);
+        // Output channels along lanes (nchw, small plane, 288 taps), uneven padding.
+        check_conv([2, 32, 7, 6], [64, 32, 3, 3], 1, [1, 2, 0, 1], [1, 1], [1, 1], true, f);
         check_conv(
             [1, 32, 40, 40],
             [32, 1, 3, 3],
@@ -1435,6 +1526,7 @@ mod tests {
     fn conv2d_float16() {
         let h = DataType::Float16;
         check_conv([1, 3, 6, 6], [4, 3, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, h);
+        check_conv([1, 32, 5, 5], [32, 32, 3, 3], 1, [1, 1, 1, 1], [1, 1], [1, 1], true, h);
         check_conv([1, 4, 5, 5], [4, 1, 3, 3], 4, [0; 4], [1, 1], [1, 1], true, h);
         check_conv([1, 4, 3, 3], [2, 4, 1, 1], 1, [0; 4], [1, 1], [1, 1], false, h);
     }

@@ -51,6 +51,11 @@ pub enum Packed {
     /// One [K, outputChannels / groups] matrix per group (the nhwc convolution's
     /// right operand), or one matrix (matmul, gemm).
     B(Vec<PackedB>),
+    /// A conv2d filter in the order of the direct nchw kernel (`conv_direct.rs`).
+    Direct(Vec<f32>),
+    /// A conv2d filter in the order of the output-channels-along-lanes kernel
+    /// (`conv_oclanes.rs`).
+    OcLanes(Vec<f32>),
 }
 
 struct Entry {

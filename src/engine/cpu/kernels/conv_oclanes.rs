@@ -1,0 +1,546 @@
+//! Direct nchw conv2d with output channels along the vector lanes, for small
+//! output planes with many input channels (3x3 at 7x7 and 13x13: ResNet-50's
+//! last stage, SqueezeNet's last expand convolutions). There pixels along the
+//! lanes (`conv_direct.rs`) or along GEMM columns waste a quarter of the work:
+//! 49 pixels fill 64 lanes either way. Output channels come in multiples of 32,
+//! so with them along the lanes every lane counts.
+//!
+//! One register tile is up to `PX` = 8 output pixels by `CB` = 2 x 16 output
+//! channels: per tap (input channel, ky, kx), two vector loads of the packed
+//! filter and one broadcast of the input per pixel, 16 multiply-adds. The input of a (batch,
+//! group) is first copied into a zero-bordered plane per input channel
+//! (`Pad`), so every tap of every pixel is one read at a fixed offset and padding
+//! costs no branches. A finished tile is written out transposed (pixel by
+//! channel) through a small buffer: with at least `MIN_TAPS` taps per tile that
+//! costs little.
+//!
+//! The filter is packed (`pack`) in blocks of `CB` output channels, tap by tap:
+//! at build time by the prepack pass when the filter is constant, else per call.
+//!
+//! The register kernel needs AVX-512 (`suits` says no elsewhere); a portable copy
+//! of the same loops keeps the entry point correct at every level, for tests.
+
+use rayon::prelude::*;
+
+use super::{finish_nchw_block, Geometry, RawOut};
+use crate::engine::cpu::epilogue::Epi;
+use crate::engine::cpu::kernels::gemm_core::alloc_f32;
+use crate::engine::cpu::kernels::simd::{self, Level};
+use crate::error::{Result, WebnnError};
+
+/// Floats per vector.
+const VL: usize = 16;
+/// Output channels per register tile (two vectors).
+const CB: usize = 2 * VL;
+/// Pixels per register tile at most: PX x 2 accumulators, PX broadcasts and two
+/// filter vectors fit the 32 registers (with 12 pixels, the compiler hoists the
+/// broadcasts and spills accumulators: half the speed).
+const PX: usize = 8;
+
+/// Output planes up to this many pixels (28x28 and below; at 56x56 the
+/// pixels-along-lanes kernel is as fast and pads far less input at once).
+const MAX_PLANE: usize = 1024;
+/// Taps per tile at least: the transposing stores of a tile then cost little
+/// beside its multiply-adds.
+const MIN_TAPS: usize = 256;
+/// Floats of one (batch, group)'s zero-bordered input above which the kernel is
+/// not used (huge strides, dilations or padding).
+const PAD_BUDGET: usize = 1 << 21;
+
+/// Whether this kernel computes this (nchw, not depthwise) convolution: AVX-512,
+/// a filter of more than one tap, an output plane of at most `MAX_PLANE` pixels,
+/// output channels per group a multiple of `CB`, at least `MIN_TAPS` taps, and a
+/// padded input within budget. Checked before the pixels-along-lanes kernel.
+///
+/// Measured on one Zen 5 core (ms, warm / caches flushed; this kernel vs pixels
+/// along lanes vs im2col + GEMM): 512 3x3 at 7x7: 0.97 / 1.32 vs 1.36 / 1.94 vs
+/// 1.59 / 1.68; 256 at 14x14: 0.94 / 1.07 vs 1.10 / 1.16 vs 1.26 / 1.35; 128 at
+/// 28x28: 0.96 / 1.02 vs 1.06 / 1.15; 64 -> 256 at 13x13: 0.22 / 0.26 vs 0.27 /
+/// 0.30 vs 0.27 / 0.33; 48 -> 192 at 13x13: 0.12 / 0.15 vs 0.15 / 0.19. Even:
+/// 64 at 56x56 (1.03 vs 0.99), 32 -> 128 at 27x27 (288 taps). Slower: 16 -> 64
+/// at 55x55 (144 taps, 0.29 vs 0.25), and 1x1 filters (few taps per stored tile;
+/// 64 -> 256 at 56x56 0.70 vs GEMM 0.46). `WEBNN_CPU_CONV_OCLANES=0` turns it off
+/// (comparisons).
+pub(super) fn suits(g: &Geometry) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *OFF.get_or_init(|| std::env::var("WEBNN_CPU_CONV_OCLANES").is_ok_and(|v| v == "0")) {
+        return false;
+    }
+    simd::level() == Level::Avx512
+        && g.k_h * g.k_w > 1
+        && g.out_plane() > 0
+        && g.out_plane() <= MAX_PLANE
+        && g.cog > 0
+        && g.cog % CB == 0
+        && g.cig * g.k_h * g.k_w >= MIN_TAPS
+        && Pad::new(g).is_some_and(|p| p.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
+}
+
+/// The zero-bordered copy of one input channel: rows of `w` floats, `chan`
+/// floats in all (padded row r is input row r - padTop, padded column c input
+/// column c - padLeft), just the rows and columns some tap reads.
+#[derive(Debug, Clone, Copy)]
+struct Pad {
+    w: usize,
+    chan: usize,
+}
+
+impl Pad {
+    fn new(g: &Geometry) -> Option<Pad> {
+        let span = |out: usize, s: usize, k: usize, d: usize| -> Option<usize> {
+            out.checked_sub(1)?.checked_mul(s)?.checked_add(k.checked_sub(1)?.checked_mul(d)?)?.checked_add(1)
+        };
+        let h = span(g.out_h, g.stride[0], g.k_h, g.dilation[0])?;
+        let w = span(g.out_w, g.stride[1], g.k_w, g.dilation[1])?;
+        Some(Pad { w, chan: h.checked_mul(w)? })
+    }
+
+    /// Offset of each tap (ci, ky, kx) from the window of output (0, 0).
+    fn taps(&self, g: &Geometry) -> Vec<usize> {
+        let mut taps = Vec::with_capacity(g.cig * g.k_h * g.k_w);
+        for ci in 0..g.cig {
+            for ky in 0..g.k_h {
+                for kx in 0..g.k_w {
+                    taps.push(ci * self.chan + ky * g.dilation[0] * self.w + kx * g.dilation[1]);
+                }
+            }
+        }
+        taps
+    }
+
+    /// Offset of each output pixel's window (row-major).
+    fn pixels(&self, g: &Geometry) -> Vec<usize> {
+        let mut pix = Vec::with_capacity(g.out_plane());
+        for oy in 0..g.out_h {
+            for ox in 0..g.out_w {
+                pix.push(oy * g.stride[0] * self.w + ox * g.stride[1]);
+            }
+        }
+        pix
+    }
+
+    /// Copies input channel `c` (over all batches: batch * in_c + channel) into
+    /// its padded plane `dst`.
+    fn fill(&self, x: &[f32], g: &Geometry, c: usize, dst: &mut [f32]) {
+        let (pt, pl) = (g.pad[0], g.pad[1]);
+        // Input columns that land in a padded row (the rest no tap reads).
+        let cols = g.in_w.min(self.w.saturating_sub(pl));
+        let src = &x[c * g.in_plane()..][..g.in_plane()];
+        for (r, row) in dst.chunks_exact_mut(self.w).enumerate() {
+            row.fill(0.0);
+            let iy = r as isize - pt as isize;
+            if iy < 0 || iy as usize >= g.in_h || cols == 0 {
+                continue;
+            }
+            row[pl..pl + cols].copy_from_slice(&src[iy as usize * g.in_w..][..cols]);
+        }
+    }
+}
+
+/// Floats of the packed filter.
+fn packed_len(g: &Geometry) -> Option<usize> {
+    g.groups.checked_mul(g.cog.div_ceil(CB))?.checked_mul(g.cig.checked_mul(g.k_h)?.checked_mul(g.k_w)?)?.checked_mul(CB)
+}
+
+/// Whether `w`, packed at build time, has this convolution's packed size.
+pub(super) fn packed_fits(g: &Geometry, w: &[f32]) -> bool {
+    packed_len(g) == Some(w.len())
+}
+
+fn too_big() -> WebnnError {
+    WebnnError::Operation("conv2d: sizes overflow".into())
+}
+
+/// The filter (values `fs` with (o, i, h, w) element strides `st`) as the tiles
+/// read it: per group, per block of `CB` output channels, per tap (ci, ky, kx),
+/// the block's `CB` weights (zeros past the group's last channel).
+pub(super) fn pack(fs: &[f32], st: [usize; 4], g: &Geometry) -> Result<Vec<f32>> {
+    let blocks = g.cog.div_ceil(CB);
+    let mut w = alloc_f32(packed_len(g).ok_or_else(too_big)?)?;
+    let mut i = 0;
+    for grp in 0..g.groups {
+        for blk in 0..blocks {
+            for ci in 0..g.cig {
+                for ky in 0..g.k_h {
+                    for kx in 0..g.k_w {
+                        for c in 0..CB {
+                            let oc = blk * CB + c;
+                            if oc < g.cog {
+                                w[i] = fs[(grp * g.cog + oc) * st[0] + ci * st[1] + ky * st[2] + kx * st[3]];
+                            }
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(w)
+}
+
+/// conv2d by this kernel (see the module comment); the filter packed at build
+/// time (`packed`) or `fs`, with (o, i, h, w) element strides `f_strides`. Every
+/// (batch, group)'s input is padded first; then tasks of (batch, group, run of
+/// channel blocks) each compute their channels over the whole plane and run the
+/// epilogue on them.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn conv_nchw(
+    x: &[f32],
+    packed: Option<&[f32]>,
+    fs: &[f32],
+    f_strides: [usize; 4],
+    g: &Geometry,
+    bias: Option<&[f32]>,
+    epi: &Epi,
+    dst: &mut [f32],
+) -> Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    let plane = g.out_plane();
+    if dst.len() != g.batches * g.out_c * plane || x.len() != g.batches * g.in_c * g.in_plane() {
+        return Err(WebnnError::Operation("internal: conv2d sizes disagree".into()));
+    }
+    let pad = Pad::new(g).ok_or_else(too_big)?;
+    let per_plane = pad.chan.checked_mul(g.cig).ok_or_else(too_big)?;
+    let planes = g.batches * g.groups;
+    // (Batch, group) planes in order, each of its group's input channels: padded
+    // plane i is input channel i of the batch-major [batches * in_c] channels.
+    let mut padded = alloc_f32(per_plane.checked_mul(planes).ok_or_else(too_big)?)?;
+    let fill = |(c, chunk): (usize, &mut [f32])| pad.fill(x, g, c, chunk);
+    if rayon::current_num_threads() > 1 {
+        padded.par_chunks_exact_mut(pad.chan).enumerate().with_min_len(16).for_each(fill);
+    } else {
+        padded.chunks_exact_mut(pad.chan).enumerate().for_each(fill);
+    }
+    let taps = pad.taps(g);
+    let pix = pad.pixels(g);
+    let w = match packed {
+        Some(p) if packed_fits(g, p) => std::borrow::Cow::Borrowed(p),
+        _ => std::borrow::Cow::Owned(pack(fs, f_strides, g)?),
+    };
+    let blocks = g.cog.div_ceil(CB);
+    let mut b = alloc_f32(g.groups * blocks * CB)?;
+    if let Some(bias) = bias {
+        for grp in 0..g.groups {
+            for oc in 0..g.cog {
+                b[grp * blocks * CB + oc] = bias[grp * g.cog + oc];
+            }
+        }
+    }
+    // Every read of a tile stays inside its padded planes: checked once here for
+    // the farthest pixel and tap, so the register kernel can read through raw
+    // pointers.
+    let reach = pix.iter().max().copied().unwrap_or(0) + taps.iter().max().copied().unwrap_or(0);
+    if reach >= per_plane || w.len() != packed_len(g).ok_or_else(too_big)? {
+        return Err(WebnnError::Operation("internal: conv2d oclanes sizes disagree".into()));
+    }
+    let threads = rayon::current_num_threads();
+    // Runs of channel blocks per (batch, group): enough tasks to balance the pool.
+    let runs = if threads > 1 { (4 * threads).div_ceil(planes).min(blocks).max(1) } else { 1 };
+    let per_run = blocks.div_ceil(runs);
+    let tasks = planes * runs;
+    let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
+    let level = simd::level();
+    let ntaps = taps.len();
+    let task = |t: usize| {
+        let (nb, run) = (t / runs, t % runs);
+        let (n, grp) = (nb / g.groups, nb % g.groups);
+        let (blk0, blk1) = (run * per_run, ((run + 1) * per_run).min(blocks));
+        if blk0 >= blk1 {
+            return;
+        }
+        let src = &padded[nb * per_plane..][..per_plane];
+        let c0 = blk0 * CB;
+        let channels = (blk1 * CB).min(g.cog) - c0;
+        let first = (n * g.out_c + grp * g.cog + c0) * plane;
+        {
+        // SAFETY: task t alone writes output channels [c0, c0 + channels) of group
+        // grp of batch n, whole planes: `channels * plane` floats from `first`.
+        let out = unsafe { raw.slice(first, channels * plane) };
+        let mut tmp = [[0f32; CB]; PX];
+        for blk in blk0..blk1 {
+            let at = (grp * blocks + blk) * ntaps * CB;
+            let wb = &w[at..][..ntaps * CB];
+            let bb: &[f32; CB] = b[(grp * blocks + blk) * CB..][..CB].try_into().unwrap_or_else(|_| unreachable!());
+            let nch = CB.min(g.cog - blk * CB);
+            let ob = (blk - blk0) * CB * plane;
+            // Tiles of equal size (49 pixels as 7 x 7, not 6 x 8 + 1: a tile of
+            // one pixel would run at an eighth of the speed).
+            let ntiles = plane.div_ceil(PX);
+            for i in 0..ntiles {
+                let (p0, p1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
+                let px = &pix[p0..p1];
+                tile(level, src, px, &taps, wb, bb, &mut tmp);
+                for c in 0..nch {
+                    let row = &mut out[ob + c * plane + p0..][..px.len()];
+                    for (o, t) in row.iter_mut().zip(&tmp) {
+                        *o = t[c];
+                    }
+                }
+            }
+        }
+        }
+        finish_nchw_block(raw, first, channels, plane, plane, grp * g.cog + c0, None, epi);
+    };
+    if tasks == 1 || threads == 1 {
+        (0..tasks).for_each(task);
+    } else {
+        (0..tasks).into_par_iter().for_each(task);
+    }
+    Ok(())
+}
+
+/// One register tile: for the pixels whose window offsets are `px` (at most
+/// `PX`), `tmp[j][c]` = bias[c] + sum over taps of w[tap][c] * src[px[j] + tap].
+/// The caller checked that every such read lies in `src`.
+fn tile(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; CB], tmp: &mut [[f32; CB]; PX]) {
+    #[cfg(target_arch = "x86_64")]
+    if level == Level::Avx512 && w.len() == taps.len() * CB {
+        macro_rules! go {
+            ($($p:literal)*) => {
+                match px.len() {
+                    $($p => {
+                        let mut offs = [0usize; $p];
+                        offs.copy_from_slice(px);
+                        // SAFETY: the CPU has AVX-512 (`level`); src + px[j] + tap
+                        // lies in `src` for every pixel and tap (the caller's
+                        // check); `w` holds CB floats per tap (checked above).
+                        unsafe { avx512::tile::<$p>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, tmp) };
+                        return;
+                    })*
+                    _ => {}
+                }
+            };
+        }
+        go!(1 2 3 4 5 6 7 8);
+    }
+    let _ = level;
+    for (j, &p) in px.iter().enumerate() {
+        let mut acc = *bias;
+        for (&off, wv) in taps.iter().zip(w.chunks_exact(CB)) {
+            let xv = src[p + off];
+            for (a, &wc) in acc.iter_mut().zip(wv) {
+                *a = wc.mul_add(xv, *a);
+            }
+        }
+        tmp[j] = acc;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{CB, PX, VL};
+    use std::arch::x86_64::*;
+
+    /// `P` pixels by `CB` channels into `tmp[..P]` (see `super::tile`).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `s + px[j] + tap` is readable for every pixel and
+    /// tap; `w` holds `taps.len() * CB` floats.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tile<const P: usize>(
+        s: *const f32,
+        px: &[usize; P],
+        taps: &[usize],
+        w: *const f32,
+        bias: &[f32; CB],
+        tmp: &mut [[f32; CB]; PX],
+    ) {
+        let b0 = _mm512_loadu_ps(bias.as_ptr());
+        let b1 = _mm512_loadu_ps(bias.as_ptr().add(VL));
+        let mut acc = [[b0, b1]; P];
+        let mut wp = w;
+        for &off in taps {
+            let w0 = _mm512_loadu_ps(wp);
+            let w1 = _mm512_loadu_ps(wp.add(VL));
+            let sp = s.add(off);
+            for j in 0..P {
+                let xb = _mm512_set1_ps(*sp.add(px[j]));
+                acc[j][0] = _mm512_fmadd_ps(w0, xb, acc[j][0]);
+                acc[j][1] = _mm512_fmadd_ps(w1, xb, acc[j][1]);
+            }
+            wp = wp.add(CB);
+        }
+        for j in 0..P {
+            _mm512_storeu_ps(tmp[j].as_mut_ptr(), acc[j][0]);
+            _mm512_storeu_ps(tmp[j].as_mut_ptr().add(VL), acc[j][1]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::fused::Stage;
+    use crate::engine::cpu::kernels::simd::tests::at_each_level;
+    use crate::ops::Activation;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 40) as f32) / ((1u64 << 24) as f32) * 2.0 - 1.0
+        }
+    }
+
+    /// Input [n, c, h, w], output channels, groups, filter [kh, kw], strides,
+    /// dilations, padding [top, bottom, left, right], bias, clamp.
+    type Case = ([usize; 4], usize, usize, [usize; 2], [usize; 2], [usize; 2], [usize; 4], bool, bool);
+
+    /// The kernel at every level against a float64 sum from the definition:
+    /// out[n][o][oy][ox] = bias[o] + sum over (ci, ky, kx) of w[o][ci][ky][kx] *
+    /// x[n][grp * cig + ci][oy*sy + ky*dy - padTop][ox*sx + kx*dx - padLeft]
+    /// (taps outside the input left out), then clamped. The filter is given in
+    /// ohwi order (strides other than oihw's).
+    fn check(c: Case, seed: u64) {
+        let ([n, ci, h, wd], oc, groups, [kh, kw], s, d, pad, with_bias, clamp) = c;
+        let out_h = (h + pad[0] + pad[1] - ((kh - 1) * d[0] + 1)) / s[0] + 1;
+        let out_w = (wd + pad[2] + pad[3] - ((kw - 1) * d[1] + 1)) / s[1] + 1;
+        let (cig, cog) = (ci / groups, oc / groups);
+        let g = Geometry {
+            batches: n,
+            in_c: ci,
+            in_h: h,
+            in_w: wd,
+            out_c: oc,
+            out_h,
+            out_w,
+            k_h: kh,
+            k_w: kw,
+            groups,
+            cig,
+            cog,
+            stride: s,
+            dilation: d,
+            pad: [pad[0], pad[2]],
+        };
+        let mut rng = Rng(seed);
+        let x: Vec<f32> = (0..n * ci * h * wd).map(|_| rng.next()).collect();
+        let wt: Vec<f32> = (0..oc * cig * kh * kw).map(|_| rng.next()).collect();
+        let bv: Vec<f32> = (0..oc).map(|_| rng.next()).collect();
+        let bias = with_bias.then_some(&bv[..]);
+        // ohwi: (o, i, h, w) strides (kh * kw * cig, 1, kw * cig, cig).
+        let st = [kh * kw * cig, 1, kw * cig, cig];
+        let mut ohwi = vec![0f32; wt.len()];
+        for o in 0..oc {
+            for i in 0..cig {
+                for y in 0..kh {
+                    for xx in 0..kw {
+                        ohwi[o * st[0] + i * st[1] + y * st[2] + xx * st[3]] = wt[((o * cig + i) * kh + y) * kw + xx];
+                    }
+                }
+            }
+        }
+        let (lo, hi) = (-0.5f32, 0.75f32);
+        let stages = [Stage::Activation(Activation::Clamp { min: Some(lo), max: Some(hi) })];
+        let epi = if clamp { Epi::new(&stages, &[]).unwrap() } else { Epi::NONE };
+        let plane = out_h * out_w;
+        let mut want = vec![(0f64, 0f64); n * oc * plane];
+        for bn in 0..n {
+            for o in 0..oc {
+                let grp = o / cog;
+                for oy in 0..out_h {
+                    for ox in 0..out_w {
+                        let b0 = bias.map_or(0.0, |b| b[o] as f64);
+                        let (mut sum, mut mag) = (b0, b0.abs());
+                        for i in 0..cig {
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let iy = (oy * s[0] + ky * d[0]) as i64 - pad[0] as i64;
+                                    let ix = (ox * s[1] + kx * d[1]) as i64 - pad[2] as i64;
+                                    if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
+                                        continue;
+                                    }
+                                    let xv = x[((bn * ci + grp * cig + i) * h + iy as usize) * wd + ix as usize] as f64;
+                                    let t = wt[((o * cig + i) * kh + ky) * kw + kx] as f64 * xv;
+                                    sum += t;
+                                    mag += t.abs();
+                                }
+                            }
+                        }
+                        if clamp {
+                            sum = sum.clamp(lo as f64, hi as f64);
+                        }
+                        want[((bn * oc + o) * out_h + oy) * out_w + ox] = (sum, mag);
+                    }
+                }
+            }
+        }
+        let k = cig * kh * kw;
+        let tol = |mag: f64| (k + 2) as f64 * f32::EPSILON as f64 * (1.0 + mag);
+        let what = format!("{c:?}");
+        at_each_level(|level| {
+            let mut got = vec![f32::NAN; want.len()];
+            conv_nchw(&x, None, &ohwi, st, &g, bias, &epi, &mut got).unwrap();
+            let packed = pack(&ohwi, st, &g).unwrap();
+            let mut got2 = vec![f32::NAN; want.len()];
+            conv_nchw(&x, Some(&packed), &[], st, &g, bias, &epi, &mut got2).unwrap();
+            assert!(got.iter().zip(&got2).all(|(a, b)| a.to_bits() == b.to_bits()), "{what} {level:?}: packed ahead differs");
+            for (i, (&gv, &(wv, mag))) in got.iter().zip(&want).enumerate() {
+                assert!((gv as f64 - wv).abs() <= tol(mag), "{what} {level:?}: [{i}] {gv} vs {wv}");
+            }
+        });
+    }
+
+    #[test]
+    fn oclanes_matches_float64() {
+        let cases: [Case; 12] = [
+            // The model shapes, scaled down: 3x3 padding 1 at 7x7 and 13x13 (tiles
+            // of 7 and of 7 or 8 pixels), 32 and 64 output channels.
+            ([1, 20, 7, 7], 32, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true),
+            ([1, 9, 13, 13], 64, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, false),
+            // Output channels not a multiple of the block (zero weights past them),
+            // fewer than a vector.
+            ([1, 5, 6, 5], 40, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], false, true),
+            ([1, 3, 4, 4], 7, 1, [2, 2], [1, 1], [1, 1], [0; 4], true, false),
+            // Plane sizes around the pixel tile: 9, 11, 12, 13 (tiles of 6 and 7),
+            // 25 pixels.
+            ([1, 4, 3, 3], 32, 1, [3, 3], [1, 1], [1, 1], [0; 4], true, false),
+            ([1, 4, 3, 13], 32, 1, [3, 3], [1, 1], [1, 1], [0, 0, 1, 0], true, true),
+            ([1, 4, 4, 6], 32, 1, [3, 3], [1, 1], [1, 1], [1, 0, 1, 1], false, false),
+            ([2, 4, 5, 5], 32, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, false),
+            // Strides, dilations, uneven padding larger than the input, groups, batch 2.
+            ([2, 6, 9, 8], 64, 2, [3, 2], [2, 3], [2, 1], [0, 2, 3, 1], true, true),
+            ([1, 4, 2, 3], 32, 1, [3, 3], [1, 1], [1, 1], [4, 3, 5, 2], true, false),
+            ([2, 8, 7, 7], 64, 4, [3, 3], [1, 1], [1, 2], [1, 1, 2, 2], false, true),
+            // A filter as large as the padded input.
+            ([1, 3, 5, 4], 48, 1, [6, 5], [1, 1], [1, 1], [1, 0, 0, 1], true, false),
+        ];
+        for (i, c) in cases.into_iter().enumerate() {
+            check(c, 100 + i as u64);
+        }
+    }
+
+    #[test]
+    fn rule_takes_small_planes_with_many_taps() {
+        let geo = |cin: usize, cout: usize, out: usize, k: usize| Geometry {
+            batches: 1,
+            in_c: cin,
+            in_h: out,
+            in_w: out,
+            out_c: cout,
+            out_h: out,
+            out_w: out,
+            k_h: k,
+            k_w: k,
+            groups: 1,
+            cig: cin,
+            cog: cout,
+            stride: [1, 1],
+            dilation: [1, 1],
+            pad: [k / 2, k / 2],
+        };
+        let avx512 = simd::level() == Level::Avx512;
+        assert_eq!(suits(&geo(512, 512, 7, 3)), avx512);
+        assert_eq!(suits(&geo(64, 256, 13, 3)), avx512);
+        assert_eq!(suits(&geo(256, 256, 14, 3)), avx512);
+        assert_eq!(suits(&geo(128, 128, 28, 3)), avx512);
+        // Large planes, few taps, 1x1 filters, channels not a multiple of 32.
+        assert!(!suits(&geo(64, 64, 56, 3)));
+        assert!(!suits(&geo(16, 64, 55, 3)));
+        assert!(!suits(&geo(16, 64, 7, 3)));
+        assert!(!suits(&geo(2048, 512, 7, 1)));
+        assert!(!suits(&geo(512, 40, 7, 3)));
+    }
+}

@@ -127,12 +127,21 @@ pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[
         return Ok(());
     }
     let d = Depthwise::new(x, w, g, bias, epi);
+    #[cfg(target_arch = "x86_64")]
+    let direct = direct::Plan::new(g)?;
     let layout = Layout::new(g);
     let plane = g.out_plane().max(1);
     let work = plane * g.k_h * g.k_w;
     let planes = dst.len() / plane;
     let threads = rayon::current_num_threads();
     let run = |first: usize, chunk: &mut [f32], scratch: &mut Vec<f32>| -> Result<()> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(plan) = &direct {
+            for (i, out) in chunk.chunks_mut(plane).enumerate() {
+                plan.plane(&d, first + i, out);
+            }
+            return Ok(());
+        }
         match &layout {
             Some(l) => {
                 if scratch.len() != l.len() {
@@ -158,6 +167,181 @@ pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[
     dst.par_chunks_mut(per * plane)
         .enumerate()
         .try_for_each_init(Vec::new, |scratch, (i, chunk)| run(i * per, chunk, scratch))
+}
+
+/// The AVX-512 kernel for 3x3 filters with horizontal stride 1 or 2 (MobileNet's
+/// depthwise steps), reading the input plane in place: no padded copy.
+///
+/// Each output row is computed 16 outputs (one register) at a time. For every
+/// filter column, the input columns a block reads are one unaligned load (stride
+/// 1) or two loads whose even lanes a permute gathers (stride 2); lanes that fall
+/// in the padding are masked off, so the loads read zeros there and never touch
+/// memory outside the row. The three filter rows accumulate into three registers
+/// (three short FMA chains instead of one of nine), which start from the bias.
+/// The epilogue runs on a few rows at a time, while they are in L1.
+#[cfg(target_arch = "x86_64")]
+mod direct {
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    use super::{Depthwise, Geometry};
+    use crate::engine::cpu::epilogue::Bias;
+    use crate::engine::cpu::kernels::simd::{self, Level};
+    use crate::error::{Result, WebnnError};
+
+    /// Where one filter column reads for one block of 16 outputs: the input column
+    /// of lane 0 (relative to the row's start, negative in the left padding) and
+    /// the masks of the input columns inside the row, for the load at `off` and
+    /// (stride 2) the one at `off + 16`.
+    #[derive(Clone, Copy)]
+    struct ColTap {
+        off: isize,
+        m0: __mmask16,
+        m1: __mmask16,
+    }
+
+    pub(in super::super) struct Plan {
+        /// `blocks * 3` column taps, block-major.
+        taps: Vec<ColTap>,
+        stride2: bool,
+    }
+
+    /// `WEBNN_CPU_DEPTHWISE=scratch` keeps the padded-scratch kernel (for A/B timing).
+    fn disabled() -> bool {
+        static OFF: OnceLock<bool> = OnceLock::new();
+        *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_DEPTHWISE").is_some_and(|v| v == "scratch"))
+    }
+
+    /// Lanes i of a 16-lane load at input column `first` with 0 <= first + i < width.
+    fn lanes(first: isize, width: isize) -> __mmask16 {
+        let lo = first.saturating_neg().clamp(0, 16);
+        let hi = width.saturating_sub(first).clamp(0, 16);
+        if hi <= lo {
+            0
+        } else {
+            (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as __mmask16
+        }
+    }
+
+    impl Plan {
+        /// None where the kernel does not apply (other filters or strides, no
+        /// AVX-512): the caller takes the scratch kernel.
+        pub(in super::super) fn new(g: &Geometry) -> Result<Option<Plan>> {
+            if g.k_h != 3 || g.k_w != 3 || !matches!(g.stride[1], 1 | 2) || simd::level() != Level::Avx512 || disabled() {
+                return Ok(None);
+            }
+            let too_big = || WebnnError::Operation("depthwise conv2d: row too wide".into());
+            let width = isize::try_from(g.in_w).map_err(|_| too_big())?;
+            let blocks = g.out_w.div_ceil(16);
+            let mut taps = Vec::new();
+            taps.try_reserve_exact(blocks.checked_mul(3).ok_or_else(too_big)?)
+                .map_err(|_| too_big())?;
+            for b in 0..blocks {
+                for kx in 0..3 {
+                    // Input column of lane 0: b * 16 * stride + kx * dilation - padLeft.
+                    let off = (b as i128 * 16 * g.stride[1] as i128) + (kx as i128 * g.dilation[1] as i128) - g.pad[1] as i128;
+                    let off = isize::try_from(off).map_err(|_| too_big())?;
+                    taps.push(ColTap { off, m0: lanes(off, width), m1: lanes(off.saturating_add(16), width) });
+                }
+            }
+            Ok(Some(Plan { taps, stride2: g.stride[1] == 2 }))
+        }
+
+        /// Output plane `p` (a (batch, channel) pair) into `out`, epilogue included.
+        pub(in super::super) fn plane(&self, d: &Depthwise, p: usize, out: &mut [f32]) {
+            // SAFETY: `new` made a plan only where `simd::level()` reported AVX-512
+            // (which only reports features the CPU has).
+            unsafe {
+                match (self.stride2, d.g.dilation[1] == 1) {
+                    (false, _) => plane::<false, false>(self, d, p, out),
+                    (true, false) => plane::<true, false>(self, d, p, out),
+                    (true, true) => plane::<true, true>(self, d, p, out),
+                }
+            }
+        }
+    }
+
+    /// Floats of output rows per epilogue call.
+    const EPI_ROWS_FLOATS: usize = 1024;
+
+    /// # Safety
+    /// The CPU has AVX-512F; `out` is plane `p`'s output (`out_h * out_w` floats).
+    /// `S2`: horizontal stride 2 (else 1); `PAIR`: stride 2 with dilation 1, where
+    /// filter column 1 reads the odd lanes of column 0's loads.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+    unsafe fn plane<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p: usize, out: &mut [f32]) {
+        let g = d.g;
+        let c = p % g.in_c.max(1);
+        let wc = &d.w[c * 9..][..9];
+        let mut wv = [[_mm512_setzero_ps(); 3]; 3];
+        for (ky, row) in wv.iter_mut().enumerate() {
+            for (kx, v) in row.iter_mut().enumerate() {
+                *v = _mm512_set1_ps(wc[ky * 3 + kx]);
+            }
+        }
+        let bias = _mm512_set1_ps(d.bias.map_or(0.0, |b| b[c]));
+        let src = &d.x[p * g.in_plane()..][..g.in_plane()];
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let ow = g.out_w.max(1);
+        let rows_per_epi = (EPI_ROWS_FLOATS / ow).max(1);
+        let plane_start = p * g.out_plane();
+        for (r0, rows) in out.chunks_mut(rows_per_epi * ow).enumerate() {
+            for (i, out_row) in rows.chunks_exact_mut(ow).enumerate() {
+                let oy = r0 * rows_per_epi + i;
+                // The input rows of the three filter rows; None in the padding.
+                let mut lines: [Option<&[f32]>; 3] = [None; 3];
+                for (ky, line) in lines.iter_mut().enumerate() {
+                    let iy = (oy * g.stride[0] + ky * g.dilation[0]).checked_sub(g.pad[0]).filter(|&y| y < g.in_h);
+                    *line = iy.map(|y| &src[y * g.in_w..][..g.in_w]);
+                }
+                let dst = out_row.as_mut_ptr();
+                for (b, t) in plan.taps.chunks_exact(3).enumerate() {
+                    let mut acc = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
+                    for ky in 0..3 {
+                        let Some(line) = lines[ky] else { continue };
+                        let base = line.as_ptr();
+                        // SAFETY (the loads): lanes are enabled only for input columns
+                        // in [0, in_w) of this row (`lanes`), and masked-off lanes are
+                        // not accessed, so the pointer may lie outside the row.
+                        macro_rules! tap {
+                            ($t:expr, $idx:expr) => {{
+                                let at = base.wrapping_offset($t.off);
+                                let lo = _mm512_maskz_loadu_ps($t.m0, at);
+                                if S2 {
+                                    _mm512_permutex2var_ps(lo, $idx, _mm512_maskz_loadu_ps($t.m1, at.wrapping_add(16)))
+                                } else {
+                                    lo
+                                }
+                            }};
+                        }
+                        let (x0, x1) = if PAIR {
+                            // Stride 2, dilation 1: column 1 reads the odd lanes of
+                            // column 0's pair of loads.
+                            let at = base.wrapping_offset(t[0].off);
+                            let lo = _mm512_maskz_loadu_ps(t[0].m0, at);
+                            let hi = _mm512_maskz_loadu_ps(t[0].m1, at.wrapping_add(16));
+                            (_mm512_permutex2var_ps(lo, even, hi), _mm512_permutex2var_ps(lo, odd, hi))
+                        } else {
+                            (tap!(t[0], even), tap!(t[1], even))
+                        };
+                        let x2 = tap!(t[2], even);
+                        let mut s = acc[ky];
+                        s = _mm512_fmadd_ps(wv[ky][0], x0, s);
+                        s = _mm512_fmadd_ps(wv[ky][1], x1, s);
+                        acc[ky] = _mm512_fmadd_ps(wv[ky][2], x2, s);
+                    }
+                    let sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc[2]);
+                    let o = b * 16;
+                    let n = (ow - o).min(16);
+                    // SAFETY: lanes o..o + n of this row (n <= 16, o + n <= out_w).
+                    _mm512_mask_storeu_ps(dst.add(o), ((1u32 << n) - 1) as __mmask16, sum);
+                }
+            }
+            let first = plane_start + r0 * rows_per_epi * ow;
+            d.epi.apply(rows, first, Bias::None);
+        }
+    }
 }
 
 /// Output columns per register block of the nchw depthwise kernel: 8 for rows of
@@ -584,9 +768,55 @@ mod tests {
         // skip most of a huge padding (the direct path).
         run(case([1, 2, 3, 4], [2, 2], [1, 1], [1, 1], [3, 2, 4, 3], true, false));
         run(case([1, 2, 5, 5], [3, 3], [50, 50], [1, 1], [60, 60, 60, 60], true, true));
+        // The AVX-512 3x3 kernel's edges: rows narrower than a vector, outputs of
+        // exactly 16 and 32 and one past, padding on one side only, padding wider
+        // than the input, stride 2 with dilation 2, and MobileNet's full widths.
+        for (sy, sx) in [(1, 1), (2, 2), (1, 2), (2, 1)] {
+            run(case([1, 2, 5, 3], [3, 3], [sy, sx], [1, 1], [1, 1, 1, 1], true, true));
+            run(case([1, 2, 4, 1], [3, 3], [sy, sx], [1, 1], [1, 1, 1, 1], false, false));
+            run(case([1, 2, 3, 4], [3, 3], [sy, sx], [1, 1], [4, 3, 5, 6], true, false));
+            run(case([1, 2, 6, 16 * sx + 2], [3, 3], [sy, sx], [1, 1], [1, 1, 1, 1], true, true));
+            run(case([1, 2, 6, 32 * sx], [3, 3], [sy, sx], [1, 1], [0, 0, 2, 0], true, false));
+            run(case([1, 2, 6, 33 * sx + 1], [3, 3], [sy, sx], [1, 1], [0, 0, 0, 2], false, true));
+            run(case([1, 2, 9, 41], [3, 3], [sy, sx], [2, 2], [2, 2, 2, 2], true, true));
+        }
+        run(case([1, 2, 112, 112], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([2, 2, 112, 112], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 3, 7, 7], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
         // Enough planes and work for the parallel split.
         run(case([2, 24, 30, 35], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
         run(case([1, 40, 32, 32], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+    }
+
+    #[test]
+    fn avx512_kernel_takes_mobilenet_shapes() {
+        // So that `depthwise_matches_float64` checks the AVX-512 kernel itself.
+        if simd::detected() != Level::Avx512 || std::env::var_os("WEBNN_CPU_DEPTHWISE").is_some() {
+            return;
+        }
+        let g = Geometry {
+            batches: 1,
+            in_c: 96,
+            in_h: 112,
+            in_w: 112,
+            out_c: 96,
+            out_h: 56,
+            out_w: 56,
+            k_h: 3,
+            k_w: 3,
+            groups: 96,
+            cig: 1,
+            cog: 1,
+            stride: [2, 2],
+            dilation: [1, 1],
+            pad: [1, 1],
+        };
+        at_each_level(|level| {
+            let plan = direct::Plan::new(&g).unwrap();
+            assert_eq!(plan.is_some(), level == Level::Avx512);
+            assert!(direct::Plan::new(&Geometry { stride: [1, 1], out_h: 112, out_w: 112, ..g }).unwrap().is_some() == (level == Level::Avx512));
+            assert!(direct::Plan::new(&Geometry { k_w: 5, ..g }).unwrap().is_none());
+        });
     }
 
     #[test]

@@ -123,12 +123,17 @@ impl Layout {
 /// while still in cache. The loops run inside a `#[target_feature]` function for
 /// the CPU's level (AVX-512 or AVX2, with FMA).
 pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    depthwise_nchw_with(x, w, g, bias, epi, dst, true)
+}
+
+/// `depthwise_nchw`; `allow_direct` false keeps the scratch kernel (benchmarks).
+fn depthwise_nchw_with(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32], allow_direct: bool) -> Result<()> {
     if dst.is_empty() {
         return Ok(());
     }
     let d = Depthwise::new(x, w, g, bias, epi);
     #[cfg(target_arch = "x86_64")]
-    let direct = direct::Plan::new(g)?;
+    let direct = if allow_direct { direct::Plan::new(g)? } else { None };
     let layout = Layout::new(g);
     let plane = g.out_plane().max(1);
     let work = plane * g.k_h * g.k_w;
@@ -137,9 +142,7 @@ pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[
     let run = |first: usize, chunk: &mut [f32], scratch: &mut Vec<f32>| -> Result<()> {
         #[cfg(target_arch = "x86_64")]
         if let Some(plan) = &direct {
-            for (i, out) in chunk.chunks_mut(plane).enumerate() {
-                plan.plane(&d, first + i, out);
-            }
+            plan.planes(&d, first, chunk);
             return Ok(());
         }
         match &layout {
@@ -178,7 +181,7 @@ pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[
 /// in the padding are masked off, so the loads read zeros there and never touch
 /// memory outside the row. The three filter rows accumulate into three registers
 /// (three short FMA chains instead of one of nine), which start from the bias.
-/// The epilogue runs on a few rows at a time, while they are in L1.
+/// The epilogue runs on a few rows at a time, while they are in L1 (see `planes`).
 #[cfg(target_arch = "x86_64")]
 mod direct {
     use std::arch::x86_64::*;
@@ -247,15 +250,36 @@ mod direct {
             Ok(Some(Plan { taps, stride2: g.stride[1] == 2 }))
         }
 
-        /// Output plane `p` (a (batch, channel) pair) into `out`, epilogue included.
-        pub(in super::super) fn plane(&self, d: &Depthwise, p: usize, out: &mut [f32]) {
+        /// Output planes `first..` ((batch, channel) pairs) into `chunk` (whole
+        /// planes), epilogue included: on a few rows at a time for large planes,
+        /// on runs of planes for small ones (a call per 7x7 plane would cost more
+        /// than the plane).
+        pub(in super::super) fn planes(&self, d: &Depthwise, first: usize, chunk: &mut [f32]) {
+            let plane = d.g.out_plane().max(1);
+            if plane >= 2 * EPI_ROWS_FLOATS {
+                for (i, out) in chunk.chunks_mut(plane).enumerate() {
+                    self.plane(d, first + i, out, true);
+                }
+                return;
+            }
+            let per = (4 * EPI_ROWS_FLOATS / plane).max(1);
+            for (j, run) in chunk.chunks_mut(per * plane).enumerate() {
+                let p0 = first + j * per;
+                for (i, out) in run.chunks_mut(plane).enumerate() {
+                    self.plane(d, p0 + i, out, false);
+                }
+                d.epi.apply(run, p0 * d.g.out_plane(), Bias::None);
+            }
+        }
+
+        fn plane(&self, d: &Depthwise, p: usize, out: &mut [f32], epi: bool) {
             // SAFETY: `new` made a plan only where `simd::level()` reported AVX-512
             // (which only reports features the CPU has).
             unsafe {
                 match (self.stride2, d.g.dilation[1] == 1) {
-                    (false, _) => plane::<false, false>(self, d, p, out),
-                    (true, false) => plane::<true, false>(self, d, p, out),
-                    (true, true) => plane::<true, true>(self, d, p, out),
+                    (false, _) => plane::<false, false>(self, d, p, out, epi),
+                    (true, false) => plane::<true, false>(self, d, p, out, epi),
+                    (true, true) => plane::<true, true>(self, d, p, out, epi),
                 }
             }
         }
@@ -269,7 +293,7 @@ mod direct {
     /// `S2`: horizontal stride 2 (else 1); `PAIR`: stride 2 with dilation 1, where
     /// filter column 1 reads the odd lanes of column 0's loads.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-    unsafe fn plane<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p: usize, out: &mut [f32]) {
+    unsafe fn plane<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p: usize, out: &mut [f32], epi: bool) {
         let g = d.g;
         let c = p % g.in_c.max(1);
         let wc = &d.w[c * 9..][..9];
@@ -338,8 +362,9 @@ mod direct {
                     _mm512_mask_storeu_ps(dst.add(o), ((1u32 << n) - 1) as __mmask16, sum);
                 }
             }
-            let first = plane_start + r0 * rows_per_epi * ow;
-            d.epi.apply(rows, first, Bias::None);
+            if epi {
+                d.epi.apply(rows, plane_start + r0 * rows_per_epi * ow, Bias::None);
+            }
         }
     }
 }
@@ -817,6 +842,37 @@ mod tests {
             assert!(direct::Plan::new(&Geometry { stride: [1, 1], out_h: 112, out_w: 112, ..g }).unwrap().is_some() == (level == Level::Avx512));
             assert!(direct::Plan::new(&Geometry { k_w: 5, ..g }).unwrap().is_none());
         });
+    }
+
+    /// Times the scratch kernel against the AVX-512 one on MobileNetV2's depthwise
+    /// steps (bias + clamp 0..6), one thread, interleaved, best of many:
+    /// `cargo test --release --lib depthwise_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn depthwise_bench() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let stages = [Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) })];
+        let epi = Epi::new(&stages, &[]).unwrap();
+        for (c, size, s) in [(96, 112, 2), (144, 56, 1), (32, 112, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2), (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1)] {
+            let out = size / s;
+            let g = Geometry { batches: 1, in_c: c, in_h: size, in_w: size, out_c: c, out_h: out, out_w: out, k_h: 3, k_w: 3, groups: c, cig: 1, cog: 1, stride: [s, s], dilation: [1, 1], pad: [1, 1] };
+            let mut rng = Rng(5);
+            let x: Vec<f32> = (0..c * size * size).map(|_| rng.next()).collect();
+            let w: Vec<f32> = (0..c * 9).map(|_| rng.next()).collect();
+            let b: Vec<f32> = (0..c).map(|_| rng.next()).collect();
+            let mut dst = vec![0f32; c * out * out];
+            let mut best = [f64::INFINITY; 2];
+            pool.install(|| {
+                for _ in 0..200 {
+                    for (k, direct) in [(0, false), (1, true)] {
+                        let t = std::time::Instant::now();
+                        depthwise_nchw_with(&x, &w, &g, Some(&b), &epi, &mut dst, direct).unwrap();
+                        best[k] = best[k].min(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                }
+            });
+            println!("dw {c}x{size} s{s}: scratch {:.1} us, direct {:.1} us", best[0], best[1]);
+        }
     }
 
     #[test]

@@ -829,6 +829,41 @@ mod tests {
         });
     }
 
+    /// Times the generic max loops against `max_f32` on SqueezeNet's and ResNet's
+    /// max pools, one thread, interleaved, best of many:
+    /// `cargo test --release --lib pool_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn pool_bench() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let ceil = |o: Pool2dOptions| Pool2dOptions { rounding_type: RoundingType::Ceil, ..o };
+        for (shape, o) in [
+            ([1, 64, 111, 111], opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1])),
+            ([1, 128, 55, 55], ceil(opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]))),
+            ([1, 256, 27, 27], ceil(opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]))),
+            ([1, 64, 112, 112], opts([3, 3], [1, 1, 1, 1], [2, 2], [1, 1])),
+        ] {
+            let desc = OperandDesc::new(DataType::Float32, shape.to_vec());
+            let (p, od) = validate(PoolKind::Max, &desc, &o).unwrap();
+            let g = geometry(&p, &desc.shape, &od.shape).unwrap();
+            let mut rng = Rng(3);
+            let x: Vec<f32> = (0..desc.element_count()).map(|_| rng.next() as f32).collect();
+            let mut dst = vec![0f32; od.element_count()];
+            let mut best = [f64::INFINITY; 2];
+            pool.install(|| {
+                for _ in 0..200 {
+                    let t = std::time::Instant::now();
+                    pool_typed(&Max, &g, InputLayout::Nchw, &x, &mut dst);
+                    best[0] = best[0].min(t.elapsed().as_secs_f64() * 1e6);
+                    let t = std::time::Instant::now();
+                    par_rows(&mut dst, g.ow, |range, chunk| max_f32::rows(&g, &x, range.start, chunk));
+                    best[1] = best[1].min(t.elapsed().as_secs_f64() * 1e6);
+                }
+            });
+            println!("maxpool {shape:?}: generic {:.1} us, max_f32 {:.1} us", best[0], best[1]);
+        }
+    }
+
     #[test]
     fn large_inputs_split_across_threads() {
         crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {

@@ -311,56 +311,95 @@ mod direct {
         let rows_per_epi = (EPI_ROWS_FLOATS / ow).max(1);
         let plane_start = p * g.out_plane();
         for (r0, rows) in out.chunks_mut(rows_per_epi * ow).enumerate() {
-            for (i, out_row) in rows.chunks_exact_mut(ow).enumerate() {
+            let n_rows = rows.len() / ow;
+            let line_at = |iy: usize| iy.checked_sub(g.pad[0]).filter(|&y| y < g.in_h).map(|y| &src[y * g.in_w..][..g.in_w]);
+            let mut i = 0;
+            while i < n_rows {
                 let oy = r0 * rows_per_epi + i;
+                let dst = rows[i * ow..].as_mut_ptr();
+                // SAFETY (the loads): lanes are enabled only for input columns in
+                // [0, in_w) of the row (`lanes`), and masked-off lanes are not
+                // accessed, so the pointer may lie outside the row.
+                macro_rules! tap {
+                    ($base:expr, $t:expr, $idx:expr) => {{
+                        let at = $base.wrapping_offset($t.off);
+                        let lo = _mm512_maskz_loadu_ps($t.m0, at);
+                        if S2 {
+                            _mm512_permutex2var_ps(lo, $idx, _mm512_maskz_loadu_ps($t.m1, at.wrapping_add(16)))
+                        } else {
+                            lo
+                        }
+                    }};
+                }
+                // The three filter columns' inputs of block `t` from row `base`.
+                macro_rules! taps {
+                    ($base:expr, $t:expr) => {{
+                        let (x0, x1) = if PAIR {
+                            // Stride 2, dilation 1: column 1 reads the odd lanes of
+                            // column 0's pair of loads.
+                            let at = $base.wrapping_offset($t[0].off);
+                            let lo = _mm512_maskz_loadu_ps($t[0].m0, at);
+                            let hi = _mm512_maskz_loadu_ps($t[0].m1, at.wrapping_add(16));
+                            (_mm512_permutex2var_ps(lo, even, hi), _mm512_permutex2var_ps(lo, odd, hi))
+                        } else {
+                            (tap!($base, $t[0], even), tap!($base, $t[1], even))
+                        };
+                        (x0, x1, tap!($base, $t[2], even))
+                    }};
+                }
+                macro_rules! fma3 {
+                    ($acc:expr, $w:expr, $x:expr) => {{
+                        let s = _mm512_fmadd_ps($w[0], $x.0, $acc);
+                        let s = _mm512_fmadd_ps($w[1], $x.1, s);
+                        _mm512_fmadd_ps($w[2], $x.2, s)
+                    }};
+                }
+                if !S2 && g.stride[0] == 1 && g.dilation[0] == 1 && i + 1 < n_rows {
+                    // Two output rows at once: their windows share two input rows,
+                    // each loaded once for both (12 loads per block pair, not 18).
+                    let lines = [line_at(oy), line_at(oy + 1), line_at(oy + 2), line_at(oy + 3)];
+                    for (b, t) in plan.taps.chunks_exact(3).enumerate() {
+                        let mut a = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
+                        let mut c = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
+                        for li in 0..4 {
+                            let Some(line) = lines[li] else { continue };
+                            let x = taps!(line.as_ptr(), t);
+                            if li < 3 {
+                                a[li] = fma3!(a[li], wv[li], x);
+                            }
+                            if li > 0 {
+                                c[li - 1] = fma3!(c[li - 1], wv[li - 1], x);
+                            }
+                        }
+                        let o = b * 16;
+                        let m = ((1u32 << (ow - o).min(16)) - 1) as __mmask16;
+                        // SAFETY: lanes o..o + n of rows i and i + 1 of `rows` (n <= 16,
+                        // o + n <= out_w, i + 1 < n_rows).
+                        _mm512_mask_storeu_ps(dst.add(o), m, _mm512_add_ps(_mm512_add_ps(a[0], a[1]), a[2]));
+                        _mm512_mask_storeu_ps(dst.add(ow + o), m, _mm512_add_ps(_mm512_add_ps(c[0], c[1]), c[2]));
+                    }
+                    i += 2;
+                    continue;
+                }
                 // The input rows of the three filter rows; None in the padding.
                 let mut lines: [Option<&[f32]>; 3] = [None; 3];
                 for (ky, line) in lines.iter_mut().enumerate() {
-                    let iy = (oy * g.stride[0] + ky * g.dilation[0]).checked_sub(g.pad[0]).filter(|&y| y < g.in_h);
-                    *line = iy.map(|y| &src[y * g.in_w..][..g.in_w]);
+                    *line = line_at(oy * g.stride[0] + ky * g.dilation[0]);
                 }
-                let dst = out_row.as_mut_ptr();
                 for (b, t) in plan.taps.chunks_exact(3).enumerate() {
                     let mut acc = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                     for ky in 0..3 {
                         let Some(line) = lines[ky] else { continue };
-                        let base = line.as_ptr();
-                        // SAFETY (the loads): lanes are enabled only for input columns
-                        // in [0, in_w) of this row (`lanes`), and masked-off lanes are
-                        // not accessed, so the pointer may lie outside the row.
-                        macro_rules! tap {
-                            ($t:expr, $idx:expr) => {{
-                                let at = base.wrapping_offset($t.off);
-                                let lo = _mm512_maskz_loadu_ps($t.m0, at);
-                                if S2 {
-                                    _mm512_permutex2var_ps(lo, $idx, _mm512_maskz_loadu_ps($t.m1, at.wrapping_add(16)))
-                                } else {
-                                    lo
-                                }
-                            }};
-                        }
-                        let (x0, x1) = if PAIR {
-                            // Stride 2, dilation 1: column 1 reads the odd lanes of
-                            // column 0's pair of loads.
-                            let at = base.wrapping_offset(t[0].off);
-                            let lo = _mm512_maskz_loadu_ps(t[0].m0, at);
-                            let hi = _mm512_maskz_loadu_ps(t[0].m1, at.wrapping_add(16));
-                            (_mm512_permutex2var_ps(lo, even, hi), _mm512_permutex2var_ps(lo, odd, hi))
-                        } else {
-                            (tap!(t[0], even), tap!(t[1], even))
-                        };
-                        let x2 = tap!(t[2], even);
-                        let mut s = acc[ky];
-                        s = _mm512_fmadd_ps(wv[ky][0], x0, s);
-                        s = _mm512_fmadd_ps(wv[ky][1], x1, s);
-                        acc[ky] = _mm512_fmadd_ps(wv[ky][2], x2, s);
+                        let x = taps!(line.as_ptr(), t);
+                        acc[ky] = fma3!(acc[ky], wv[ky], x);
                     }
                     let sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc[2]);
                     let o = b * 16;
                     let n = (ow - o).min(16);
-                    // SAFETY: lanes o..o + n of this row (n <= 16, o + n <= out_w).
+                    // SAFETY: lanes o..o + n of row i of `rows` (n <= 16, o + n <= out_w).
                     _mm512_mask_storeu_ps(dst.add(o), ((1u32 << n) - 1) as __mmask16, sum);
                 }
+                i += 1;
             }
             if epi {
                 d.epi.apply(rows, plane_start + r0 * rows_per_epi * ow, Bias::None);

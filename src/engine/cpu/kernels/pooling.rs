@@ -515,10 +515,9 @@ mod max_f32 {
     #[target_feature(enable = "avx512f")]
     fn max_nan(acc: __m512, x: __m512) -> __m512 {
         // MAXPS returns its second operand when either is NaN, which keeps a NaN
-        // accumulator; a NaN `x` is put back by the masked move. (VRANGEPS in max
-        // mode was tried: it drops NaNs here.)
-        let m = _mm512_max_ps(x, acc);
-        _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
+        // accumulator; lanes where `x` is NaN skip the max and keep `x`. (VRANGEPS
+        // in max mode was tried: it drops NaNs.)
+        _mm512_mask_max_ps(x, _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x), x, acc)
     }
 
     /// Mask of the first `n` (<= 16) lanes.
@@ -535,51 +534,62 @@ mod max_f32 {
         // horizontal tap runs over whole vectors. Its length covers every tap of
         // every block of 16 outputs (`padded_cols`).
         let need = padded_cols(g);
-        let mut cols = vec![f32::NEG_INFINITY; need];
+        // RB rows' buffers: the vertical pass fills all of them before the
+        // horizontal pass reads any, so its stores have retired by then (a load
+        // overlapping two recent stores at another offset cannot be forwarded
+        // and waits for them).
+        const RB: usize = 8;
+        let mut cols = vec![f32::NEG_INFINITY; need * RB];
         let pl = g.pl.min(need);
         let wn = g.w.min(need - pl);
         let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         let blocks = g.ow.div_ceil(16);
-        for (i, dst) in chunk.chunks_exact_mut(g.ow.max(1)).enumerate() {
-            let row = first + i;
-            let (plane, oy) = (row / g.oh, row % g.oh);
-            let src = &x[plane * g.h * g.w..][..g.h * g.w];
-            let ty = g.rows[oy];
-            let line = &mut cols[pl..pl + wn];
-            for j in (0..wn).step_by(16) {
-                let n = (wn - j).min(16);
-                let m = first_lanes(n);
-                let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
-                for ky in 0..ty.k1 - ty.k0 {
-                    let r = &src[(ty.first + ky * g.dh) * g.w + j..][..n];
-                    // SAFETY: the mask enables the n lanes of `r`.
-                    acc = max_nan(acc, _mm512_maskz_loadu_ps(m, r.as_ptr()));
+        for (k, group) in chunk.chunks_mut(g.ow.max(1) * RB).enumerate() {
+            for (i, buf) in cols.chunks_exact_mut(need).take(group.len() / g.ow.max(1)).enumerate() {
+                let row = first + k * RB + i;
+                let (plane, oy) = (row / g.oh, row % g.oh);
+                let src = &x[plane * g.h * g.w..][..g.h * g.w];
+                let ty = g.rows[oy];
+                let line = &mut buf[pl..pl + wn];
+                for j in (0..wn).step_by(16) {
+                    let n = (wn - j).min(16);
+                    let m = first_lanes(n);
+                    // -Infinity stays when the window has no input row.
+                    let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
+                    for ky in 0..ty.k1 - ty.k0 {
+                        let r = &src[(ty.first + ky * g.dh) * g.w + j..][..n];
+                        // SAFETY: the mask enables the n lanes of `r`.
+                        let v = _mm512_maskz_loadu_ps(m, r.as_ptr());
+                        acc = if ky == 0 { v } else { max_nan(acc, v) };
+                    }
+                    let d = &mut line[j..j + n];
+                    // SAFETY: as above, for `d`.
+                    _mm512_mask_storeu_ps(d.as_mut_ptr(), m, acc);
                 }
-                let d = &mut line[j..j + n];
-                // SAFETY: as above, for `d`.
-                _mm512_mask_storeu_ps(d.as_mut_ptr(), m, acc);
             }
-            for b in 0..blocks {
-                let o = b * 16;
-                let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
-                for kx in 0..g.kw {
-                    let at = o * g.sw + kx * g.dw;
-                    let v = if g.sw == 1 {
-                        let c = &cols[at..at + 16];
-                        // SAFETY: 16 floats of `c`.
-                        _mm512_loadu_ps(c.as_ptr())
-                    } else {
-                        let c = &cols[at..at + 32];
-                        // SAFETY: 32 floats of `c`.
-                        let (lo, hi) = (_mm512_loadu_ps(c.as_ptr()), _mm512_loadu_ps(c.as_ptr().add(16)));
-                        _mm512_permutex2var_ps(lo, even, hi)
-                    };
-                    acc = max_nan(acc, v);
+            for (dst, buf) in group.chunks_exact_mut(g.ow.max(1)).zip(cols.chunks_exact(need)) {
+                for b in 0..blocks {
+                    let o = b * 16;
+                    let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
+                    for kx in 0..g.kw {
+                        let at = o * g.sw + kx * g.dw;
+                        let v = if g.sw == 1 {
+                            let c = &buf[at..at + 16];
+                            // SAFETY: 16 floats of `c`.
+                            _mm512_loadu_ps(c.as_ptr())
+                        } else {
+                            let c = &buf[at..at + 32];
+                            // SAFETY: 32 floats of `c`.
+                            let (lo, hi) = (_mm512_loadu_ps(c.as_ptr()), _mm512_loadu_ps(c.as_ptr().add(16)));
+                            _mm512_permutex2var_ps(lo, even, hi)
+                        };
+                        acc = max_nan(acc, v);
+                    }
+                    let n = (g.ow - o).min(16);
+                    let d = &mut dst[o..o + n];
+                    // SAFETY: the mask enables the n lanes of `d`.
+                    _mm512_mask_storeu_ps(d.as_mut_ptr(), first_lanes(n), acc);
                 }
-                let n = (g.ow - o).min(16);
-                let d = &mut dst[o..o + n];
-                // SAFETY: the mask enables the n lanes of `d`.
-                _mm512_mask_storeu_ps(d.as_mut_ptr(), first_lanes(n), acc);
             }
         }
     }

@@ -303,7 +303,10 @@ mod direct {
                 *v = _mm512_set1_ps(wc[ky * 3 + kx]);
             }
         }
-        let bias = _mm512_set1_ps(d.bias.map_or(0.0, |b| b[c]));
+        let bias = _mm512_set1_ps(match d.bias {
+            Some(b) => b[c],
+            None => 0.0,
+        });
         let src = &d.x[p * g.in_plane()..][..g.in_plane()];
         let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
@@ -312,7 +315,21 @@ mod direct {
         let plane_start = p * g.out_plane();
         for (r0, rows) in out.chunks_mut(rows_per_epi * ow).enumerate() {
             let n_rows = rows.len() / ow;
-            let line_at = |iy: usize| iy.checked_sub(g.pad[0]).filter(|&y| y < g.in_h).map(|y| &src[y * g.in_w..][..g.in_w]);
+            // The start of input row `iy` (padded coordinates); None in the padding.
+            // A macro, not a closure: the closure (or the Option::map inside it) was
+            // left out of line, and each call spilled and reloaded the weight
+            // registers, which cost more than the arithmetic on small planes.
+            macro_rules! line_at {
+                ($iy:expr) => {{
+                    let iy: usize = $iy;
+                    if iy >= g.pad[0] && iy - g.pad[0] < g.in_h {
+                        // SAFETY: row iy - padTop < in_h starts inside `src`.
+                        Some(src.as_ptr().add((iy - g.pad[0]) * g.in_w))
+                    } else {
+                        None
+                    }
+                }};
+            }
             let mut i = 0;
             while i < n_rows {
                 let oy = r0 * rows_per_epi + i;
@@ -357,13 +374,13 @@ mod direct {
                 if !S2 && g.stride[0] == 1 && g.dilation[0] == 1 && i + 1 < n_rows {
                     // Two output rows at once: their windows share two input rows,
                     // each loaded once for both (12 loads per block pair, not 18).
-                    let lines = [line_at(oy), line_at(oy + 1), line_at(oy + 2), line_at(oy + 3)];
+                    let lines = [line_at!(oy), line_at!(oy + 1), line_at!(oy + 2), line_at!(oy + 3)];
                     for (b, t) in plan.taps.chunks_exact(3).enumerate() {
                         let mut a = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                         let mut c = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                         for li in 0..4 {
                             let Some(line) = lines[li] else { continue };
-                            let x = taps!(line.as_ptr(), t);
+                            let x = taps!(line, t);
                             if li < 3 {
                                 a[li] = fma3!(a[li], wv[li], x);
                             }
@@ -382,15 +399,15 @@ mod direct {
                     continue;
                 }
                 // The input rows of the three filter rows; None in the padding.
-                let mut lines: [Option<&[f32]>; 3] = [None; 3];
+                let mut lines: [Option<*const f32>; 3] = [None; 3];
                 for (ky, line) in lines.iter_mut().enumerate() {
-                    *line = line_at(oy * g.stride[0] + ky * g.dilation[0]);
+                    *line = line_at!(oy * g.stride[0] + ky * g.dilation[0]);
                 }
                 for (b, t) in plan.taps.chunks_exact(3).enumerate() {
                     let mut acc = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                     for ky in 0..3 {
                         let Some(line) = lines[ky] else { continue };
-                        let x = taps!(line.as_ptr(), t);
+                        let x = taps!(line, t);
                         acc[ky] = fma3!(acc[ky], wv[ky], x);
                     }
                     let sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc[2]);
@@ -893,6 +910,10 @@ mod tests {
         let stages = [Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) })];
         let epi = Epi::new(&stages, &[]).unwrap();
         for (c, size, s) in [(96, 112, 2), (144, 56, 1), (32, 112, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2), (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1)] {
+            let label = format!("dw {c}x{size} s{s}");
+            if std::env::var("DW_BENCH_ONLY").is_ok_and(|o| !label.contains(&o)) {
+                continue;
+            }
             let out = size / s;
             let g = Geometry { batches: 1, in_c: c, in_h: size, in_w: size, out_c: c, out_h: out, out_w: out, k_h: 3, k_w: 3, groups: c, cig: 1, cog: 1, stride: [s, s], dilation: [1, 1], pad: [1, 1] };
             let mut rng = Rng(5);
@@ -910,7 +931,7 @@ mod tests {
                     }
                 }
             });
-            println!("dw {c}x{size} s{s}: scratch {:.1} us, direct {:.1} us", best[0], best[1]);
+            println!("{label}: scratch {:.1} us, direct {:.1} us", best[0], best[1]);
         }
     }
 

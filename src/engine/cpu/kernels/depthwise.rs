@@ -255,31 +255,37 @@ mod direct {
         /// on runs of planes for small ones (a call per 7x7 plane would cost more
         /// than the plane).
         pub(in super::super) fn planes(&self, d: &Depthwise, first: usize, chunk: &mut [f32]) {
-            let plane = d.g.out_plane().max(1);
+            let g = d.g;
+            let plane = g.out_plane().max(1);
+            let ow = g.out_w.max(1);
             if plane >= 2 * EPI_ROWS_FLOATS {
+                let rows_per_epi = (EPI_ROWS_FLOATS / ow).max(1);
                 for (i, out) in chunk.chunks_mut(plane).enumerate() {
-                    self.plane(d, first + i, out, true);
+                    let p = first + i;
+                    for (r, rows) in out.chunks_mut(rows_per_epi * ow).enumerate() {
+                        self.run(d, p, 1, r * rows_per_epi, rows);
+                        d.epi.apply(rows, p * g.out_plane() + r * rows_per_epi * ow, Bias::None);
+                    }
                 }
                 return;
             }
             let per = (4 * EPI_ROWS_FLOATS / plane).max(1);
             for (j, run) in chunk.chunks_mut(per * plane).enumerate() {
                 let p0 = first + j * per;
-                for (i, out) in run.chunks_mut(plane).enumerate() {
-                    self.plane(d, p0 + i, out, false);
-                }
-                d.epi.apply(run, p0 * d.g.out_plane(), Bias::None);
+                self.run(d, p0, run.len() / plane, 0, run);
+                d.epi.apply(run, p0 * g.out_plane(), Bias::None);
             }
         }
 
-        fn plane(&self, d: &Depthwise, p: usize, out: &mut [f32], epi: bool) {
+        /// `n` planes from `p0`, from output row `oy0` on, into `out`; no epilogue.
+        fn run(&self, d: &Depthwise, p0: usize, n: usize, oy0: usize, out: &mut [f32]) {
             // SAFETY: `new` made a plan only where `simd::level()` reported AVX-512
             // (which only reports features the CPU has).
             unsafe {
                 match (self.stride2, d.g.dilation[1] == 1) {
-                    (false, _) => plane::<false, false>(self, d, p, out, epi),
-                    (true, false) => plane::<true, false>(self, d, p, out, epi),
-                    (true, true) => plane::<true, true>(self, d, p, out, epi),
+                    (false, _) => planes_avx512::<false, false>(self, d, p0, n, oy0, out),
+                    (true, false) => planes_avx512::<true, false>(self, d, p0, n, oy0, out),
+                    (true, true) => planes_avx512::<true, true>(self, d, p0, n, oy0, out),
                 }
             }
         }
@@ -288,14 +294,33 @@ mod direct {
     /// Floats of output rows per epilogue call.
     const EPI_ROWS_FLOATS: usize = 1024;
 
+    /// Planes `p0..p0 + n` from output row `oy0` on (`out` holds whole rows: all
+    /// of them from `oy0` for one plane, or `n` whole planes with `oy0` = 0).
+    /// Nothing in here calls out of line: a call would spill the weight
+    /// registers (every vector register is caller-saved), which costs more than
+    /// a small plane's arithmetic.
+    ///
     /// # Safety
-    /// The CPU has AVX-512F; `out` is plane `p`'s output (`out_h * out_w` floats).
+    /// The CPU has AVX-512F.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+    unsafe fn planes_avx512<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p0: usize, n: usize, oy0: usize, out: &mut [f32]) {
+        let g = d.g;
+        let c0 = p0 % g.in_c.max(1);
+        let per = out.len() / n.max(1);
+        for (i, o) in out.chunks_exact_mut(per.max(1)).enumerate() {
+            let c = (c0 + i) % g.in_c.max(1);
+            plane::<S2, PAIR>(plan, d, p0 + i, c, oy0, o);
+        }
+    }
+
+    /// # Safety
+    /// The CPU has AVX-512F; `out` is output rows `oy0..` of plane `p` (channel
+    /// `c`), whole rows of `out_w`.
     /// `S2`: horizontal stride 2 (else 1); `PAIR`: stride 2 with dilation 1, where
     /// filter column 1 reads the odd lanes of column 0's loads.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-    unsafe fn plane<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p: usize, out: &mut [f32], epi: bool) {
+    #[inline(always)]
+    unsafe fn plane<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p: usize, c: usize, oy0: usize, out: &mut [f32]) {
         let g = d.g;
-        let c = p % g.in_c.max(1);
         let wc = &d.w[c * 9..][..9];
         let mut wv = [[_mm512_setzero_ps(); 3]; 3];
         for (ky, row) in wv.iter_mut().enumerate() {
@@ -311,9 +336,8 @@ mod direct {
         let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
         let ow = g.out_w.max(1);
-        let rows_per_epi = (EPI_ROWS_FLOATS / ow).max(1);
-        let plane_start = p * g.out_plane();
-        for (r0, rows) in out.chunks_mut(rows_per_epi * ow).enumerate() {
+        {
+            let rows = out;
             let n_rows = rows.len() / ow;
             // The start of input row `iy` (padded coordinates); None in the padding.
             // A macro, not a closure: the closure (or the Option::map inside it) was
@@ -332,7 +356,7 @@ mod direct {
             }
             let mut i = 0;
             while i < n_rows {
-                let oy = r0 * rows_per_epi + i;
+                let oy = oy0 + i;
                 let dst = rows[i * ow..].as_mut_ptr();
                 // SAFETY (the loads): lanes are enabled only for input columns in
                 // [0, in_w) of the row (`lanes`), and masked-off lanes are not
@@ -417,9 +441,6 @@ mod direct {
                     _mm512_mask_storeu_ps(dst.add(o), ((1u32 << n) - 1) as __mmask16, sum);
                 }
                 i += 1;
-            }
-            if epi {
-                d.epi.apply(rows, plane_start + r0 * rows_per_epi * ow, Bias::None);
             }
         }
     }

@@ -207,12 +207,21 @@ mod direct {
         /// `blocks * 3` column taps, block-major.
         taps: Vec<ColTap>,
         stride2: bool,
+        /// Rows of at most 8 outputs whose three filter columns' inputs lie in
+        /// the 16 lanes of one load: planes go in pairs (`plane_pair`).
+        pack: bool,
     }
 
     /// `WEBNN_CPU_DEPTHWISE=scratch` keeps the padded-scratch kernel (for A/B timing).
     fn disabled() -> bool {
         static OFF: OnceLock<bool> = OnceLock::new();
         *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_DEPTHWISE").is_some_and(|v| v == "scratch"))
+    }
+
+    /// `WEBNN_CPU_DEPTHWISE_PAIRS=off` computes small planes one at a time (A/B timing).
+    fn pack_disabled() -> bool {
+        static OFF: OnceLock<bool> = OnceLock::new();
+        *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_DEPTHWISE_PAIRS").is_some_and(|v| v == "off"))
     }
 
     /// Lanes i of a 16-lane load at input column `first` with 0 <= first + i < width.
@@ -247,7 +256,10 @@ mod direct {
                     taps.push(ColTap { off, m0: lanes(off, width), m1: lanes(off.saturating_add(16), width) });
                 }
             }
-            Ok(Some(Plan { taps, stride2: g.stride[1] == 2 }))
+            // Lane of the last output's last filter column in column 0's load.
+            let last = (g.out_w.max(1) - 1).saturating_mul(g.stride[1]).saturating_add(2usize.saturating_mul(g.dilation[1]));
+            let pack = g.out_w <= 8 && last < 16 && !pack_disabled();
+            Ok(Some(Plan { taps, stride2: g.stride[1] == 2, pack }))
         }
 
         /// Output planes `first..` ((batch, channel) pairs) into `chunk` (whole
@@ -275,6 +287,11 @@ mod direct {
                 self.run(d, p0, run.len() / plane, 0, run);
                 d.epi.apply(run, p0 * g.out_plane(), Bias::None);
             }
+        }
+
+        #[cfg(test)]
+        pub(in super::super) fn packs(&self) -> bool {
+            self.pack
         }
 
         /// `n` planes from `p0`, from output row `oy0` on, into `out`; no epilogue.
@@ -305,11 +322,144 @@ mod direct {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
     unsafe fn planes_avx512<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p0: usize, n: usize, oy0: usize, out: &mut [f32]) {
         let g = d.g;
-        let c0 = p0 % g.in_c.max(1);
-        let per = out.len() / n.max(1);
-        for (i, o) in out.chunks_exact_mut(per.max(1)).enumerate() {
-            let c = (c0 + i) % g.in_c.max(1);
-            plane::<S2, PAIR>(plan, d, p0 + i, c, oy0, o);
+        let in_c = g.in_c.max(1);
+        let mut c = p0 % in_c;
+        let per = (out.len() / n.max(1)).max(1);
+        let mut p = p0;
+        let mut rest = out;
+        if plan.pack && oy0 == 0 {
+            // Two planes at a time (see `plane_pair`).
+            while rest.len() >= 2 * per {
+                let (two, tail) = rest.split_at_mut(2 * per);
+                let c1 = if c + 1 == in_c { 0 } else { c + 1 };
+                plane_pair::<S2>(plan, d, p, [c, c1], two);
+                c = if c1 + 1 == in_c { 0 } else { c1 + 1 };
+                p += 2;
+                rest = tail;
+            }
+        }
+        for o in rest.chunks_exact_mut(per) {
+            plane::<S2, PAIR>(plan, d, p, c, oy0, o);
+            c = if c + 1 == in_c { 0 } else { c + 1 };
+            p += 1;
+        }
+    }
+
+    /// Planes `p` and `p + 1` (channels `c`) into `out` (both planes), for rows
+    /// of at most 8 outputs: lanes 0..8 hold an output row of plane `p`, lanes
+    /// 8..16 the same row of plane `p + 1`, so each vector instruction does the
+    /// work of two (a 7-wide row alone would leave 9 of 16 lanes idle, and each
+    /// plane's fixed cost is shared by two). For every filter row, one masked
+    /// load per plane covers all three filter columns' inputs (`Plan::pack`
+    /// checks that they fit in 16 lanes); a permute per column picks each
+    /// plane's lanes for it (`idx`): stride 1 or 2 and the dilation are all in
+    /// the index. Stride 1 vertically (dilation 1) computes two output rows per
+    /// pass, loading their four input rows once.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `plan.pack` holds; `out` is planes p and p + 1.
+    #[inline(always)]
+    unsafe fn plane_pair<const S2: bool>(plan: &Plan, d: &Depthwise, p: usize, c: [usize; 2], out: &mut [f32]) {
+        let g = d.g;
+        let (wa, wb) = (&d.w[c[0] * 9..][..9], &d.w[c[1] * 9..][..9]);
+        let mut wv = [[_mm512_setzero_ps(); 3]; 3];
+        for (ky, row) in wv.iter_mut().enumerate() {
+            for (kx, v) in row.iter_mut().enumerate() {
+                let k = ky * 3 + kx;
+                *v = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(wa[k]), _mm512_set1_ps(wb[k]));
+            }
+        }
+        let (ba, bb) = match d.bias {
+            Some(b) => (b[c[0]], b[c[1]]),
+            None => (0.0, 0.0),
+        };
+        let bias = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(ba), _mm512_set1_ps(bb));
+        let plane_in = g.in_plane();
+        let sa = &d.x[p * plane_in..][..plane_in];
+        let sb = &d.x[(p + 1) * plane_in..][..plane_in];
+        // Lane j of column kx's vector: lane j * sx + kx * dx of the first plane's
+        // load (j < 8), or of the second plane's (16 + ...) for j >= 8. Lanes at
+        // or past out_w in each half are never stored (their index may wrap).
+        let sx = if S2 { 2 } else { 1 };
+        let mut idx = [_mm512_setzero_si512(); 3];
+        for (kx, v) in idx.iter_mut().enumerate() {
+            let mut lanes = [0i32; 16];
+            for (j, l) in lanes.iter_mut().enumerate() {
+                let (half, o) = (j / 8, j % 8);
+                *l = ((16 * half + o * sx + kx * g.dilation[1]) & 31) as i32;
+            }
+            *v = _mm512_loadu_si512(lanes.as_ptr().cast());
+        }
+        // The load of filter column 0 of block 0; the other columns read further
+        // lanes of it.
+        let t = plan.taps[0];
+        let ow = g.out_w;
+        let plane_out = g.out_plane();
+        let (oa, ob) = out.split_at_mut(plane_out);
+        let m_out = ((1u32 << ow) - 1) as __mmask16;
+        // The two planes' input row `iy` (padded coordinates) as one pair of
+        // loads, None in the padding.
+        // SAFETY (the loads): lanes are enabled only for input columns in [0, in_w)
+        // of the row (`lanes`); masked-off lanes are not accessed.
+        macro_rules! line {
+            ($iy:expr) => {{
+                let iy: usize = $iy;
+                if iy >= g.pad[0] && iy - g.pad[0] < g.in_h {
+                    let r = (iy - g.pad[0]) * g.in_w;
+                    Some((
+                        _mm512_maskz_loadu_ps(t.m0, sa.as_ptr().add(r).wrapping_offset(t.off)),
+                        _mm512_maskz_loadu_ps(t.m0, sb.as_ptr().add(r).wrapping_offset(t.off)),
+                    ))
+                } else {
+                    None
+                }
+            }};
+        }
+        macro_rules! fma3 {
+            ($acc:expr, $w:expr, $l:expr) => {{
+                let (a, b) = $l;
+                let s = _mm512_fmadd_ps($w[0], _mm512_permutex2var_ps(a, idx[0], b), $acc);
+                let s = _mm512_fmadd_ps($w[1], _mm512_permutex2var_ps(a, idx[1], b), s);
+                _mm512_fmadd_ps($w[2], _mm512_permutex2var_ps(a, idx[2], b), s)
+            }};
+        }
+        // SAFETY (the stores): lanes 0..out_w go to row oy of the first plane, lanes
+        // 8..8 + out_w to row oy of the second (out_w <= 8, through a pointer 8
+        // floats before the row; lanes 0..8 are masked off).
+        macro_rules! store {
+            ($oy:expr, $v:expr) => {{
+                let at = $oy * ow;
+                _mm512_mask_storeu_ps(oa[at..].as_mut_ptr(), m_out, $v);
+                _mm512_mask_storeu_ps(ob[at..].as_mut_ptr().wrapping_sub(8), m_out << 8, $v);
+            }};
+        }
+        let share = g.stride[0] == 1 && g.dilation[0] == 1;
+        let mut oy = 0;
+        while oy < g.out_h {
+            if share && oy + 1 < g.out_h {
+                let mut a = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
+                let mut b = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
+                for li in 0..4 {
+                    let Some(l) = line!(oy + li) else { continue };
+                    if li < 3 {
+                        a[li] = fma3!(a[li], wv[li], l);
+                    }
+                    if li > 0 {
+                        b[li - 1] = fma3!(b[li - 1], wv[li - 1], l);
+                    }
+                }
+                store!(oy, _mm512_add_ps(_mm512_add_ps(a[0], a[1]), a[2]));
+                store!(oy + 1, _mm512_add_ps(_mm512_add_ps(b[0], b[1]), b[2]));
+                oy += 2;
+                continue;
+            }
+            let mut a = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
+            for ky in 0..3 {
+                let Some(l) = line!(oy * g.stride[0] + ky * g.dilation[0]) else { continue };
+                a[ky] = fma3!(a[ky], wv[ky], l);
+            }
+            store!(oy, _mm512_add_ps(_mm512_add_ps(a[0], a[1]), a[2]));
+            oy += 1;
         }
     }
 
@@ -885,6 +1035,19 @@ mod tests {
         run(case([1, 2, 112, 112], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
         run(case([2, 2, 112, 112], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
         run(case([1, 3, 7, 7], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        // Rows of at most 8 outputs, planes in pairs (`plane_pair`): odd plane
+        // counts (one plane left alone), pairs across the batch boundary, stride 2
+        // to 7x7, dilation 2 in both axes with uneven padding, rows of exactly 8
+        // (stride 1 packs, stride 2 does not), padding wider than the input with
+        // a vertical stride of 3, and 1x1 planes.
+        run(case([2, 5, 7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 7, 14, 14], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([3, 3, 9, 6], [3, 3], [1, 2], [2, 2], [2, 1, 1, 2], false, true));
+        run(case([1, 4, 8, 8], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, false));
+        run(case([1, 4, 8, 16], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, false));
+        run(case([1, 6, 2, 3], [3, 3], [3, 1], [1, 1], [4, 3, 2, 2], true, true));
+        run(case([2, 5, 1, 1], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([1, 4, 6, 6], [3, 3], [1, 1], [1, 1], [0, 0, 0, 0], false, false));
         // Enough planes and work for the parallel split.
         run(case([2, 24, 30, 35], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
         run(case([1, 40, 32, 32], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
@@ -918,6 +1081,15 @@ mod tests {
             assert_eq!(plan.is_some(), level == Level::Avx512);
             assert!(direct::Plan::new(&Geometry { stride: [1, 1], out_h: 112, out_w: 112, ..g }).unwrap().is_some() == (level == Level::Avx512));
             assert!(direct::Plan::new(&Geometry { k_w: 5, ..g }).unwrap().is_none());
+            if level == Level::Avx512 {
+                // Which shapes go in plane pairs (so the float64 test covers them).
+                let pack = |g: Geometry| direct::Plan::new(&g).unwrap().is_some_and(|p| p.packs());
+                let small = Geometry { in_h: 14, in_w: 14, out_h: 7, out_w: 7, ..g };
+                assert!(pack(small) || std::env::var_os("WEBNN_CPU_DEPTHWISE_PAIRS").is_some());
+                assert!(pack(Geometry { in_h: 7, in_w: 7, stride: [1, 1], ..small }) || std::env::var_os("WEBNN_CPU_DEPTHWISE_PAIRS").is_some());
+                assert!(!pack(Geometry { in_h: 16, in_w: 16, out_h: 8, out_w: 8, ..g }));
+                assert!(!pack(Geometry { in_h: 14, in_w: 14, out_h: 14, out_w: 14, stride: [1, 1], ..g }));
+            }
         });
     }
 

@@ -339,7 +339,11 @@ mod direct {
             }
         }
         for o in rest.chunks_exact_mut(per) {
-            plane::<S2, PAIR>(plan, d, p, c, oy0, o);
+            if plan.taps.len() == 3 {
+                plane::<S2, PAIR, true>(plan, d, p, c, oy0, o);
+            } else {
+                plane::<S2, PAIR, false>(plan, d, p, c, oy0, o);
+            }
             c = if c + 1 == in_c { 0 } else { c + 1 };
             p += 1;
         }
@@ -465,11 +469,16 @@ mod direct {
 
     /// # Safety
     /// The CPU has AVX-512F; `out` is output rows `oy0..` of plane `p` (channel
-    /// `c`), whole rows of `out_w`.
+    /// `c`), whole rows of `out_w`; `ONE` only where `plan.taps` has 3 entries.
     /// `S2`: horizontal stride 2 (else 1); `PAIR`: stride 2 with dilation 1, where
     /// filter column 1 reads the odd lanes of column 0's loads.
     #[inline(always)]
-    unsafe fn plane<const S2: bool, const PAIR: bool>(plan: &Plan, d: &Depthwise, p: usize, c: usize, oy0: usize, out: &mut [f32]) {
+    unsafe fn plane<const S2: bool, const PAIR: bool, const ONE: bool>(plan: &Plan, d: &Depthwise, p: usize, c: usize, oy0: usize, out: &mut [f32]) {
+        // `ONE`: a single block of outputs per row (out_w <= 16). Its three column
+        // taps are copied to a local array so that their offsets and masks stay in
+        // registers rather than being reloaded from the plan for every row.
+        let one: [ColTap; 3] = if ONE { [plan.taps[0], plan.taps[1], plan.taps[2]] } else { [ColTap { off: 0, m0: 0, m1: 0 }; 3] };
+        let taps: &[ColTap] = if ONE { &one } else { &plan.taps };
         let g = d.g;
         let wc = &d.w[c * 9..][..9];
         let mut wv = [[_mm512_setzero_ps(); 3]; 3];
@@ -549,7 +558,7 @@ mod direct {
                     // Two output rows at once: their windows share two input rows,
                     // each loaded once for both (12 loads per block pair, not 18).
                     let lines = [line_at!(oy), line_at!(oy + 1), line_at!(oy + 2), line_at!(oy + 3)];
-                    for (b, t) in plan.taps.chunks_exact(3).enumerate() {
+                    for (b, t) in taps.chunks_exact(3).enumerate() {
                         let mut a = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                         let mut c = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                         for li in 0..4 {
@@ -577,7 +586,7 @@ mod direct {
                 for (ky, line) in lines.iter_mut().enumerate() {
                     *line = line_at!(oy * g.stride[0] + ky * g.dilation[0]);
                 }
-                for (b, t) in plan.taps.chunks_exact(3).enumerate() {
+                for (b, t) in taps.chunks_exact(3).enumerate() {
                     let mut acc = [bias, _mm512_setzero_ps(), _mm512_setzero_ps()];
                     for ky in 0..3 {
                         let Some(line) = lines[ky] else { continue };

@@ -339,10 +339,10 @@ mod direct {
             }
         }
         for o in rest.chunks_exact_mut(per) {
-            if plan.taps.len() == 3 {
-                plane::<S2, PAIR, true>(plan, d, p, c, oy0, o);
-            } else {
-                plane::<S2, PAIR, false>(plan, d, p, c, oy0, o);
+            match plan.taps.len() {
+                3 => plane::<S2, PAIR, 1>(plan, d, p, c, oy0, o),
+                6 => plane::<S2, PAIR, 2>(plan, d, p, c, oy0, o),
+                _ => plane::<S2, PAIR, 0>(plan, d, p, c, oy0, o),
             }
             c = if c + 1 == in_c { 0 } else { c + 1 };
             p += 1;
@@ -469,16 +469,20 @@ mod direct {
 
     /// # Safety
     /// The CPU has AVX-512F; `out` is output rows `oy0..` of plane `p` (channel
-    /// `c`), whole rows of `out_w`; `ONE` only where `plan.taps` has 3 entries.
+    /// `c`), whole rows of `out_w`; `NB` > 0 only where `plan.taps` has 3 * NB entries.
     /// `S2`: horizontal stride 2 (else 1); `PAIR`: stride 2 with dilation 1, where
     /// filter column 1 reads the odd lanes of column 0's loads.
     #[inline(always)]
-    unsafe fn plane<const S2: bool, const PAIR: bool, const ONE: bool>(plan: &Plan, d: &Depthwise, p: usize, c: usize, oy0: usize, out: &mut [f32]) {
-        // `ONE`: a single block of outputs per row (out_w <= 16). Its three column
-        // taps are copied to a local array so that their offsets and masks stay in
-        // registers rather than being reloaded from the plan for every row.
-        let one: [ColTap; 3] = if ONE { [plan.taps[0], plan.taps[1], plan.taps[2]] } else { [ColTap { off: 0, m0: 0, m1: 0 }; 3] };
-        let taps: &[ColTap] = if ONE { &one } else { &plan.taps };
+    unsafe fn plane<const S2: bool, const PAIR: bool, const NB: usize>(plan: &Plan, d: &Depthwise, p: usize, c: usize, oy0: usize, out: &mut [f32]) {
+        // `NB` (1 or 2): the number of blocks of outputs per row (out_w <= 32), 0
+        // for any. Their column taps are copied to a local array so that their
+        // offsets and masks stay in registers rather than being reloaded from the
+        // plan for every row.
+        let mut local = [ColTap { off: 0, m0: 0, m1: 0 }; 6];
+        if NB > 0 {
+            local[..3 * NB].copy_from_slice(&plan.taps[..3 * NB]);
+        }
+        let taps: &[ColTap] = if NB > 0 { &local[..3 * NB] } else { &plan.taps };
         let g = d.g;
         let wc = &d.w[c * 9..][..9];
         let mut wv = [[_mm512_setzero_ps(); 3]; 3];

@@ -166,7 +166,9 @@ fn depthwise_nchw_with(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>,
         return run(0, dst, &mut Vec::new());
     }
     // A few runs of planes per thread (for balance), none below the threshold.
-    let per = planes.div_ceil(threads * 4).max(PARALLEL_MIN_WORK.div_ceil(work)).max(1);
+    // Even, so that the AVX-512 kernel's plane pairs do not leave a plane alone
+    // in every run.
+    let per = planes.div_ceil(threads * 4).max(PARALLEL_MIN_WORK.div_ceil(work)).max(1).next_multiple_of(2);
     dst.par_chunks_mut(per * plane)
         .enumerate()
         .try_for_each_init(Vec::new, |scratch, (i, chunk)| run(i * per, chunk, scratch))
@@ -1064,6 +1066,9 @@ mod tests {
         // Enough planes and work for the parallel split.
         run(case([2, 24, 30, 35], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
         run(case([1, 40, 32, 32], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        // The same for plane pairs (7x7 outputs), with an odd number of planes.
+        run(case([1, 181, 14, 14], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true, true));
+        run(case([3, 61, 7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true));
     }
 
     #[test]

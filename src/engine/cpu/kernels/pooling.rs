@@ -18,6 +18,7 @@ use super::simd;
 use super::Tensor;
 use crate::dispatch;
 use crate::error::{Result, WebnnError};
+use crate::graph::DataType;
 use crate::ops::pooling::{InputLayout, Pool2d, PoolKind};
 
 /// One pooling reduction over the input cells of a window.
@@ -473,9 +474,136 @@ fn nhwc_pixels<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: us
     }
 }
 
+/// float32 max pooling of nchw rows with AVX-512, the separable scheme of
+/// `nchw_rows` written with intrinsics (the generic loops compile to scalar
+/// compare-and-select for the NaN-propagating max, and to scalar gathers for
+/// stride 2).
+///
+/// The max propagates NaN from either operand, as `max_nan` does (see
+/// `max_f32::max_nan`). Stride 2 gathers the even lanes of two loads with one
+/// permute.
+#[cfg(target_arch = "x86_64")]
+mod max_f32 {
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    use super::{padded_cols, Geometry, PB};
+    use crate::engine::cpu::kernels::simd::{self, Level};
+
+    /// `WEBNN_CPU_POOL=generic` keeps the generic loops (for A/B timing).
+    fn disabled() -> bool {
+        static OFF: OnceLock<bool> = OnceLock::new();
+        *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_POOL").is_some_and(|v| v == "generic"))
+    }
+
+    /// Whether `rows` takes this geometry: AVX-512, horizontal stride 1 or 2, and a
+    /// padded column buffer of reasonable size (as in `nchw_rows`).
+    pub(super) fn usable(g: &Geometry) -> bool {
+        simd::level() == Level::Avx512 && matches!(g.sw, 1 | 2) && padded_cols(g) <= (4 * g.w).max(4096) && !disabled()
+    }
+
+    /// nchw output rows `first..` (whole rows of `ow`) for a geometry `usable`
+    /// accepted.
+    pub(super) fn rows(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+        if simd::detected() == Level::Avx512 {
+            // SAFETY: `detected` only reports features the CPU has.
+            unsafe { rows_avx512(g, x, first, chunk) }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn max_nan(acc: __m512, x: __m512) -> __m512 {
+        // MAXPS returns its second operand when either is NaN, which keeps a NaN
+        // accumulator; lanes where `x` is NaN skip the max and keep `x`. (VRANGEPS
+        // in max mode was tried: it drops NaNs.)
+        _mm512_mask_max_ps(x, _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x), x, acc)
+    }
+
+    /// Mask of the first `n` (<= 16) lanes.
+    #[inline(always)]
+    fn first_lanes(n: usize) -> __mmask16 {
+        ((1u32 << n.min(16)) - 1) as __mmask16
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+    unsafe fn rows_avx512(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+        const _: () = assert!(PB == 16);
+        // The window's rows reduced column by column, at padded column positions:
+        // -Infinity (the max's identity) wherever there is no input, so every
+        // horizontal tap runs over whole vectors. Its length covers every tap of
+        // every block of 16 outputs (`padded_cols`).
+        let need = padded_cols(g);
+        // RB rows' buffers: the vertical pass fills all of them before the
+        // horizontal pass reads any, so its stores have retired by then (a load
+        // overlapping two recent stores at another offset cannot be forwarded
+        // and waits for them).
+        const RB: usize = 8;
+        let mut cols = vec![f32::NEG_INFINITY; need * RB];
+        let pl = g.pl.min(need);
+        let wn = g.w.min(need - pl);
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let blocks = g.ow.div_ceil(16);
+        for (k, group) in chunk.chunks_mut(g.ow.max(1) * RB).enumerate() {
+            for (i, buf) in cols.chunks_exact_mut(need).take(group.len() / g.ow.max(1)).enumerate() {
+                let row = first + k * RB + i;
+                let (plane, oy) = (row / g.oh, row % g.oh);
+                let src = &x[plane * g.h * g.w..][..g.h * g.w];
+                let ty = g.rows[oy];
+                let line = &mut buf[pl..pl + wn];
+                for j in (0..wn).step_by(16) {
+                    let n = (wn - j).min(16);
+                    let m = first_lanes(n);
+                    // -Infinity stays when the window has no input row.
+                    let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
+                    for ky in 0..ty.k1 - ty.k0 {
+                        let r = &src[(ty.first + ky * g.dh) * g.w + j..][..n];
+                        // SAFETY: the mask enables the n lanes of `r`.
+                        let v = _mm512_maskz_loadu_ps(m, r.as_ptr());
+                        acc = if ky == 0 { v } else { max_nan(acc, v) };
+                    }
+                    let d = &mut line[j..j + n];
+                    // SAFETY: as above, for `d`.
+                    _mm512_mask_storeu_ps(d.as_mut_ptr(), m, acc);
+                }
+            }
+            for (dst, buf) in group.chunks_exact_mut(g.ow.max(1)).zip(cols.chunks_exact(need)) {
+                for b in 0..blocks {
+                    let o = b * 16;
+                    let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
+                    for kx in 0..g.kw {
+                        let at = o * g.sw + kx * g.dw;
+                        let v = if g.sw == 1 {
+                            let c = &buf[at..at + 16];
+                            // SAFETY: 16 floats of `c`.
+                            _mm512_loadu_ps(c.as_ptr())
+                        } else {
+                            let c = &buf[at..at + 32];
+                            // SAFETY: 32 floats of `c`.
+                            let (lo, hi) = (_mm512_loadu_ps(c.as_ptr()), _mm512_loadu_ps(c.as_ptr().add(16)));
+                            _mm512_permutex2var_ps(lo, even, hi)
+                        };
+                        acc = max_nan(acc, v);
+                    }
+                    let n = (g.ow - o).min(16);
+                    let d = &mut dst[o..o + n];
+                    // SAFETY: the mask enables the n lanes of `d`.
+                    _mm512_mask_storeu_ps(d.as_mut_ptr(), first_lanes(n), acc);
+                }
+            }
+        }
+    }
+}
+
 pub fn pool2d(p: &Pool2d, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
     let g = geometry(p, x.shape, out_shape)?;
     if g.n * g.c * g.oh * g.ow == 0 {
+        return Ok(());
+    }
+    #[cfg(target_arch = "x86_64")]
+    if p.kind == PoolKind::Max && x.data_type == DataType::Float32 && p.layout == InputLayout::Nchw && max_f32::usable(&g) {
+        let (src, dst) = (as_elems::<f32>(x.data)?, as_elems_mut::<f32>(out)?);
+        par_rows(dst, g.ow, |range, chunk| max_f32::rows(&g, src, range.start, chunk));
         return Ok(());
     }
     dispatch!(x.data_type, T => {
@@ -526,7 +654,8 @@ mod tests {
                         out[out_at(b, ch, oy, ox)] = match kind {
                             PoolKind::Average => vals.iter().sum::<f64>() / vals.len() as f64,
                             PoolKind::L2 => vals.iter().map(|v| v * v).sum::<f64>().sqrt(),
-                            PoolKind::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+                            // NaN in any cell gives NaN (f64::max alone would drop it).
+                            PoolKind::Max => vals.iter().fold(f64::NEG_INFINITY, |a, &v| if a.is_nan() || v.is_nan() { f64::NAN } else { a.max(v) }),
                         };
                     }
                 }
@@ -544,10 +673,25 @@ mod tests {
     }
 
     fn run_f32(kind: PoolKind, shape: &[usize], o: &Pool2dOptions, seed: u64) -> (Vec<f32>, Vec<f64>) {
+        run_f32_specials(kind, shape, o, seed, false)
+    }
+
+    /// With `specials`, about one input in 16 is NaN, +Infinity or -Infinity.
+    fn run_f32_specials(kind: PoolKind, shape: &[usize], o: &Pool2dOptions, seed: u64, specials: bool) -> (Vec<f32>, Vec<f64>) {
         let desc = OperandDesc::new(DataType::Float32, shape.to_vec());
         let (p, out_desc) = validate(kind, &desc, o).unwrap();
         let mut rng = Rng(seed);
-        let x: Vec<f32> = (0..desc.element_count()).map(|_| (rng.next() * 8.0 - 4.0) as f32).collect();
+        let x: Vec<f32> = (0..desc.element_count())
+            .map(|_| {
+                let (v, pick) = (rng.next(), rng.next());
+                match (specials, (pick * 48.0) as u32) {
+                    (true, 0) => f32::NAN,
+                    (true, 1) => f32::INFINITY,
+                    (true, 2) => f32::NEG_INFINITY,
+                    _ => (v * 8.0 - 4.0) as f32,
+                }
+            })
+            .collect();
         let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut out = vec![0u8; out_desc.byte_length()];
         let t = Tensor { data: &bytes, shape: &desc.shape, data_type: DataType::Float32 };
@@ -558,17 +702,23 @@ mod tests {
     }
 
     fn check(kind: PoolKind, shape: &[usize], o: Pool2dOptions) {
+        check_with(kind, shape, o, false)
+    }
+
+    fn check_with(kind: PoolKind, shape: &[usize], o: Pool2dOptions, specials: bool) {
         // `shape` is [n, c, h, w]; the nhwc run uses [n, h, w, c].
         let nhwc = [shape[0], shape[2], shape[3], shape[1]];
         for (seed, layout, shape) in [(1, InputLayout::Nchw, shape), (2, InputLayout::Nhwc, &nhwc[..])] {
             let o = Pool2dOptions { layout, ..o.clone() };
-            let (got, want) = run_f32(kind, shape, &o, seed);
+            let (got, want) = run_f32_specials(kind, shape, &o, seed, specials);
             assert_eq!(got.len(), want.len());
             for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-                if kind == PoolKind::Max {
+                if kind == PoolKind::Max && w.is_nan() {
+                    assert!(g.is_nan(), "{kind:?} {shape:?} {o:?} {:?} [{i}]: {g} vs NaN", simd::level());
+                } else if kind == PoolKind::Max {
                     assert_eq!(g as f64, w, "{kind:?} {shape:?} {o:?} [{i}]");
                 } else if w.is_nan() {
-                    assert!(g.is_nan(), "{kind:?} {shape:?} {o:?} [{i}]: {g} vs NaN");
+                    assert!(g.is_nan(), "{kind:?} {shape:?} {o:?} {:?} [{i}]: {g} vs NaN", simd::level());
                 } else {
                     assert!((g as f64 - w).abs() <= 1e-6 * w.abs().max(1e-30), "{kind:?} {shape:?} {o:?} [{i}]: {g} vs {w}");
                 }
@@ -635,6 +785,93 @@ mod tests {
                 check(kind, &[1, 2, 3, 5], opts([2, 3], [1, 0, 9, 7], [1, 2], [1, 2]));
             }
         });
+    }
+
+    /// The shapes the float32 max kernel (`max_f32`) sees in models and its edges:
+    /// rows narrower than a vector, odd widths, exactly one and two vectors of
+    /// outputs, strides 1, 2 (and 3, which the generic loops take), dilations,
+    /// padding on each side alone, ceil rounding, batch 2; with NaN and infinities
+    /// among the inputs (a NaN in a window gives NaN).
+    #[test]
+    fn max_f32_matches_reference_with_nan() {
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|_| {
+            let ceil = |o: Pool2dOptions| Pool2dOptions { rounding_type: RoundingType::Ceil, ..o };
+            let cases: Vec<([usize; 4], Pool2dOptions)> = vec![
+                // SqueezeNet (floor 111 -> 55, ceil 55 -> 27) and ResNet (pad 1).
+                ([1, 3, 111, 111], opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1])),
+                ([1, 2, 55, 55], ceil(opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]))),
+                ([2, 2, 27, 27], ceil(opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]))),
+                ([1, 2, 112, 112], opts([3, 3], [1, 1, 1, 1], [2, 2], [1, 1])),
+                // Narrow and odd rows, padding on one side at a time.
+                ([1, 2, 5, 3], opts([3, 3], [1, 1, 1, 1], [1, 1], [1, 1])),
+                ([1, 2, 6, 9], opts([2, 3], [1, 0, 0, 0], [2, 2], [1, 1])),
+                ([1, 2, 6, 9], opts([2, 3], [0, 1, 0, 0], [1, 2], [1, 1])),
+                ([1, 2, 6, 9], opts([2, 3], [0, 0, 2, 0], [2, 1], [1, 1])),
+                ([1, 2, 6, 9], opts([2, 3], [0, 0, 0, 2], [1, 2], [1, 1])),
+                // Outputs of exactly 16 and 32, one past, with strides 1, 2 and 3.
+                ([1, 1, 4, 33], opts([2, 3], [0, 0, 1, 0], [1, 2], [1, 1])),
+                ([1, 1, 4, 18], opts([2, 3], [0, 0, 0, 0], [1, 1], [1, 1])),
+                ([1, 1, 4, 66], opts([2, 3], [0, 0, 0, 1], [1, 2], [1, 1])),
+                ([1, 1, 4, 50], opts([2, 3], [0, 0, 0, 0], [1, 3], [1, 1])),
+                // Dilations, and padding wider than the window (windows of padding only).
+                ([1, 2, 9, 37], opts([3, 3], [2, 2, 2, 2], [1, 2], [2, 3])),
+                ([1, 2, 3, 4], opts([2, 2], [3, 3, 4, 4], [1, 2], [1, 1])),
+                ([2, 3, 7, 6], Pool2dOptions::default()),
+                ([1, 1, 1, 1], opts([1, 1], [0, 0, 0, 0], [1, 1], [1, 1])),
+            ];
+            for (shape, o) in cases {
+                check_with(PoolKind::Max, &shape, o, true);
+            }
+        });
+    }
+
+    #[test]
+    fn max_f32_kernel_takes_model_shapes() {
+        // So that the test above checks `max_f32` itself on an AVX-512 machine.
+        if simd::detected() != simd::Level::Avx512 || std::env::var_os("WEBNN_CPU_POOL").is_some() {
+            return;
+        }
+        let desc = OperandDesc::new(DataType::Float32, vec![1, 64, 111, 111]);
+        let (p, od) = validate(PoolKind::Max, &desc, &opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1])).unwrap();
+        let g = geometry(&p, &desc.shape, &od.shape).unwrap();
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|level| {
+            assert_eq!(max_f32::usable(&g), level == simd::Level::Avx512);
+        });
+    }
+
+    /// Times the generic max loops against `max_f32` on SqueezeNet's and ResNet's
+    /// max pools, one thread, interleaved, best of many:
+    /// `cargo test --release --lib pool_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn pool_bench() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let ceil = |o: Pool2dOptions| Pool2dOptions { rounding_type: RoundingType::Ceil, ..o };
+        for (shape, o) in [
+            ([1, 64, 111, 111], opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1])),
+            ([1, 128, 55, 55], ceil(opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]))),
+            ([1, 256, 27, 27], ceil(opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1]))),
+            ([1, 64, 112, 112], opts([3, 3], [1, 1, 1, 1], [2, 2], [1, 1])),
+        ] {
+            let desc = OperandDesc::new(DataType::Float32, shape.to_vec());
+            let (p, od) = validate(PoolKind::Max, &desc, &o).unwrap();
+            let g = geometry(&p, &desc.shape, &od.shape).unwrap();
+            let mut rng = Rng(3);
+            let x: Vec<f32> = (0..desc.element_count()).map(|_| rng.next() as f32).collect();
+            let mut dst = vec![0f32; od.element_count()];
+            let mut best = [f64::INFINITY; 2];
+            pool.install(|| {
+                for _ in 0..200 {
+                    let t = std::time::Instant::now();
+                    pool_typed(&Max, &g, InputLayout::Nchw, &x, &mut dst);
+                    best[0] = best[0].min(t.elapsed().as_secs_f64() * 1e6);
+                    let t = std::time::Instant::now();
+                    par_rows(&mut dst, g.ow, |range, chunk| max_f32::rows(&g, &x, range.start, chunk));
+                    best[1] = best[1].min(t.elapsed().as_secs_f64() * 1e6);
+                }
+            });
+            println!("maxpool {shape:?}: generic {:.1} us, max_f32 {:.1} us", best[0], best[1]);
+        }
     }
 
     #[test]

@@ -192,9 +192,30 @@ impl Geometry {
     /// A conv2d's geometry from its input and output shapes and its filter's
     /// input channels per group, height and width.
     fn conv2d(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], [cig, k_h, k_w]: [usize; 3]) -> Geometry {
-        let layout = attrs.input_layout;
+        let (layout, window) = (attrs.input_layout, (attrs.strides, attrs.dilations, attrs.padding));
+        Geometry { cig, ..Geometry::sized(layout, x_shape, out_shape, attrs.groups, [k_h, k_w], window) }
+    }
+
+    /// A convTranspose2d's geometry (input and output in the operator's terms)
+    /// from its filter's output channels per group, height and width.
+    fn conv_transpose2d(attrs: &ConvTranspose2dAttrs, x_shape: &[usize], out_shape: &[usize], [cog, k_h, k_w]: [usize; 3]) -> Geometry {
+        let (layout, window) = (attrs.input_layout, (attrs.strides, attrs.dilations, attrs.padding));
+        Geometry { cog, ..Geometry::sized(layout, x_shape, out_shape, attrs.groups, [k_h, k_w], window) }
+    }
+
+    /// Channels per group split evenly; `window` is (strides, dilations, padding
+    /// as [top, bottom, left, right]).
+    fn sized(
+        layout: InputLayout,
+        x_shape: &[usize],
+        out_shape: &[usize],
+        groups: usize,
+        [k_h, k_w]: [usize; 2],
+        (stride, dilation, padding): ([usize; 2], [usize; 2], [usize; 4]),
+    ) -> Geometry {
         let (batches, in_c, in_h, in_w) = layout.nchw(x_shape);
         let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
+        let per_group = |c: usize| c / groups.max(1);
         Geometry {
             batches,
             in_c,
@@ -205,12 +226,12 @@ impl Geometry {
             out_w,
             k_h,
             k_w,
-            groups: attrs.groups,
-            cig,
-            cog: out_c / attrs.groups.max(1),
-            stride: attrs.strides,
-            dilation: attrs.dilations,
-            pad: [attrs.padding[0], attrs.padding[2]],
+            groups,
+            cig: per_group(in_c),
+            cog: per_group(out_c),
+            stride,
+            dilation,
+            pad: [padding[0], padding[2]],
         }
     }
 
@@ -964,27 +985,10 @@ fn conv_transpose2d_with(
     mode: TransposeMode,
 ) -> Result<()> {
     let layout = attrs.input_layout;
-    let (batches, in_c, in_h, in_w) = layout.nchw(x.shape);
-    let (_, out_c, out_h, out_w) = layout.nchw(out_shape);
     let axes = attrs.filter_layout.axes();
     let [_, cog, k_h, k_w] = pick(f.shape, axes);
-    let g = Geometry {
-        batches,
-        in_c,
-        in_h,
-        in_w,
-        out_c,
-        out_h,
-        out_w,
-        k_h,
-        k_w,
-        groups: attrs.groups,
-        cig: in_c / attrs.groups,
-        cog,
-        stride: attrs.strides,
-        dilation: attrs.dilations,
-        pad: [attrs.padding[0], attrs.padding[2]],
-    };
+    let g = Geometry::conv_transpose2d(attrs, x.shape, out_shape, [cog, k_h, k_w]);
+    let (out_c, out_w) = (g.out_c, g.out_w);
     // Strides of the filter's (input channel, output channel, y, x).
     let fst = strides_at(f.shape, axes);
     let xs = f32_input(x)?;

@@ -28,6 +28,7 @@
 
 use rayon::prelude::*;
 
+use super::depthwise::deal_phases;
 use super::{finish_nchw_block, Geometry, RawOut};
 use crate::engine::cpu::epilogue::Epi;
 use crate::engine::cpu::kernels::gemm_core::alloc_f32;
@@ -52,6 +53,12 @@ const SCRATCH_BUDGET: usize = 1 << 16;
 /// block of the band reads it.
 const BAND_BUDGET: usize = 1 << 17;
 
+/// What both direct kernels need: AVX-512, a filter of more than one tap, a
+/// non-empty output, and their switch `var` not set to "0".
+pub(super) fn candidate(g: &Geometry, off: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    simd::level() == Level::Avx512 && g.k_h * g.k_w > 1 && g.out_plane() > 0 && !simd::env_is(off, var, "0")
+}
+
 /// Whether the direct kernel computes this (nchw, not depthwise) convolution:
 /// AVX-512, a filter of more than one tap, a one-row band whose scratch fits the
 /// budget (huge strides or padding would make it far larger than the input it
@@ -69,12 +76,7 @@ const BAND_BUDGET: usize = 1 << 17;
 /// GEMM path (comparisons).
 pub(super) fn suits(g: &Geometry) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *OFF.get_or_init(|| std::env::var("WEBNN_CPU_CONV_DIRECT").is_ok_and(|v| v == "0")) {
-        return false;
-    }
-    simd::level() == Level::Avx512
-        && g.k_h * g.k_w > 1
-        && g.out_plane() > 0
+    candidate(g, &OFF, "WEBNN_CPU_CONV_DIRECT")
         && Band::new(g, 1).is_some_and(|b| b.len <= SCRATCH_BUDGET)
         && (g.cig <= MAX_CIG || (g.stride[1] <= 2 && lane_use(g).is_some_and(|u| u >= MIN_LANE_USE)))
 }
@@ -240,31 +242,37 @@ struct Weights<'a> {
 /// Whether `w`, packed at build time, is this convolution's filter in the order
 /// of `pack`.
 pub(super) fn packed_fits(g: &Geometry, w: &[f32]) -> bool {
-    packed_len(g) == Some(w.len())
-}
-
-/// Floats of the packed filter (`Weights::w`).
-fn packed_len(g: &Geometry) -> Option<usize> {
-    g.groups.checked_mul(g.cog.div_ceil(CB))?.checked_mul(g.cig * g.k_h * g.k_w)?.checked_mul(CB)
+    blocked_len(g, CB) == Some(w.len())
 }
 
 /// The filter (values `fs` with (o, i, h, w) element strides `st`) in the order
 /// the register tiles read it (see `Weights`): once at build time
 /// (`conv::pack_filter_for`), or per call.
 pub(super) fn pack(fs: &[f32], st: [usize; 4], g: &Geometry) -> Result<Vec<f32>> {
-    let blocks = g.cog.div_ceil(CB);
-    let mut w = alloc_f32(packed_len(g).ok_or_else(too_big)?)?;
+    pack_blocks(fs, st, g, CB)
+}
+
+/// Floats of a filter packed by `pack_blocks` in blocks of `cb` output channels.
+pub(super) fn blocked_len(g: &Geometry, cb: usize) -> Option<usize> {
+    g.groups.checked_mul(g.cog.div_ceil(cb))?.checked_mul(g.cig.checked_mul(g.k_h)?.checked_mul(g.k_w)?)?.checked_mul(cb)
+}
+
+/// The filter (values `fs` with (o, i, h, w) element strides `st`) as both direct
+/// kernels read it: per group, per block of `cb` output channels, per tap
+/// (ci, ky, kx), the block's `cb` weights (zeros past the group's last channel).
+pub(super) fn pack_blocks(fs: &[f32], st: [usize; 4], g: &Geometry, cb: usize) -> Result<Vec<f32>> {
+    let blocks = g.cog.div_ceil(cb);
+    let mut w = alloc_f32(blocked_len(g, cb).ok_or_else(too_big)?)?;
     let mut i = 0;
     for grp in 0..g.groups {
         for blk in 0..blocks {
             for ci in 0..g.cig {
                 for ky in 0..g.k_h {
                     for kx in 0..g.k_w {
-                        for c in 0..CB {
-                            let oc = blk * CB + c;
+                        for c in 0..cb {
+                            let oc = blk * cb + c;
                             if oc < g.cog {
-                                let o = grp * g.cog + oc;
-                                w[i] = fs[o * st[0] + ci * st[1] + ky * st[2] + kx * st[3]];
+                                w[i] = fs[(grp * g.cog + oc) * st[0] + ci * st[1] + ky * st[2] + kx * st[3]];
                             }
                             i += 1;
                         }
@@ -308,7 +316,7 @@ impl<'a> Weights<'a> {
     }
 }
 
-fn too_big() -> WebnnError {
+pub(super) fn too_big() -> WebnnError {
     WebnnError::Operation("conv2d: sizes overflow".into())
 }
 
@@ -411,23 +419,7 @@ fn fill_band(x: &[f32], g: &Geometry, band: &Band, n: usize, grp: usize, oy0: us
             if iy < 0 || iy as usize >= g.in_h || cols == 0 {
                 continue;
             }
-            let row = &src[iy as usize * g.in_w..][..cols];
-            if sx == 1 {
-                dst[pl..pl + cols].copy_from_slice(row);
-                continue;
-            }
-            for (ph, phase) in dst.chunks_exact_mut(band.phase_w).enumerate() {
-                // Input columns ix with (ix + pl) % sx == ph, from index (ix + pl) / sx.
-                let ix0 = (ph + sx - pl % sx) % sx;
-                if ix0 >= cols {
-                    continue;
-                }
-                let at = (ix0 + pl) / sx;
-                let m = (cols - ix0).div_ceil(sx);
-                for (o, v) in phase[at..at + m].iter_mut().zip(row[ix0..].iter().step_by(sx)) {
-                    *o = *v;
-                }
-            }
+            deal_phases(&src[iy as usize * g.in_w..][..cols], dst, pl, sx, band.phase_w);
         }
     }
 }
@@ -608,33 +600,31 @@ mod avx512 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::compile::fused::Stage;
-    use crate::engine::cpu::kernels::simd::tests::at_each_level;
+    use crate::engine::cpu::kernels::simd::tests::{at_each_level, Rng};
     use crate::ops::Activation;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f32 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((self.0 >> 40) as f32) / ((1u64 << 24) as f32) * 2.0 - 1.0
-        }
-    }
 
     /// One case: input [n, c, h, w], output channels, groups, filter [kh, kw],
     /// strides, dilations, padding [top, bottom, left, right], bias, clamp.
-    struct Case {
-        x: [usize; 4],
-        oc: usize,
-        groups: usize,
-        k: [usize; 2],
-        s: [usize; 2],
-        d: [usize; 2],
-        pad: [usize; 4],
-        bias: bool,
-        clamp: bool,
+    pub(in super::super) struct Case {
+        pub x: [usize; 4],
+        pub oc: usize,
+        pub groups: usize,
+        pub k: [usize; 2],
+        pub s: [usize; 2],
+        pub d: [usize; 2],
+        pub pad: [usize; 4],
+        pub bias: bool,
+        pub clamp: bool,
     }
+
+    /// A direct kernel's entry (`conv_nchw` of either module).
+    pub(in super::super) type Kernel = fn(&[f32], Option<&[f32]>, &[f32], [usize; 4], &Geometry, Option<&[f32]>, &Epi, &mut [f32]) -> Result<()>;
+    /// Its filter packing (`pack`).
+    pub(in super::super) type Packer = fn(&[f32], [usize; 4], &Geometry) -> Result<Vec<f32>>;
 
     fn geometry(c: &Case) -> Geometry {
         let [n, ci, h, w] = c.x;
@@ -659,22 +649,29 @@ mod tests {
         }
     }
 
-    /// The direct kernel at every level against a float64 sum from the definition:
+    /// The direct kernel at every level against a float64 sum from the definition.
+    fn check(c: &Case, seed: u64) {
+        check_kernel(c, seed, conv_nchw, pack, false);
+    }
+
+    /// `run` at every level, with and without the filter packed ahead by `packer`,
+    /// against a float64 sum from the definition:
     /// out[n][o][oy][ox] = bias[o] + sum over (ci, ky, kx) of
     /// w[o][ci][ky][kx] * x[n][grp * cig + ci][oy*sy + ky*dy - padTop][ox*sx + kx*dx - padLeft]
     /// (taps outside the input left out), then clamped. The filter is given in
-    /// hwio order (strides other than oihw's).
-    fn check(c: &Case, seed: u64) {
+    /// hwio order, or ohwi with `ohwi` (strides other than oihw's).
+    pub(in super::super) fn check_kernel(c: &Case, seed: u64, run: Kernel, packer: Packer, ohwi: bool) {
         let g = geometry(c);
         let [n, ci, h, w] = c.x;
         let [kh, kw] = c.k;
         let mut rng = Rng(seed);
-        let x: Vec<f32> = (0..n * ci * h * w).map(|_| rng.next()).collect();
-        let wt: Vec<f32> = (0..c.oc * g.cig * kh * kw).map(|_| rng.next()).collect();
-        let b: Vec<f32> = (0..c.oc).map(|_| rng.next()).collect();
+        let x: Vec<f32> = rng.vec(n * ci * h * w, -1.0, 1.0);
+        let wt: Vec<f32> = rng.vec(c.oc * g.cig * kh * kw, -1.0, 1.0);
+        let b: Vec<f32> = rng.vec(c.oc, -1.0, 1.0);
         let bias = c.bias.then_some(&b[..]);
-        // hwio: (o, i, h, w) strides (1, oc, kw * cig * oc, cig * oc).
-        let st = [1, c.oc, kw * g.cig * c.oc, g.cig * c.oc];
+        // hwio: (o, i, h, w) strides (1, oc, kw * cig * oc, cig * oc); ohwi:
+        // (kh * kw * cig, 1, kw * cig, cig).
+        let st = if ohwi { [kh * kw * g.cig, 1, kw * g.cig, g.cig] } else { [1, c.oc, kw * g.cig * c.oc, g.cig * c.oc] };
         let mut hwio = vec![0f32; wt.len()];
         for o in 0..c.oc {
             for i in 0..g.cig {
@@ -725,11 +722,11 @@ mod tests {
         let what = format!("{:?} oc{} g{} k{:?} s{:?} d{:?} pad{:?} bias {} clamp {}", c.x, c.oc, c.groups, c.k, c.s, c.d, c.pad, c.bias, c.clamp);
         at_each_level(|level| {
             let mut got = vec![f32::NAN; want.len()];
-            conv_nchw(&x, None, &hwio, st, &g, bias, &epi, &mut got).unwrap();
+            run(&x, None, &hwio, st, &g, bias, &epi, &mut got).unwrap();
             // And with the filter packed ahead (no filter values passed).
-            let packed = pack(&hwio, st, &g).unwrap();
+            let packed = packer(&hwio, st, &g).unwrap();
             let mut got2 = vec![f32::NAN; want.len()];
-            conv_nchw(&x, Some(&packed), &[], st, &g, bias, &epi, &mut got2).unwrap();
+            run(&x, Some(&packed), &[], st, &g, bias, &epi, &mut got2).unwrap();
             assert!(got.iter().zip(&got2).all(|(a, b)| a.to_bits() == b.to_bits()), "{what} {level:?}: packed ahead differs");
             for (i, (&gv, &(wv, mag))) in got.iter().zip(&want).enumerate() {
                 assert!((gv as f64 - wv).abs() <= tol(mag), "{what} {level:?}: [{i}] {gv} vs {wv}");

@@ -22,6 +22,7 @@
 
 use rayon::prelude::*;
 
+use super::direct::{blocked_len, candidate, pack_blocks, too_big};
 use super::{finish_nchw_block, Geometry, RawOut};
 use crate::engine::cpu::epilogue::Epi;
 use crate::engine::cpu::kernels::gemm_core::alloc_f32;
@@ -63,12 +64,7 @@ const PAD_BUDGET: usize = 1 << 21;
 /// (comparisons).
 pub(super) fn suits(g: &Geometry) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *OFF.get_or_init(|| std::env::var("WEBNN_CPU_CONV_OCLANES").is_ok_and(|v| v == "0")) {
-        return false;
-    }
-    simd::level() == Level::Avx512
-        && g.k_h * g.k_w > 1
-        && g.out_plane() > 0
+    candidate(g, &OFF, "WEBNN_CPU_CONV_OCLANES")
         && g.out_plane() <= MAX_PLANE
         && g.cog > 0
         && g.cog % CB == 0
@@ -137,45 +133,15 @@ impl Pad {
     }
 }
 
-/// Floats of the packed filter.
-fn packed_len(g: &Geometry) -> Option<usize> {
-    g.groups.checked_mul(g.cog.div_ceil(CB))?.checked_mul(g.cig.checked_mul(g.k_h)?.checked_mul(g.k_w)?)?.checked_mul(CB)
-}
-
 /// Whether `w`, packed at build time, has this convolution's packed size.
 pub(super) fn packed_fits(g: &Geometry, w: &[f32]) -> bool {
-    packed_len(g) == Some(w.len())
-}
-
-fn too_big() -> WebnnError {
-    WebnnError::Operation("conv2d: sizes overflow".into())
+    blocked_len(g, CB) == Some(w.len())
 }
 
 /// The filter (values `fs` with (o, i, h, w) element strides `st`) as the tiles
-/// read it: per group, per block of `CB` output channels, per tap (ci, ky, kx),
-/// the block's `CB` weights (zeros past the group's last channel).
+/// read it: in blocks of `CB` output channels, tap by tap.
 pub(super) fn pack(fs: &[f32], st: [usize; 4], g: &Geometry) -> Result<Vec<f32>> {
-    let blocks = g.cog.div_ceil(CB);
-    let mut w = alloc_f32(packed_len(g).ok_or_else(too_big)?)?;
-    let mut i = 0;
-    for grp in 0..g.groups {
-        for blk in 0..blocks {
-            for ci in 0..g.cig {
-                for ky in 0..g.k_h {
-                    for kx in 0..g.k_w {
-                        for c in 0..CB {
-                            let oc = blk * CB + c;
-                            if oc < g.cog {
-                                w[i] = fs[(grp * g.cog + oc) * st[0] + ci * st[1] + ky * st[2] + kx * st[3]];
-                            }
-                            i += 1;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(w)
+    pack_blocks(fs, st, g, CB)
 }
 
 /// conv2d by this kernel (see the module comment); the filter packed at build
@@ -232,7 +198,7 @@ pub(super) fn conv_nchw(
     // the farthest pixel and tap, so the register kernel can read through raw
     // pointers.
     let reach = pix.iter().max().copied().unwrap_or(0) + taps.iter().max().copied().unwrap_or(0);
-    if reach >= per_plane || w.len() != packed_len(g).ok_or_else(too_big)? {
+    if reach >= per_plane || w.len() != blocked_len(g, CB).ok_or_else(too_big)? {
         return Err(WebnnError::Operation("internal: conv2d oclanes sizes disagree".into()));
     }
     let threads = rayon::current_num_threads();
@@ -372,115 +338,18 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::fused::Stage;
-    use crate::engine::cpu::kernels::simd::tests::at_each_level;
-    use crate::ops::Activation;
+    use super::super::direct::tests::{check_kernel, Case as Conv};
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f32 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((self.0 >> 40) as f32) / ((1u64 << 24) as f32) * 2.0 - 1.0
-        }
-    }
 
     /// Input [n, c, h, w], output channels, groups, filter [kh, kw], strides,
     /// dilations, padding [top, bottom, left, right], bias, clamp.
     type Case = ([usize; 4], usize, usize, [usize; 2], [usize; 2], [usize; 2], [usize; 4], bool, bool);
 
-    /// The kernel at every level against a float64 sum from the definition:
-    /// out[n][o][oy][ox] = bias[o] + sum over (ci, ky, kx) of w[o][ci][ky][kx] *
-    /// x[n][grp * cig + ci][oy*sy + ky*dy - padTop][ox*sx + kx*dx - padLeft]
-    /// (taps outside the input left out), then clamped. The filter is given in
-    /// ohwi order (strides other than oihw's).
+    /// The kernel at every level against a float64 sum from the definition, the
+    /// filter given in ohwi order (see `check_kernel`).
     fn check(c: Case, seed: u64) {
-        let ([n, ci, h, wd], oc, groups, [kh, kw], s, d, pad, with_bias, clamp) = c;
-        let out_h = (h + pad[0] + pad[1] - ((kh - 1) * d[0] + 1)) / s[0] + 1;
-        let out_w = (wd + pad[2] + pad[3] - ((kw - 1) * d[1] + 1)) / s[1] + 1;
-        let (cig, cog) = (ci / groups, oc / groups);
-        let g = Geometry {
-            batches: n,
-            in_c: ci,
-            in_h: h,
-            in_w: wd,
-            out_c: oc,
-            out_h,
-            out_w,
-            k_h: kh,
-            k_w: kw,
-            groups,
-            cig,
-            cog,
-            stride: s,
-            dilation: d,
-            pad: [pad[0], pad[2]],
-        };
-        let mut rng = Rng(seed);
-        let x: Vec<f32> = (0..n * ci * h * wd).map(|_| rng.next()).collect();
-        let wt: Vec<f32> = (0..oc * cig * kh * kw).map(|_| rng.next()).collect();
-        let bv: Vec<f32> = (0..oc).map(|_| rng.next()).collect();
-        let bias = with_bias.then_some(&bv[..]);
-        // ohwi: (o, i, h, w) strides (kh * kw * cig, 1, kw * cig, cig).
-        let st = [kh * kw * cig, 1, kw * cig, cig];
-        let mut ohwi = vec![0f32; wt.len()];
-        for o in 0..oc {
-            for i in 0..cig {
-                for y in 0..kh {
-                    for xx in 0..kw {
-                        ohwi[o * st[0] + i * st[1] + y * st[2] + xx * st[3]] = wt[((o * cig + i) * kh + y) * kw + xx];
-                    }
-                }
-            }
-        }
-        let (lo, hi) = (-0.5f32, 0.75f32);
-        let stages = [Stage::Activation(Activation::Clamp { min: Some(lo), max: Some(hi) })];
-        let epi = if clamp { Epi::new(&stages, &[]).unwrap() } else { Epi::NONE };
-        let plane = out_h * out_w;
-        let mut want = vec![(0f64, 0f64); n * oc * plane];
-        for bn in 0..n {
-            for o in 0..oc {
-                let grp = o / cog;
-                for oy in 0..out_h {
-                    for ox in 0..out_w {
-                        let b0 = bias.map_or(0.0, |b| b[o] as f64);
-                        let (mut sum, mut mag) = (b0, b0.abs());
-                        for i in 0..cig {
-                            for ky in 0..kh {
-                                for kx in 0..kw {
-                                    let iy = (oy * s[0] + ky * d[0]) as i64 - pad[0] as i64;
-                                    let ix = (ox * s[1] + kx * d[1]) as i64 - pad[2] as i64;
-                                    if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
-                                        continue;
-                                    }
-                                    let xv = x[((bn * ci + grp * cig + i) * h + iy as usize) * wd + ix as usize] as f64;
-                                    let t = wt[((o * cig + i) * kh + ky) * kw + kx] as f64 * xv;
-                                    sum += t;
-                                    mag += t.abs();
-                                }
-                            }
-                        }
-                        if clamp {
-                            sum = sum.clamp(lo as f64, hi as f64);
-                        }
-                        want[((bn * oc + o) * out_h + oy) * out_w + ox] = (sum, mag);
-                    }
-                }
-            }
-        }
-        let k = cig * kh * kw;
-        let tol = |mag: f64| (k + 2) as f64 * f32::EPSILON as f64 * (1.0 + mag);
-        let what = format!("{c:?}");
-        at_each_level(|level| {
-            let mut got = vec![f32::NAN; want.len()];
-            conv_nchw(&x, None, &ohwi, st, &g, bias, &epi, &mut got).unwrap();
-            let packed = pack(&ohwi, st, &g).unwrap();
-            let mut got2 = vec![f32::NAN; want.len()];
-            conv_nchw(&x, Some(&packed), &[], st, &g, bias, &epi, &mut got2).unwrap();
-            assert!(got.iter().zip(&got2).all(|(a, b)| a.to_bits() == b.to_bits()), "{what} {level:?}: packed ahead differs");
-            for (i, (&gv, &(wv, mag))) in got.iter().zip(&want).enumerate() {
-                assert!((gv as f64 - wv).abs() <= tol(mag), "{what} {level:?}: [{i}] {gv} vs {wv}");
-            }
-        });
+        let (x, oc, groups, k, s, d, pad, bias, clamp) = c;
+        check_kernel(&Conv { x, oc, groups, k, s, d, pad, bias, clamp }, seed, conv_nchw, pack, true);
     }
 
     #[test]

@@ -217,13 +217,13 @@ mod direct {
     /// `WEBNN_CPU_DEPTHWISE=scratch` keeps the padded-scratch kernel (for A/B timing).
     fn disabled() -> bool {
         static OFF: OnceLock<bool> = OnceLock::new();
-        *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_DEPTHWISE").is_some_and(|v| v == "scratch"))
+        simd::env_is(&OFF, "WEBNN_CPU_DEPTHWISE", "scratch")
     }
 
     /// `WEBNN_CPU_DEPTHWISE_PAIRS=off` computes small planes one at a time (A/B timing).
     fn pack_disabled() -> bool {
         static OFF: OnceLock<bool> = OnceLock::new();
-        *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_DEPTHWISE_PAIRS").is_some_and(|v| v == "off"))
+        simd::env_is(&OFF, "WEBNN_CPU_DEPTHWISE_PAIRS", "off")
     }
 
     /// Lanes i of a 16-lane load at input column `first` with 0 <= first + i < width.
@@ -698,30 +698,40 @@ fn fill_scratch(d: &Depthwise, l: &Layout, p: usize, scratch: &mut [f32]) {
     for (iy, row) in src.chunks_exact(g.in_w.max(1)).enumerate().take(l.rows.saturating_sub(pt)) {
         let dst = &mut scratch[(iy + pt) * l.row_len..][..l.row_len];
         let row = &row[..cols];
-        if sx == 1 {
-            dst[pl..pl + cols].copy_from_slice(row);
+        deal_phases(row, dst, pl, sx, l.phase_w);
+    }
+}
+
+/// Deals the input row `row` (the columns that land in the scratch) into the
+/// scratch row `dst`: unpadded column `ix` goes to phase `(ix + pl) % sx` (each
+/// `phase_w` long) at index `(ix + pl) / sx`, so a strided tap reads its row
+/// contiguously. With unit stride that is the row shifted by `pl`.
+#[inline(always)]
+pub(super) fn deal_phases(row: &[f32], dst: &mut [f32], pl: usize, sx: usize, phase_w: usize) {
+    let cols = row.len();
+    if sx == 1 {
+        dst[pl..pl + cols].copy_from_slice(row);
+        return;
+    }
+    for (ph, phase) in dst.chunks_exact_mut(phase_w).enumerate() {
+        // Input columns ix with (ix + pl) % sx == ph, from index (ix + pl) / sx.
+        let ix0 = (ph + sx - pl % sx) % sx;
+        if ix0 >= cols {
             continue;
         }
-        for (ph, phase) in dst.chunks_exact_mut(l.phase_w).enumerate() {
-            // Input columns ix with (ix + pl) % sx == ph, from index (ix + pl) / sx.
-            let ix0 = (ph + sx - pl % sx) % sx;
-            if ix0 >= cols {
-                continue;
+        let at = (ix0 + pl) / sx;
+        let n = (cols - ix0).div_ceil(sx);
+        if sx == 2 {
+            // Pairs: a deinterleaving load that vectorizes (step_by does not).
+            let src = &row[ix0..];
+            let (body, last) = phase[at..at + n].split_at_mut(n - 1);
+            for (o, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                *o = pair[0];
             }
-            let at = (ix0 + pl) / sx;
-            let n = (cols - ix0).div_ceil(sx);
-            if sx == 2 {
-                // Pairs: a deinterleaving load that vectorizes (step_by does not).
-                let src = &row[ix0..];
-                let (body, last) = phase[at..at + n].split_at_mut(n - 1);
-                for (o, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
-                    *o = pair[0];
-                }
-                last[0] = src[2 * (n - 1)];
-            } else {
-                for (o, v) in phase[at..at + n].iter_mut().zip(row[ix0..].iter().step_by(sx)) {
-                    *o = *v;
-                }
+            last[0] = src[2 * (n - 1)];
+        } else {
+            for (o, v) in phase[at..at + n].iter_mut().zip(row[ix0..].iter().step_by(sx)) {
+                *o = *v;
             }
         }
     }
@@ -871,16 +881,9 @@ fn depthwise_nhwc_rows(d: &Depthwise, first: usize, chunk: &mut [f32]) {
 mod tests {
     use super::*;
     use crate::compile::fused::Stage;
-    use crate::engine::cpu::kernels::simd::tests::at_each_level;
+    use crate::engine::cpu::kernels::simd::tests::{at_each_level, Rng};
     use crate::ops::Activation;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f32 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((self.0 >> 40) as f32) / ((1u64 << 24) as f32) * 4.0 - 2.0
-        }
-    }
 
     /// One case: input [n, c, h, w], filter [kh, kw], strides, dilations, padding
     /// [top, bottom, left, right], bias or not, a clamp epilogue or not.
@@ -924,9 +927,9 @@ mod tests {
             pad: [pt, pl],
         };
         let mut rng = Rng(seed);
-        let x: Vec<f32> = (0..n * c * h * w).map(|_| rng.next()).collect();
-        let wt: Vec<f32> = (0..c * kh * kw).map(|_| rng.next()).collect();
-        let b: Vec<f32> = (0..c).map(|_| rng.next()).collect();
+        let x: Vec<f32> = rng.vec(n * c * h * w, -2.0, 2.0);
+        let wt: Vec<f32> = rng.vec(c * kh * kw, -2.0, 2.0);
+        let b: Vec<f32> = rng.vec(c, -2.0, 2.0);
         let bias = case.bias.then_some(&b[..]);
         let (lo, hi) = (-0.5f32, 1.25f32);
         let stages = [Stage::Activation(Activation::Clamp { min: Some(lo), max: Some(hi) })];
@@ -1128,9 +1131,9 @@ mod tests {
             let out = size / s;
             let g = Geometry { batches: 1, in_c: c, in_h: size, in_w: size, out_c: c, out_h: out, out_w: out, k_h: 3, k_w: 3, groups: c, cig: 1, cog: 1, stride: [s, s], dilation: [1, 1], pad: [1, 1] };
             let mut rng = Rng(5);
-            let x: Vec<f32> = (0..c * size * size).map(|_| rng.next()).collect();
-            let w: Vec<f32> = (0..c * 9).map(|_| rng.next()).collect();
-            let b: Vec<f32> = (0..c).map(|_| rng.next()).collect();
+            let x: Vec<f32> = rng.vec(c * size * size, -2.0, 2.0);
+            let w: Vec<f32> = rng.vec(c * 9, -2.0, 2.0);
+            let b: Vec<f32> = rng.vec(c, -2.0, 2.0);
             let mut dst = vec![0f32; c * out * out];
             let mut best = [f64::INFINITY; 2];
             pool.install(|| {

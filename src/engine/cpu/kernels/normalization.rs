@@ -419,17 +419,8 @@ mod tests {
     use crate::graph::DataType;
     use crate::ops::pooling::InputLayout;
     use half::f16;
+    use crate::engine::cpu::kernels::simd::tests::Rng;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
-        }
-        fn vec(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f32> {
-            (0..n).map(|_| (lo + (hi - lo) * self.next()) as f32).collect()
-        }
-    }
 
     fn bytes(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()

@@ -493,7 +493,7 @@ mod max_f32 {
     /// `WEBNN_CPU_POOL=generic` keeps the generic loops (for A/B timing).
     fn disabled() -> bool {
         static OFF: OnceLock<bool> = OnceLock::new();
-        *OFF.get_or_init(|| std::env::var_os("WEBNN_CPU_POOL").is_some_and(|v| v == "generic"))
+        simd::env_is(&OFF, "WEBNN_CPU_POOL", "generic")
     }
 
     /// Whether `rows` takes this geometry: AVX-512, horizontal stride 1 or 2, and a
@@ -623,6 +623,7 @@ mod tests {
     use crate::graph::{DataType, OperandDesc};
     use crate::ops::pooling::{pool2d as validate, Pool2dOptions, RoundingType};
     use half::f16;
+    use crate::engine::cpu::kernels::simd::tests::Rng;
 
     /// Naive float64 reference straight from the definition: visit every tap of the
     /// window, skip those outside the input.
@@ -664,18 +665,6 @@ mod tests {
         out
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
-        }
-    }
-
-    fn run_f32(kind: PoolKind, shape: &[usize], o: &Pool2dOptions, seed: u64) -> (Vec<f32>, Vec<f64>) {
-        run_f32_specials(kind, shape, o, seed, false)
-    }
-
     /// With `specials`, about one input in 16 is NaN, +Infinity or -Infinity.
     fn run_f32_specials(kind: PoolKind, shape: &[usize], o: &Pool2dOptions, seed: u64, specials: bool) -> (Vec<f32>, Vec<f64>) {
         let desc = OperandDesc::new(DataType::Float32, shape.to_vec());
@@ -683,7 +672,7 @@ mod tests {
         let mut rng = Rng(seed);
         let x: Vec<f32> = (0..desc.element_count())
             .map(|_| {
-                let (v, pick) = (rng.next(), rng.next());
+                let (v, pick) = (rng.unit(), rng.unit());
                 match (specials, (pick * 48.0) as u32) {
                     (true, 0) => f32::NAN,
                     (true, 1) => f32::INFINITY,
@@ -857,7 +846,7 @@ mod tests {
             let (p, od) = validate(PoolKind::Max, &desc, &o).unwrap();
             let g = geometry(&p, &desc.shape, &od.shape).unwrap();
             let mut rng = Rng(3);
-            let x: Vec<f32> = (0..desc.element_count()).map(|_| rng.next() as f32).collect();
+            let x: Vec<f32> = (0..desc.element_count()).map(|_| rng.unit() as f32).collect();
             let mut dst = vec![0f32; od.element_count()];
             let mut best = [f64::INFINITY; 2];
             pool.install(|| {

@@ -671,17 +671,8 @@ mod tests {
     //! and the networks as the decompositions' loops over steps and directions.
     use super::*;
     use crate::ops::recurrent::{Gru, GruCell, Lstm, LstmCell};
+    use crate::engine::cpu::kernels::simd::tests::Rng;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f32 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        }
-        fn vec(&mut self, n: usize) -> Vec<f32> {
-            (0..n).map(|_| self.next()).collect()
-        }
-    }
 
     fn act64(a: Activation, x: f64) -> f64 {
         match a {
@@ -891,12 +882,12 @@ mod tests {
                             } else {
                                 [Activation::Sigmoid, Activation::Tanh]
                             };
-                            let x = rep(dt, rng.vec(steps * b_n * i_n));
-                            let w = rep(dt, rng.vec(d * 3 * h * i_n));
-                            let r = rep(dt, rng.vec(d * 3 * h * h));
-                            let b = rep(dt, rng.vec(d * 3 * h));
-                            let rb = rep(dt, rng.vec(d * 3 * h));
-                            let h0 = rep(dt, rng.vec(d * b_n * h));
+                            let x = rep(dt, rng.vec(steps * b_n * i_n, -1.0, 1.0));
+                            let w = rep(dt, rng.vec(d * 3 * h * i_n, -1.0, 1.0));
+                            let r = rep(dt, rng.vec(d * 3 * h * h, -1.0, 1.0));
+                            let b = rep(dt, rng.vec(d * 3 * h, -1.0, 1.0));
+                            let rb = rep(dt, rng.vec(d * 3 * h, -1.0, 1.0));
+                            let h0 = rep(dt, rng.vec(d * b_n * h, -1.0, 1.0));
                             let op = Op::Gru(Gru {
                                 steps,
                                 hidden_size: h,
@@ -980,12 +971,12 @@ mod tests {
                     let (b_n, i_n, h) = (3, 4, 5);
                     let acts = [Activation::Sigmoid, Activation::Tanh];
                     let (x, w, r, hs) = (
-                        rep(dt, rng.vec(b_n * i_n)),
-                        rep(dt, rng.vec(3 * h * i_n)),
-                        rep(dt, rng.vec(3 * h * h)),
-                        rep(dt, rng.vec(b_n * h)),
+                        rep(dt, rng.vec(b_n * i_n, -1.0, 1.0)),
+                        rep(dt, rng.vec(3 * h * i_n, -1.0, 1.0)),
+                        rep(dt, rng.vec(3 * h * h, -1.0, 1.0)),
+                        rep(dt, rng.vec(b_n * h, -1.0, 1.0)),
                     );
-                    let (b, rb) = (rep(dt, rng.vec(3 * h)), rep(dt, rng.vec(3 * h)));
+                    let (b, rb) = (rep(dt, rng.vec(3 * h, -1.0, 1.0)), rep(dt, rng.vec(3 * h, -1.0, 1.0)));
                     let op = Op::GruCell(GruCell {
                         hidden_size: h,
                         has_bias: with_bias,
@@ -1047,14 +1038,14 @@ mod tests {
                             } else {
                                 [Activation::Sigmoid, Activation::Tanh, Activation::Tanh]
                             };
-                            let x = rep(dt, rng.vec(steps * b_n * i_n));
-                            let w = rep(dt, rng.vec(d * 4 * h * i_n));
-                            let r = rep(dt, rng.vec(d * 4 * h * h));
-                            let b = rep(dt, rng.vec(d * 4 * h));
-                            let rb = rep(dt, rng.vec(d * 4 * h));
-                            let p = rep(dt, rng.vec(d * 3 * h));
-                            let h0 = rep(dt, rng.vec(d * b_n * h));
-                            let c0 = rep(dt, rng.vec(d * b_n * h));
+                            let x = rep(dt, rng.vec(steps * b_n * i_n, -1.0, 1.0));
+                            let w = rep(dt, rng.vec(d * 4 * h * i_n, -1.0, 1.0));
+                            let r = rep(dt, rng.vec(d * 4 * h * h, -1.0, 1.0));
+                            let b = rep(dt, rng.vec(d * 4 * h, -1.0, 1.0));
+                            let rb = rep(dt, rng.vec(d * 4 * h, -1.0, 1.0));
+                            let p = rep(dt, rng.vec(d * 3 * h, -1.0, 1.0));
+                            let h0 = rep(dt, rng.vec(d * b_n * h, -1.0, 1.0));
+                            let c0 = rep(dt, rng.vec(d * b_n * h, -1.0, 1.0));
                             let op = Op::Lstm(Lstm {
                                 steps,
                                 hidden_size: h,
@@ -1150,10 +1141,10 @@ mod tests {
                 for full in [false, true] {
                     let (b_n, i_n, h) = (2, 3, 4);
                     let acts = LSTM_ACTS;
-                    let x = rep(dt, rng.vec(b_n * i_n));
-                    let (w, r) = (rep(dt, rng.vec(4 * h * i_n)), rep(dt, rng.vec(4 * h * h)));
-                    let (hs, cs) = (rep(dt, rng.vec(b_n * h)), rep(dt, rng.vec(b_n * h)));
-                    let (b, rb, p) = (rep(dt, rng.vec(4 * h)), rep(dt, rng.vec(4 * h)), rep(dt, rng.vec(3 * h)));
+                    let x = rep(dt, rng.vec(b_n * i_n, -1.0, 1.0));
+                    let (w, r) = (rep(dt, rng.vec(4 * h * i_n, -1.0, 1.0)), rep(dt, rng.vec(4 * h * h, -1.0, 1.0)));
+                    let (hs, cs) = (rep(dt, rng.vec(b_n * h, -1.0, 1.0)), rep(dt, rng.vec(b_n * h, -1.0, 1.0)));
+                    let (b, rb, p) = (rep(dt, rng.vec(4 * h, -1.0, 1.0)), rep(dt, rng.vec(4 * h, -1.0, 1.0)), rep(dt, rng.vec(3 * h, -1.0, 1.0)));
                     let op = Op::LstmCell(LstmCell {
                         hidden_size: h,
                         has_bias: full,

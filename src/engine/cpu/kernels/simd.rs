@@ -107,6 +107,12 @@ pub fn level() -> Level {
     }
 }
 
+/// Whether environment variable `var` is set to `value`, read once into `cell`
+/// (the A/B switches that keep a kernel out for timing comparisons).
+pub(crate) fn env_is(cell: &'static OnceLock<bool>, var: &str, value: &str) -> bool {
+    *cell.get_or_init(|| std::env::var_os(var).is_some_and(|v| v == value))
+}
+
 /// Caps the level at `cap` (None removes the cap). Process-wide: meant for tests
 /// and benchmarks, which must serialize their use of it.
 #[doc(hidden)]
@@ -372,6 +378,22 @@ pub(crate) mod tests {
 
     /// Serializes tests that force a level (the cap is process-wide).
     pub(crate) static FORCE_LOCK: Mutex<()> = Mutex::new(());
+
+    /// Seeded test data: a 64-bit linear congruential generator.
+    pub(crate) struct Rng(pub u64);
+
+    impl Rng {
+        /// Uniform in [0, 1), 53 random bits.
+        pub(crate) fn unit(&mut self) -> f64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
+        }
+
+        /// `n` values uniform in [lo, hi), rounded to float32.
+        pub(crate) fn vec(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f32> {
+            (0..n).map(|_| (lo + (hi - lo) * self.unit()) as f32).collect()
+        }
+    }
 
     /// Runs `f` once per level (capped with `force`), holding the lock.
     pub(crate) fn at_each_level(mut f: impl FnMut(Level)) {

@@ -53,10 +53,10 @@ const SCRATCH_BUDGET: usize = 1 << 16;
 /// block of the band reads it.
 const BAND_BUDGET: usize = 1 << 17;
 
-/// What both direct kernels need: AVX-512, a filter of more than one tap, a
-/// non-empty output, and their switch `var` not set to "0".
+/// What both direct kernels need: AVX-512, a non-empty output, and their switch
+/// `var` not set to "0".
 pub(super) fn candidate(g: &Geometry, off: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
-    simd::level() == Level::Avx512 && g.k_h * g.k_w > 1 && g.out_plane() > 0 && !simd::env_is(off, var, "0")
+    simd::level() == Level::Avx512 && g.out_plane() > 0 && !simd::env_is(off, var, "0")
 }
 
 /// Whether the direct kernel computes this (nchw, not depthwise) convolution:
@@ -77,6 +77,7 @@ pub(super) fn candidate(g: &Geometry, off: &'static std::sync::OnceLock<bool>, v
 pub(super) fn suits(g: &Geometry) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     candidate(g, &OFF, "WEBNN_CPU_CONV_DIRECT")
+        && g.k_h * g.k_w > 1
         && Band::new(g, 1).is_some_and(|b| b.len <= SCRATCH_BUDGET)
         && (g.cig <= MAX_CIG || (g.stride[1] <= 2 && lane_use(g).is_some_and(|u| u >= MIN_LANE_USE)))
 }
@@ -847,6 +848,9 @@ mod bench {
             (512, 1024, 28, 1, 2, 0),
             (64, 256, 56, 1, 1, 0),
             (2048, 512, 7, 1, 1, 0),
+            (512, 2048, 7, 1, 1, 0),
+            (960, 320, 7, 1, 1, 0),
+            (576, 160, 7, 1, 1, 0),
             (160, 960, 7, 1, 1, 0),
             (960, 160, 7, 1, 1, 0),
             (320, 1280, 7, 1, 1, 0),

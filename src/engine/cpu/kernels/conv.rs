@@ -65,10 +65,13 @@ enum DirectKind {
     Channels,
 }
 
-/// The direct kernel for an nchw, not depthwise convolution, where one suits it:
-/// channels along lanes first (small planes, many taps), where it is faster.
-fn direct_kind(g: &Geometry) -> Option<DirectKind> {
-    if oclanes::suits(g) {
+/// The direct kernel for a convolution, where one suits it: only nchw and not
+/// depthwise (that has its own kernel); channels along lanes first (small planes,
+/// many taps), where it is faster.
+fn direct_kind(layout: InputLayout, g: &Geometry) -> Option<DirectKind> {
+    if layout != InputLayout::Nchw || g.is_depthwise() {
+        None
+    } else if oclanes::suits(g) {
         Some(DirectKind::Channels)
     } else if direct::suits(g) {
         Some(DirectKind::Pixels)
@@ -189,6 +192,11 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// One input and one output channel per group: the depthwise kernel's case.
+    fn is_depthwise(&self) -> bool {
+        self.groups == self.in_c && self.groups == self.out_c
+    }
+
     /// A conv2d's geometry from its input and output shapes and its filter's
     /// input channels per group, height and width.
     fn conv2d(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], [cig, k_h, k_w]: [usize; 3]) -> Geometry {
@@ -378,8 +386,7 @@ fn conv2d_with(
     let bs = bs.as_deref();
     let f_strides = strides_at(f.shape, axes);
     let f_dims = [g.out_c, cig, k_h, k_w];
-    let depthwise = g.groups == g.in_c && g.groups == g.out_c;
-    let kind = if allow_direct && layout == InputLayout::Nchw && !depthwise { direct_kind(&g) } else { None };
+    let kind = if allow_direct { direct_kind(layout, &g) } else { None };
     if let Some(kind) = kind {
         let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
         let packed = prepacked::lookup(f.data, what);
@@ -399,7 +406,7 @@ fn conv2d_with(
     }
     // The filter packed at build time for this kernel (see `prepacked`), when
     // the compiler's prepack pass saw it.
-    let packed = if depthwise {
+    let packed = if g.is_depthwise() {
         None
     } else {
         let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
@@ -416,7 +423,7 @@ fn conv2d_with(
         _ => std::borrow::Cow::Borrowed(&[][..]),
     };
     with_f32_output(out, x.data_type, |dst| {
-        if depthwise {
+        if g.is_depthwise() {
             // Depthwise: the filter as [c][kh][kw] (nchw) or [kh][kw][c] (nhwc).
             let order = if layout == InputLayout::Nchw {
                 [0, 1, 2, 3]
@@ -530,10 +537,9 @@ pub fn pack_filter_for(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usiz
     let [o, i, h, kw] = dims;
     let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);
     let native = attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Oihw;
-    let depthwise = g.groups == g.in_c && g.groups == g.out_c;
-    if attrs.input_layout == InputLayout::Nchw && native && !depthwise && g.out_c == o && o.checked_mul(i * h * kw) == Some(w.len()) {
+    if native && g.out_c == o && o.checked_mul(i * h * kw) == Some(w.len()) {
         let st = [i * h * kw, h * kw, kw, 1];
-        match direct_kind(&g) {
+        match direct_kind(attrs.input_layout, &g) {
             Some(DirectKind::Pixels) => return Ok(Packed::Direct(direct::pack(w, st, &g)?)),
             Some(DirectKind::Channels) => return Ok(Packed::OcLanes(oclanes::pack(w, st, &g)?)),
             None => {}

@@ -6,11 +6,11 @@
 //!
 //! Loop nest, for C (m x n) = A (m x k) * B (k x n):
 //! - `jc` over NC-column blocks of B; `pc` over KC-deep slices of k (as even as
-//!   KC allows, see `kc_step`). The B block (KC x NC, 8 MB at most for AVX-512)
-//!   is packed into NR-wide micro-panels, in parallel, and shared by every thread
-//!   through L3.
+//!   KC allows, see `kc_step`).
 //! - tasks over MC-row blocks of A (and, when there are fewer row blocks than
-//!   threads, over ranges of B micro-panels): each task packs its A block (MC x KC,
+//!   threads, over ranges of B micro-panels): each task packs the B micro-panels
+//!   it needs into its own buffer (one B block shared by all threads measured no
+//!   faster) unless B was packed ahead, and its A block (MC x KC,
 //!   480 KB for AVX-512, stays in the core's 1 MB L2) into MR-high micro-panels,
 //!   then runs the microkernel over every (B micro-panel, A micro-panel) pair, B
 //!   outer so that its micro-panel (KC x NR, 64 KB for AVX-512) stays near L1

@@ -4,7 +4,7 @@
 // kernel times averaged over the runs. Set beside `WEBNN_CPU_PROFILE=N` (webnn-node's
 // per-step times) to see which steps lag.
 //
-//   node benchmark/ort-profile.js --only mobilenetv2 --threads 1 --iters 30
+//   node benchmark/ort-profile.js --only mobilenetv2 --threads 1 --iters 30 --rows 60
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -50,7 +50,7 @@ async function main () {
   const total = [...perKind.values()].reduce((a, b) => a + b, 0)
   console.log(`onnxruntime-node ${name}, ${threads} thread(s): ${ms(total)} ms of kernels per run over ${runs} runs`)
   for (const [k, us] of [...perKind].sort((a, b) => b[1] - a[1])) console.log(`  ${ms(us).padStart(8)} ms  ${k}`)
-  for (const n of [...perNode.values()].sort((a, b) => b.us - a.us).slice(0, 25)) console.log(`  ${ms(n.us).padStart(8)} ms  ${n.label}`)
+  for (const n of [...perNode.values()].sort((a, b) => b.us - a.us).slice(0, Number(arg('rows', '25')))) console.log(`  ${ms(n.us).padStart(8)} ms  ${n.label}`)
 }
 
 main().catch((e) => { console.error(e); process.exit(1) })

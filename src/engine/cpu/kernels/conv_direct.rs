@@ -826,8 +826,9 @@ mod bench {
     use crate::ops::conv::InputLayout;
 
     /// Times the direct kernel and the GEMM path on model shapes (one thread),
-    /// warm and with the caches flushed before each run:
-    /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`.
+    /// warm and with the caches flushed before each run, best and median of 25:
+    /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`
+    /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes).
     #[test]
     #[ignore]
     fn conv_direct_bench() {
@@ -864,8 +865,13 @@ mod bench {
             (512, 128, 28, 1, 1, 0),
             (256, 1024, 14, 1, 1, 0),
             (1024, 256, 14, 1, 1, 0),
+            (256, 64, 56, 1, 1, 0),
         ];
+        let only = std::env::var("BENCH_ONLY").unwrap_or_default();
         for (cin, cout, hw, k, s, pad) in shapes {
+            if !only.is_empty() && !only.split(',').any(|o| o == format!("{cin}-{cout}-{hw}-{k}")) {
+                continue;
+            }
             let out = (hw + 2 * pad - k) / s + 1;
             let g = Geometry {
                 batches: 1, in_c: cin, in_h: hw, in_w: hw, out_c: cout, out_h: out, out_w: out, k_h: k, k_w: k,
@@ -889,6 +895,7 @@ mod bench {
                     }
                     for cold in [false, true] {
                         let mut best = f64::MAX;
+                        let mut all = Vec::new();
                         for _ in 0..25 {
                             if cold {
                                 for v in flush.iter_mut() {
@@ -905,9 +912,14 @@ mod bench {
                             } else {
                                 im2col_gemm_nchw(&x, &wt, &g, packed_col_budget(kk), None, &Epi::NONE, &mut dst).unwrap();
                             }
-                            best = best.min(t.elapsed().as_secs_f64());
+                            let took = t.elapsed().as_secs_f64();
+                            best = best.min(took);
+                            all.push(took);
                         }
-                        line += &format!(" {}{} {:.3} ms {:.0} GF/s |", ["direct", "gemm", "oclanes"][path], if cold { " cold" } else { "" }, best * 1e3, flops / best / 1e9);
+                        all.sort_by(f64::total_cmp);
+                        let name = ["direct", "gemm", "oclanes"][path];
+                        let cold = if cold { " cold" } else { "" };
+                        line += &format!(" {name}{cold} {:.3} ms (median {:.3}) {:.0} GF/s |", best * 1e3, all[all.len() / 2] * 1e3, flops / best / 1e9);
                     }
                 }
             });

@@ -1,16 +1,21 @@
 //! Direct nchw conv2d with output channels along the vector lanes, for small
 //! output planes with many input channels (3x3 at 7x7 and 13x13: ResNet-50's
-//! last stage, SqueezeNet's last expand convolutions). There pixels along the
+//! last stage, SqueezeNet's last expand convolutions) and for strided 1x1
+//! filters (ResNet-50's downsampling: the input is read in place, with no
+//! im2col copy of the pixels each output takes). There pixels along the
 //! lanes (`conv_direct.rs`) or along GEMM columns waste a quarter of the work:
 //! 49 pixels fill 64 lanes either way. Output channels come in multiples of 32,
 //! so with them along the lanes every lane counts.
 //!
 //! One register tile is up to `PX` = 8 output pixels by `CB` = 2 x 16 output
 //! channels: per tap (input channel, ky, kx), two vector loads of the packed
-//! filter and one broadcast of the input per pixel, 16 multiply-adds. The input of a (batch,
-//! group) is first copied into a zero-bordered plane per input channel
-//! (`Pad`), so every tap of every pixel is one read at a fixed offset and padding
-//! costs no branches. A finished tile is written out transposed (pixel by
+//! filter and one broadcast of the input per pixel, 16 multiply-adds. The input
+//! of a (batch, group) is first copied into a zero-bordered plane per input
+//! channel (`Pad`; read in place when there is no padding to add), so every tap
+//! of every pixel is one read at a fixed offset and padding costs no branches.
+//! Every channel block runs over the whole plane in turn, or, when the input
+//! rows read do not fit L2, over one chunk of output rows at a time
+//! (`chunk_rows`). A finished tile is written out transposed (pixel by
 //! channel) through a small buffer: with at least `MIN_TAPS` taps per tile that
 //! costs little.
 //!
@@ -49,6 +54,11 @@ const MIN_TAPS: usize = 256;
 /// output channels each.
 const MAX_PLANE_1X1: usize = 64;
 const MIN_CHANNELS_1X1: usize = 512;
+/// Strided 1x1 filters read in chunks (see `chunk_rows`): at most this many
+/// floats (512 KB, half of L2). ResNet-50's 512 -> 1024 at stride 2 from 28x28
+/// (2 MB of filter) ran slower here than on im2col + GEMM; 256 -> 512 from 56x56
+/// (512 KB) faster.
+const MAX_FILTER_CHUNKED: usize = 1 << 17;
 /// Floats of one (batch, group)'s zero-bordered input above which the kernel is
 /// not used (huge strides, dilations or padding).
 const PAD_BUDGET: usize = 1 << 21;
@@ -56,9 +66,16 @@ const PAD_BUDGET: usize = 1 << 21;
 /// Whether this kernel computes this (nchw, not depthwise) convolution: AVX-512,
 /// output channels per group a multiple of `CB`, a padded input within budget,
 /// and either a filter of more than one tap with an output plane of at most
-/// `MAX_PLANE` pixels and at least `MIN_TAPS` taps, or a 1x1 filter at 7x7 with
-/// `MIN_CHANNELS_1X1` channels in and out. Checked before the pixels-along-lanes
-/// kernel.
+/// `MAX_PLANE` pixels and at least `MIN_TAPS` taps, a 1x1 filter at 7x7 with
+/// `MIN_CHANNELS_1X1` channels in and out, or a strided 1x1 filter with
+/// `MIN_TAPS` input channels (and at most `MAX_FILTER_CHUNKED` floats when the
+/// input is read in chunks). Checked before the pixels-along-lanes kernel.
+///
+/// Strided 1x1 from ResNet-50, one core, ms best / median with caches flushed,
+/// this kernel vs im2col + GEMM (a noisy phase of the machine): 256 -> 128 from
+/// 56x56 0.31 / 0.41 vs 0.75 / 0.86; 256 -> 512 from 56x56 1.23 / 1.29 vs
+/// 1.48 / 1.58; 512 -> 1024 from 28x28 (2 MB of filter) 1.09 / 1.21 vs 1.16 /
+/// 1.20, and slower in the model (1.51 vs 1.43 ms), so left to the GEMM.
 ///
 /// 1x1, one core, ms warm / caches flushed, this kernel vs im2col + GEMM:
 /// 512 -> 2048 at 7x7 0.51 / 0.75 vs 0.57 / 0.87; 2048 -> 512 0.56 / 0.80 vs
@@ -77,7 +94,12 @@ const PAD_BUDGET: usize = 1 << 21;
 /// (comparisons).
 pub(super) fn suits(g: &Geometry) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let shape = if g.k_h * g.k_w == 1 {
+    let shape = if g.k_h * g.k_w == 1 && g.stride != [1, 1] {
+        // Strided 1x1: read in place, no im2col copy; when the input is read in
+        // chunks, the filter streams through once per chunk, so not a large one.
+        let chunked = Pad::new(g).is_some_and(|p| chunk_rows(g, &p).is_some());
+        g.cig >= MIN_TAPS && (!chunked || g.cig.saturating_mul(g.cog) <= MAX_FILTER_CHUNKED)
+    } else if g.k_h * g.k_w == 1 {
         g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_CHANNELS_1X1 && g.cog >= MIN_CHANNELS_1X1
     } else {
         g.out_plane() <= MAX_PLANE && g.cig * g.k_h * g.k_w >= MIN_TAPS
@@ -86,7 +108,7 @@ pub(super) fn suits(g: &Geometry) -> bool {
         && shape
         && g.cog > 0
         && g.cog % CB == 0
-        && Pad::new(g).is_some_and(|p| p.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
+        && Pad::new(g).is_some_and(|p| p.in_place || p.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
 }
 
 /// The zero-bordered copy of one input channel: rows of `w` floats, `chan`
@@ -96,6 +118,10 @@ pub(super) fn suits(g: &Geometry) -> bool {
 struct Pad {
     w: usize,
     chan: usize,
+    /// No padding on the top and left and every row and column a tap reads
+    /// inside the input: the input is its own padded copy (`w` = in_w, `chan` =
+    /// in_h * in_w), read in place.
+    in_place: bool,
 }
 
 impl Pad {
@@ -105,7 +131,10 @@ impl Pad {
         };
         let h = span(g.out_h, g.stride[0], g.k_h, g.dilation[0])?;
         let w = span(g.out_w, g.stride[1], g.k_w, g.dilation[1])?;
-        Some(Pad { w, chan: h.checked_mul(w)? })
+        if g.pad == [0, 0] && h <= g.in_h && w <= g.in_w {
+            return Some(Pad { w: g.in_w, chan: g.in_plane(), in_place: true });
+        }
+        Some(Pad { w, chan: h.checked_mul(w)?, in_place: false })
     }
 
     /// Offset of each tap (ci, ky, kx) from the window of output (0, 0).
@@ -150,6 +179,29 @@ impl Pad {
     }
 }
 
+/// Bytes of input that the tiles of one chunk may read (L2, leaving room for
+/// the filter blocks streaming through).
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// Output rows per chunk of tiles (see `conv_nchw`): `None` (one chunk) when the
+/// input rows that a (batch, group) reads fit `CHUNK_BYTES` twice over (every
+/// channel block then finds them in L2); else as many rows as read about
+/// `CHUNK_BYTES`, so that the input comes from memory once and the filter (in
+/// L2 or L3) once per chunk.
+fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
+    // Input bytes that `r` consecutive output rows read: their windows' rows of
+    // every input channel.
+    let bytes = |r: usize| {
+        let rows = (r * g.k_h).min((r - 1) * g.stride[0] + (g.k_h - 1) * g.dilation[0] + 1);
+        g.cig.saturating_mul(rows).saturating_mul(pad.w).saturating_mul(4)
+    };
+    let out_h = g.out_h.max(1);
+    if g.k_h == 0 || bytes(out_h) <= 2 * CHUNK_BYTES {
+        return None;
+    }
+    Some((1..=out_h).take_while(|&r| bytes(r) <= CHUNK_BYTES).last().unwrap_or(1))
+}
+
 /// Whether `w`, packed at build time, has this convolution's packed size.
 pub(super) fn packed_fits(g: &Geometry, w: &[f32]) -> bool {
     blocked_len(g, CB) == Some(w.len())
@@ -189,13 +241,20 @@ pub(super) fn conv_nchw(
     let planes = g.batches * g.groups;
     // (Batch, group) planes in order, each of its group's input channels: padded
     // plane i is input channel i of the batch-major [batches * in_c] channels.
-    let mut padded = alloc_f32(per_plane.checked_mul(planes).ok_or_else(too_big)?)?;
-    let fill = |(c, chunk): (usize, &mut [f32])| pad.fill(x, g, c, chunk);
-    if rayon::current_num_threads() > 1 {
-        padded.par_chunks_exact_mut(pad.chan).enumerate().with_min_len(16).for_each(fill);
+    // Without padding the input itself is that (`Pad::in_place`).
+    let padded = if pad.in_place {
+        None
     } else {
-        padded.chunks_exact_mut(pad.chan).enumerate().for_each(fill);
-    }
+        let mut padded = alloc_f32(per_plane.checked_mul(planes).ok_or_else(too_big)?)?;
+        let fill = |(c, chunk): (usize, &mut [f32])| pad.fill(x, g, c, chunk);
+        if rayon::current_num_threads() > 1 {
+            padded.par_chunks_exact_mut(pad.chan).enumerate().with_min_len(16).for_each(fill);
+        } else {
+            padded.chunks_exact_mut(pad.chan).enumerate().for_each(fill);
+        }
+        Some(padded)
+    };
+    let padded = padded.as_deref().unwrap_or(x);
     let taps = pad.taps(g);
     let pix = pad.pixels(g);
     let w = match packed {
@@ -226,6 +285,9 @@ pub(super) fn conv_nchw(
     let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
     let level = simd::level();
     let ntaps = taps.len();
+    let ntiles = plane.div_ceil(PX);
+    // Tiles per chunk: those of `chunk_rows` output rows.
+    let chunk = chunk_rows(g, &pad).map_or(ntiles, |r| ntiles.saturating_mul(r).div_ceil(g.out_h.max(1))).max(1);
     let task = |t: usize| {
         let (nb, run) = (t / runs, t % runs);
         let (n, grp) = (nb / g.groups, nb % g.groups);
@@ -242,23 +304,25 @@ pub(super) fn conv_nchw(
         // grp of batch n, whole planes: `channels * plane` floats from `first`.
         let out = unsafe { raw.slice(first, channels * plane) };
         let mut tmp = [[0f32; CB]; PX];
-        for blk in blk0..blk1 {
-            let at = (grp * blocks + blk) * ntaps * CB;
-            let wb = &w[at..][..ntaps * CB];
-            let bb: &[f32; CB] = b[(grp * blocks + blk) * CB..][..CB].try_into().unwrap_or_else(|_| unreachable!());
-            let nch = CB.min(g.cog - blk * CB);
-            let ob = (blk - blk0) * CB * plane;
-            // Tiles of equal size (49 pixels as 7 x 7, not 6 x 8 + 1: a tile of
-            // one pixel would run at an eighth of the speed).
-            let ntiles = plane.div_ceil(PX);
-            for i in 0..ntiles {
-                let (p0, p1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
-                let px = &pix[p0..p1];
-                tile(level, src, px, &taps, wb, bb, &mut tmp);
-                for c in 0..nch {
-                    let row = &mut out[ob + c * plane + p0..][..px.len()];
-                    for (o, t) in row.iter_mut().zip(&tmp) {
-                        *o = t[c];
+        // Tiles of equal size (49 pixels as 7 x 7, not 6 x 8 + 1: a tile of
+        // one pixel would run at an eighth of the speed), in chunks of
+        // `chunk` tiles that every channel block runs over in turn.
+        for t0 in (0..ntiles).step_by(chunk) {
+            for blk in blk0..blk1 {
+                let at = (grp * blocks + blk) * ntaps * CB;
+                let wb = &w[at..][..ntaps * CB];
+                let bb: &[f32; CB] = b[(grp * blocks + blk) * CB..][..CB].try_into().unwrap_or_else(|_| unreachable!());
+                let nch = CB.min(g.cog - blk * CB);
+                let ob = (blk - blk0) * CB * plane;
+                for i in t0..(t0 + chunk).min(ntiles) {
+                    let (p0, p1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
+                    let px = &pix[p0..p1];
+                    tile(level, src, px, &taps, wb, bb, &mut tmp);
+                    for c in 0..nch {
+                        let row = &mut out[ob + c * plane + p0..][..px.len()];
+                        for (o, t) in row.iter_mut().zip(&tmp) {
+                            *o = t[c];
+                        }
                     }
                 }
             }
@@ -371,7 +435,7 @@ mod tests {
 
     #[test]
     fn oclanes_matches_float64() {
-        let cases: [Case; 14] = [
+        let cases: [Case; 17] = [
             // The model shapes, scaled down: 3x3 padding 1 at 7x7 and 13x13 (tiles
             // of 7 and of 7 or 8 pixels), 32 and 64 output channels.
             ([1, 20, 7, 7], 32, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, true),
@@ -393,6 +457,12 @@ mod tests {
             ([2, 6, 9, 8], 64, 2, [3, 2], [2, 3], [2, 1], [0, 2, 3, 1], true, true),
             ([1, 4, 2, 3], 32, 1, [3, 3], [1, 1], [1, 1], [4, 3, 5, 2], true, false),
             ([2, 8, 7, 7], 64, 4, [3, 3], [1, 1], [1, 2], [1, 1, 2, 2], false, true),
+            // Read in place (no padding) in chunks of 8 output rows (128 channels
+            // of 64-float rows), and in one chunk with batch 2 and groups.
+            ([1, 128, 64, 64], 32, 1, [1, 1], [2, 2], [1, 1], [0; 4], true, true),
+            ([2, 16, 9, 11], 64, 2, [3, 3], [2, 1], [1, 1], [0; 4], true, false),
+            // Padding only after the input: copied, not read in place.
+            ([1, 6, 7, 7], 32, 1, [3, 3], [1, 1], [1, 1], [0, 1, 0, 1], false, true),
             // A filter as large as the padded input.
             ([1, 3, 5, 4], 48, 1, [6, 5], [1, 1], [1, 1], [1, 0, 0, 1], true, false),
         ];
@@ -431,6 +501,14 @@ mod tests {
         assert!(!suits(&geo(960, 160, 7, 1)));
         assert!(!suits(&geo(320, 1280, 7, 1)));
         assert!(!suits(&geo(1024, 256, 14, 1)));
+        // Strided 1x1 with 256 input channels or more; read in chunks, only with
+        // a filter of at most 512 KB.
+        let strided = |cin: usize, cout: usize, out: usize| Geometry { in_h: 2 * out, in_w: 2 * out, stride: [2, 2], pad: [0, 0], ..geo(cin, cout, out, 1) };
+        assert_eq!(suits(&strided(256, 128, 28)), avx512);
+        assert_eq!(suits(&strided(256, 512, 28)), avx512);
+        assert_eq!(suits(&strided(1024, 512, 7)), avx512);
+        assert!(!suits(&strided(512, 1024, 14)));
+        assert!(!suits(&strided(128, 256, 28)));
         // Large planes, few taps, channels not a multiple of 32.
         assert!(!suits(&geo(64, 64, 56, 3)));
         assert!(!suits(&geo(16, 64, 55, 3)));

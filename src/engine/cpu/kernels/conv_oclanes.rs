@@ -49,11 +49,9 @@ const MAX_PLANE: usize = 1024;
 /// Taps per tile at least: the transposing stores of a tile then cost little
 /// beside its multiply-adds.
 const MIN_TAPS: usize = 256;
-/// 1x1 filters: output planes up to this many pixels (7x7), where the GEMM's
-/// pixel panels (32 + 17 for 49) waste most, with at least this many input and
-/// output channels each.
+/// 1x1 filters (with `MIN_TAPS` input channels): output planes up to this many
+/// pixels (7x7), where the GEMM's pixel panels (32 + 17 for 49) waste most.
 const MAX_PLANE_1X1: usize = 64;
-const MIN_CHANNELS_1X1: usize = 512;
 /// Strided 1x1 filters read in chunks (see `chunk_rows`): at most this many
 /// floats (512 KB, half of L2). ResNet-50's 512 -> 1024 at stride 2 from 28x28
 /// (2 MB of filter) ran slower here than on im2col + GEMM; 256 -> 512 from 56x56
@@ -66,10 +64,10 @@ const PAD_BUDGET: usize = 1 << 21;
 /// Whether this kernel computes this (nchw, not depthwise) convolution: AVX-512,
 /// output channels per group a multiple of `CB`, a padded input within budget,
 /// and either a filter of more than one tap with an output plane of at most
-/// `MAX_PLANE` pixels and at least `MIN_TAPS` taps, a 1x1 filter at 7x7 with
-/// `MIN_CHANNELS_1X1` channels in and out, or a strided 1x1 filter with
-/// `MIN_TAPS` input channels (and at most `MAX_FILTER_CHUNKED` floats when the
-/// input is read in chunks). Checked before the pixels-along-lanes kernel.
+/// `MAX_PLANE` pixels and at least `MIN_TAPS` taps, or a 1x1 filter with
+/// `MIN_TAPS` input channels, either at 7x7 or strided (with at most
+/// `MAX_FILTER_CHUNKED` floats when the input is read in chunks). Checked before
+/// the pixels-along-lanes kernel.
 ///
 /// Strided 1x1 from ResNet-50, one core, ms best / median with caches flushed,
 /// this kernel vs im2col + GEMM (a noisy phase of the machine): 256 -> 128 from
@@ -77,11 +75,13 @@ const PAD_BUDGET: usize = 1 << 21;
 /// 1.48 / 1.58; 512 -> 1024 from 28x28 (2 MB of filter) 1.09 / 1.21 vs 1.16 /
 /// 1.20, and slower in the model (1.51 vs 1.43 ms), so left to the GEMM.
 ///
-/// 1x1, one core, ms warm / caches flushed, this kernel vs im2col + GEMM:
-/// 512 -> 2048 at 7x7 0.51 / 0.75 vs 0.57 / 0.87; 2048 -> 512 0.56 / 0.80 vs
-/// 0.59 / 0.91; 1024 -> 2048 stride 2 from 14x14 1.29 / 1.67 vs 1.27 / 1.84.
-/// Even or slower with fewer channels (960 -> 160, 160 -> 960, 576 -> 160 at
-/// 7x7) and at 14x14 and larger (1024 -> 256 at 14x14 0.53 vs 0.49).
+/// 1x1 at 7x7, one core, ms best warm / median with caches flushed, this kernel
+/// (input read in place) vs the GEMM: 512 -> 2048 0.48 / 0.70 vs 0.56 / 0.87;
+/// 2048 -> 512 0.49 / 0.73 vs 0.58 / 0.91; 960 -> 320 0.14 / 0.22 vs 0.17 /
+/// 0.28; 320 -> 1280 0.20 / 0.30 vs 0.22 / 0.34; 960 -> 160 0.07 / 0.11 vs
+/// 0.09 / 0.14; 576 -> 160 0.04 / 0.07 vs 0.05 / 0.09. 160 -> 960 (160 taps)
+/// even warm, slower with caches flushed (0.12 vs 0.10). At 14x14 and 28x28
+/// even (1024 -> 256, 512 -> 128) or slower (256 -> 1024 0.52 vs 0.47).
 ///
 /// Measured on one Zen 5 core (ms, warm / caches flushed; this kernel vs pixels
 /// along lanes vs im2col + GEMM): 512 3x3 at 7x7: 0.97 / 1.32 vs 1.36 / 1.94 vs
@@ -100,7 +100,7 @@ pub(super) fn suits(g: &Geometry) -> bool {
         let chunked = Pad::new(g).is_some_and(|p| chunk_rows(g, &p).is_some());
         g.cig >= MIN_TAPS && (!chunked || g.cig.saturating_mul(g.cog) <= MAX_FILTER_CHUNKED)
     } else if g.k_h * g.k_w == 1 {
-        g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_CHANNELS_1X1 && g.cog >= MIN_CHANNELS_1X1
+        g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS
     } else {
         g.out_plane() <= MAX_PLANE && g.cig * g.k_h * g.k_w >= MIN_TAPS
     };
@@ -495,11 +495,12 @@ mod tests {
         assert_eq!(suits(&geo(64, 256, 13, 3)), avx512);
         assert_eq!(suits(&geo(256, 256, 14, 3)), avx512);
         assert_eq!(suits(&geo(128, 128, 28, 3)), avx512);
-        // 1x1 filters only at 7x7 with 512 channels or more on both sides.
+        // 1x1 filters at unit stride only at 7x7, with 256 input channels or more.
         assert_eq!(suits(&geo(2048, 512, 7, 1)), avx512);
         assert_eq!(suits(&geo(512, 2048, 7, 1)), avx512);
-        assert!(!suits(&geo(960, 160, 7, 1)));
-        assert!(!suits(&geo(320, 1280, 7, 1)));
+        assert_eq!(suits(&geo(960, 160, 7, 1)), avx512);
+        assert_eq!(suits(&geo(320, 1280, 7, 1)), avx512);
+        assert!(!suits(&geo(160, 960, 7, 1)));
         assert!(!suits(&geo(1024, 256, 14, 1)));
         // Strided 1x1 with 256 input channels or more; read in chunks, only with
         // a filter of at most 512 KB.

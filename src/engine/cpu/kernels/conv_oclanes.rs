@@ -94,10 +94,13 @@ const PAD_BUDGET: usize = 1 << 21;
 /// (comparisons).
 pub(super) fn suits(g: &Geometry) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let Some(pad) = Pad::new(g) else {
+        return false;
+    };
     let shape = if g.k_h * g.k_w == 1 && g.stride != [1, 1] {
         // Strided 1x1: read in place, no im2col copy; when the input is read in
         // chunks, the filter streams through once per chunk, so not a large one.
-        let chunked = Pad::new(g).is_some_and(|p| chunk_rows(g, &p).is_some());
+        let chunked = chunk_rows(g, &pad).is_some();
         g.cig >= MIN_TAPS && (!chunked || g.cig.saturating_mul(g.cog) <= MAX_FILTER_CHUNKED)
     } else if g.k_h * g.k_w == 1 {
         g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS
@@ -108,7 +111,14 @@ pub(super) fn suits(g: &Geometry) -> bool {
         && shape
         && g.cog > 0
         && g.cog % CB == 0
-        && Pad::new(g).is_some_and(|p| p.in_place || p.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
+        && (pad.in_place || pad.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
+}
+
+/// Input rows (or columns) that `out` consecutive outputs' windows span, first
+/// to last, at stride `s` with a filter of `k` taps dilated by `d`; `None` when
+/// `out` or `k` is 0 or the span overflows.
+fn span(out: usize, s: usize, k: usize, d: usize) -> Option<usize> {
+    out.checked_sub(1)?.checked_mul(s)?.checked_add(k.checked_sub(1)?.checked_mul(d)?)?.checked_add(1)
 }
 
 /// The zero-bordered copy of one input channel: rows of `w` floats, `chan`
@@ -126,9 +136,6 @@ struct Pad {
 
 impl Pad {
     fn new(g: &Geometry) -> Option<Pad> {
-        let span = |out: usize, s: usize, k: usize, d: usize| -> Option<usize> {
-            out.checked_sub(1)?.checked_mul(s)?.checked_add(k.checked_sub(1)?.checked_mul(d)?)?.checked_add(1)
-        };
         let h = span(g.out_h, g.stride[0], g.k_h, g.dilation[0])?;
         let w = span(g.out_w, g.stride[1], g.k_w, g.dilation[1])?;
         if g.pad == [0, 0] && h <= g.in_h && w <= g.in_w {
@@ -190,16 +197,16 @@ const CHUNK_BYTES: usize = 256 << 10;
 /// L2 or L3) once per chunk.
 fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
     // Input bytes that `r` consecutive output rows read: their windows' rows of
-    // every input channel.
+    // every input channel (no more than `k_h` per output row at strides past
+    // the filter's height).
     let bytes = |r: usize| {
-        let rows = (r * g.k_h).min((r - 1) * g.stride[0] + (g.k_h - 1) * g.dilation[0] + 1);
-        g.cig.saturating_mul(rows).saturating_mul(pad.w).saturating_mul(4)
+        let rows = span(r, g.stride[0], g.k_h, g.dilation[0])?.min(r.saturating_mul(g.k_h));
+        Some(g.cig.saturating_mul(rows).saturating_mul(pad.w).saturating_mul(4))
     };
-    let out_h = g.out_h.max(1);
-    if g.k_h == 0 || bytes(out_h) <= 2 * CHUNK_BYTES {
+    if bytes(g.out_h)? <= 2 * CHUNK_BYTES {
         return None;
     }
-    Some((1..=out_h).take_while(|&r| bytes(r) <= CHUNK_BYTES).last().unwrap_or(1))
+    Some((1..=g.out_h).take_while(|&r| bytes(r).is_some_and(|b| b <= CHUNK_BYTES)).last().unwrap_or(1))
 }
 
 /// Whether `w`, packed at build time, has this convolution's packed size.

@@ -538,6 +538,7 @@ unsafe fn tile_portable(
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::{Slot, CB, VL};
+    use crate::engine::cpu::kernels::simd;
     use std::arch::x86_64::*;
 
     /// `P` vectors by `CB` channels: from the bias, plus over the taps the
@@ -590,9 +591,9 @@ mod avx512 {
                 // Lane 0's address may lie outside the output (a row's lanes
                 // further along the vector): wrapping arithmetic, and only the
                 // masked-in lanes, which are in bounds, are written.
-                _mm512_mask_storeu_ps(oc.wrapping_offset(s.seg[0].0), s.seg[0].1, row[j]);
+                simd::store_lanes(oc.wrapping_offset(s.seg[0].0), s.seg[0].1, row[j]);
                 for &(at, mask) in &s.seg[1..s.nseg] {
-                    _mm512_mask_storeu_ps(oc.wrapping_offset(at), mask, row[j]);
+                    simd::store_lanes(oc.wrapping_offset(at), mask, row[j]);
                 }
             }
         }

@@ -559,12 +559,12 @@ mod max_f32 {
                     for ky in 0..ty.k1 - ty.k0 {
                         let r = &src[(ty.first + ky * g.dh) * g.w + j..][..n];
                         // SAFETY: the mask enables the n lanes of `r`.
-                        let v = _mm512_maskz_loadu_ps(m, r.as_ptr());
+                        let v = simd::load_lanes(m, r.as_ptr());
                         acc = if ky == 0 { v } else { max_nan(acc, v) };
                     }
                     let d = &mut line[j..j + n];
                     // SAFETY: as above, for `d`.
-                    _mm512_mask_storeu_ps(d.as_mut_ptr(), m, acc);
+                    simd::store_lanes(d.as_mut_ptr(), m, acc);
                 }
             }
             for (dst, buf) in group.chunks_exact_mut(g.ow.max(1)).zip(cols.chunks_exact(need)) {
@@ -588,7 +588,7 @@ mod max_f32 {
                     let n = (g.ow - o).min(16);
                     let d = &mut dst[o..o + n];
                     // SAFETY: the mask enables the n lanes of `d`.
-                    _mm512_mask_storeu_ps(d.as_mut_ptr(), first_lanes(n), acc);
+                    simd::store_lanes(d.as_mut_ptr(), first_lanes(n), acc);
                 }
             }
         }

@@ -836,6 +836,9 @@ mod bench {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         let mut flush = vec![0f32; 12 << 20];
         let shapes = [
+            (3, 64, 224, 7, 2, 3),
+            (3, 64, 224, 3, 2, 0),
+            (3, 32, 224, 3, 2, 1),
             (64, 64, 56, 3, 1, 1),
             (128, 128, 28, 3, 1, 1),
             (256, 256, 14, 3, 1, 1),
@@ -891,7 +894,8 @@ mod bench {
             let mut line = format!("{cin}->{cout} {k}x{k} s{s} @{hw} suits {} {}:", suits(&g), oclanes::suits(&g));
             pool.install(|| {
                 for path in 0..3 {
-                    if path == 0 && k == 1 {
+                    // The pixels kernel needs AVX-512 (`candidate`), the channels one AVX2.
+                    if (path == 0 && (k == 1 || simd::level() != Level::Avx512)) || (path == 2 && simd::level() < Level::Avx2) {
                         continue;
                     }
                     for cold in [false, true] {

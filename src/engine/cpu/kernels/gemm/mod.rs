@@ -284,6 +284,16 @@ impl Dst {
 #[allow(clippy::too_many_arguments)]
 fn pack_b_panel(out: &mut [f32], nr: usize, b: &[f32], r: Mat, pc: usize, kc: usize, j0: usize, n: usize) {
     let cols = nr.min(n - j0);
+    if r.cs == 1 && cols == nr {
+        // Whole rows of the panel as fixed-size copies, which compile to a few
+        // vector moves; a copy of a run-time length calls memcpy, once per row.
+        match nr {
+            32 => return copy_panel_rows::<32>(out, b, r, pc, kc, j0),
+            16 => return copy_panel_rows::<16>(out, b, r, pc, kc, j0),
+            8 => return copy_panel_rows::<8>(out, b, r, pc, kc, j0),
+            _ => {}
+        }
+    }
     if r.cs == 1 {
         for (p, row) in out.chunks_exact_mut(nr).take(kc).enumerate() {
             let s = r.offset + (pc + p) * r.rs + j0;
@@ -312,6 +322,16 @@ fn pack_b_panel(out: &mut [f32], nr: usize, b: &[f32], r: Mat, pc: usize, kc: us
                     0.0
                 };
             }
+        }
+    }
+}
+
+/// `pack_b_panel` for a row-major B and a panel of `W` (= NR) whole columns.
+fn copy_panel_rows<const W: usize>(out: &mut [f32], b: &[f32], r: Mat, pc: usize, kc: usize, j0: usize) {
+    for (p, row) in out.chunks_exact_mut(W).take(kc).enumerate() {
+        let s = r.offset + (pc + p) * r.rs + j0;
+        if let (Some(dst), Some(src)) = (row.first_chunk_mut::<W>(), b[s..].first_chunk::<W>()) {
+            *dst = *src;
         }
     }
 }

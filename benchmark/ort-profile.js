@@ -5,12 +5,14 @@
 // per-step times) to see which steps lag.
 //
 //   node benchmark/ort-profile.js --only mobilenetv2 --threads 1 --iters 30 --rows 60
+//   node benchmark/ort-profile.js --only resnet50 --webnn 1   (and WEBNN_CPU_PROFILE=30:
+//   webnn-node runs in turn, its table on stderr, both from the same minutes)
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const ort = require('onnxruntime-node')
 const { model } = require('./onnx.js')
-const { toOnnx, inputData } = require('./models/net.js')
+const { toOnnx, toWebnn, inputData } = require('./models/net.js')
 const MODELS = require('./models/index.js')
 const { ortSessionOptions, arg } = require('./stats.js')
 
@@ -29,7 +31,28 @@ async function main () {
     profileFilePrefix: path.join(dir, 'ort')
   })
   const feeds = Object.fromEntries(net.inputs.map((i, n) => [i.name, new ort.Tensor('float32', data[n], i.shape)]))
-  for (let i = 0; i < iters; i++) await session.run(feeds)
+  // --webnn: webnn-node runs the same model in turn with each run, so that both
+  // profiles come from the same minutes of a noisy machine (set
+  // WEBNN_CPU_PROFILE=<iters> for webnn-node's table, printed to stderr).
+  let webnn = async () => {}
+  if (arg('webnn', '0') === '1') {
+    const { ml, MLGraphBuilder } = require('..')
+    const context = await ml.createContext({ numThreads: threads })
+    const builder = new MLGraphBuilder(context)
+    const graph = await builder.build(toWebnn(net, builder))
+    const out = net.outputs[0]
+    let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, data[n].slice()]))
+    let outputs = { [out]: new Float32Array(net.shape(out).reduce((a, b) => a * b, 1)) }
+    webnn = async () => {
+      const r = await context.compute(graph, inputs, outputs)
+      inputs = r.inputs
+      outputs = r.outputs
+    }
+  }
+  for (let i = 0; i < iters; i++) {
+    await webnn()
+    await session.run(feeds)
+  }
   session.endProfiling()
   await session.release()
   const file = fs.readdirSync(dir).find((f) => f.endsWith('.json'))

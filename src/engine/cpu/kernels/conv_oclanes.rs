@@ -67,6 +67,16 @@ const MIN_TAPS: usize = 256;
 /// 1x1 filters (with `MIN_TAPS` input channels): output planes up to this many
 /// pixels (7x7), where the GEMM's pixel panels (32 + 17 for 49) waste most.
 const MAX_PLANE_1X1: usize = 64;
+/// 1x1 filters at any plane that reduce the channels at least twofold, from at
+/// least this many: the GEMM would pack the large input (K x pixels) for few
+/// output rows. One Zen 5 core, median ms warm, this kernel vs the GEMM:
+/// 256 -> 64 at 56 0.46 vs 0.54; 192 -> 32 at 28 0.046 vs 0.057; 256 -> 32 at
+/// 27 0.056 vs 0.072; 384 -> 64 at 14 0.043 vs 0.048; 512 -> 128 at 28 0.445
+/// vs 0.454; 1024 -> 512 at 14 0.84 vs 0.90; 256 -> 128 at 56 0.94 vs 0.97;
+/// but 64 -> 64 at 56 0.16 vs 0.13 and 128 -> 512 at 28 0.51 vs 0.41. In the
+/// models, interleaved against the GEMM: ResNet-50 one thread 38.77 -> 38.07
+/// ms, MobileNetV2 5.01 -> 4.89.
+const MIN_TAPS_REDUCE: usize = 128;
 /// Strided 1x1 filters read in chunks (see `chunk_rows`): at most this many
 /// floats (512 KB, half of L2). ResNet-50's 512 -> 1024 at stride 2 from 28x28
 /// (2 MB of filter) ran slower here than on im2col + GEMM; 256 -> 512 from 56x56
@@ -88,16 +98,20 @@ const MAX_FILTER_CHUNKED: usize = 1 << 17;
 const AVX2_MIN_TAPS: usize = 27;
 const AVX2_MAX_TAPS: usize = 1280;
 const AVX2_MAX_PLANE: usize = 112 * 112;
+/// Fewest tiles in one task's part of a plane (see `conv_nchw`).
+const MIN_PART_TILES: usize = 8;
 /// Floats of one (batch, group)'s zero-bordered input above which the kernel is
 /// not used (huge strides, dilations or padding).
 const PAD_BUDGET: usize = 1 << 21;
 
 /// Whether this kernel computes this (nchw, not depthwise) convolution: AVX2 at
 /// least, output channels per group a multiple of `CB`, a padded input within
-/// budget, and with AVX2 the rule of `AVX2_MIN_TAPS`; with AVX-512 either a filter of more than one tap with an output plane of at most
+/// budget, and with AVX2 the rule of `AVX2_MIN_TAPS`; with AVX-512 either a
+/// filter of more than one tap with an output plane of at most
 /// `MAX_PLANE` pixels and at least `MIN_TAPS` taps, or a 1x1 filter with
 /// `MIN_TAPS` input channels, either at 7x7 or strided (with at most
-/// `MAX_FILTER_CHUNKED` floats when the input is read in chunks). Checked before
+/// `MAX_FILTER_CHUNKED` floats when the input is read in chunks), or one that
+/// reduces the channels (`MIN_TAPS_REDUCE`). Checked before
 /// the pixels-along-lanes kernel.
 ///
 /// Strided 1x1 from ResNet-50, one core, ms best / median with caches flushed,
@@ -138,7 +152,7 @@ pub(super) fn suits(g: &Geometry) -> bool {
         let chunked = chunk_rows(g, &pad).is_some();
         g.cig >= MIN_TAPS && (!chunked || g.cig.saturating_mul(g.cog) <= MAX_FILTER_CHUNKED)
     } else if g.k_h * g.k_w == 1 {
-        g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS
+        (g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS) || (g.cig >= MIN_TAPS_REDUCE && g.cig >= 2 * g.cog)
     } else {
         g.out_plane() <= MAX_PLANE && taps >= MIN_TAPS
     };
@@ -323,48 +337,52 @@ pub(super) fn conv_nchw(
         return Err(WebnnError::Operation("internal: conv2d oclanes sizes disagree".into()));
     }
     let threads = rayon::current_num_threads();
-    // Runs of channel blocks per (batch, group): enough tasks to balance the pool.
-    let runs = if threads > 1 { (4 * threads).div_ceil(planes).min(blocks).max(1) } else { 1 };
-    let per_run = blocks.div_ceil(runs);
-    let tasks = planes * runs;
-    let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
     let level = simd::level();
     let ntaps = taps.len();
     let ntiles = plane.div_ceil(px_max(level));
+    // Tasks per (batch, group) to balance the pool: runs of channel blocks, and
+    // when there are too few blocks (32 or 96 output channels on two threads),
+    // parts of the plane too, of at least `MIN_PART_TILES` tiles.
+    let want = if threads > 1 { (4 * threads).div_ceil(planes) } else { 1 };
+    let runs = want.min(blocks).max(1);
+    let parts = want.div_ceil(runs).min(ntiles / MIN_PART_TILES).max(1);
+    let per_run = blocks.div_ceil(runs);
+    let tasks = planes * runs * parts;
+    let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
     // Tiles per chunk: those of `chunk_rows` output rows.
     let chunk = chunk_rows(g, &pad).map_or(ntiles, |r| ntiles.saturating_mul(r).div_ceil(g.out_h.max(1))).max(1);
     let task = |t: usize| {
-        let (nb, run) = (t / runs, t % runs);
+        let (nb, run, part) = (t / (runs * parts), t / parts % runs, t % parts);
         let (n, grp) = (nb / g.groups, nb % g.groups);
         let (blk0, blk1) = (run * per_run, ((run + 1) * per_run).min(blocks));
-        if blk0 >= blk1 {
+        let (tile0, tile1) = (part * ntiles / parts, (part + 1) * ntiles / parts);
+        if blk0 >= blk1 || tile0 >= tile1 {
             return;
         }
         let src = &padded[nb * per_plane..][..per_plane];
         let c0 = blk0 * CB;
         let channels = (blk1 * CB).min(g.cog) - c0;
         let first = (n * g.out_c + grp * g.cog + c0) * plane;
-        {
-        // SAFETY: task t alone writes output channels [c0, c0 + channels) of group
-        // grp of batch n, whole planes: `channels * plane` floats from `first`.
-        let out = unsafe { raw.slice(first, channels * plane) };
         let mut tmp = [[0f32; CB]; PX];
-        // Tiles of equal size (49 pixels as 7 x 7, not 6 x 8 + 1: a tile of
-        // one pixel would run at an eighth of the speed), in chunks of
-        // `chunk` tiles that every channel block runs over in turn.
-        for t0 in (0..ntiles).step_by(chunk) {
+        // Tiles of equal size (49 pixels as 7 x 7, not 6 x 8 + 1: a tile of one
+        // pixel would run at an eighth of the speed), in chunks of `chunk` tiles
+        // that every channel block runs over in turn.
+        for t0 in (tile0..tile1).step_by(chunk) {
             for blk in blk0..blk1 {
                 let at = (grp * blocks + blk) * ntaps * CB;
                 let wb = &w[at..][..ntaps * CB];
                 let bb: &[f32; CB] = b[(grp * blocks + blk) * CB..][..CB].try_into().unwrap_or_else(|_| unreachable!());
                 let nch = CB.min(g.cog - blk * CB);
-                let ob = (blk - blk0) * CB * plane;
-                for i in t0..(t0 + chunk).min(ntiles) {
+                let ob = first + (blk - blk0) * CB * plane;
+                for i in t0..(t0 + chunk).min(tile1) {
                     let (p0, p1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
                     let px = &pix[p0..p1];
                     tile(level, src, px, &taps, wb, bb, &mut tmp);
                     for c in 0..nch {
-                        let row = &mut out[ob + c * plane + p0..][..px.len()];
+                        // SAFETY: task t alone writes output channels [c0, c0 +
+                        // channels) of group grp of batch n at the pixels of its
+                        // tiles [tile0, tile1).
+                        let row = unsafe { raw.slice(ob + c * plane + p0, px.len()) };
                         for (o, t) in row.iter_mut().zip(&tmp) {
                             *o = t[c];
                         }
@@ -372,8 +390,8 @@ pub(super) fn conv_nchw(
                 }
             }
         }
-        }
-        finish_nchw_block(raw, first, channels, plane, plane, grp * g.cog + c0, None, epi);
+        let (p0, p1) = (tile0 * plane / ntiles, tile1 * plane / ntiles);
+        finish_nchw_block(raw, first + p0, channels, p1 - p0, plane, grp * g.cog + c0, None, epi);
     };
     if tasks == 1 || threads == 1 {
         (0..tasks).for_each(task);
@@ -578,6 +596,19 @@ mod tests {
         }
     }
 
+    /// On a pool of three threads, planes cut into parts as well as channel
+    /// blocks: one block (32 channels, 1x1, 400 pixels), three blocks with batch 2
+    /// and padding, and a plane read in chunks.
+    #[test]
+    fn oclanes_splits_planes_across_threads() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        pool.install(|| {
+            check(([1, 64, 20, 20], 32, 1, [1, 1], [1, 1], [1, 1], [0; 4], true, true), 201);
+            check(([2, 8, 17, 15], 96, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], true, false), 202);
+            check(([1, 128, 64, 64], 32, 1, [1, 1], [2, 2], [1, 1], [0; 4], false, true), 203);
+        });
+    }
+
     #[test]
     fn rule_takes_small_planes_with_many_taps() {
         let geo = |cin: usize, cout: usize, out: usize, k: usize| Geometry {
@@ -622,7 +653,13 @@ mod tests {
         assert_eq!(suits(&geo(960, 160, 7, 1)), avx512);
         assert_eq!(suits(&geo(320, 1280, 7, 1)), avx512);
         assert!(!suits(&geo(160, 960, 7, 1)));
-        assert!(!suits(&geo(1024, 256, 14, 1)));
+        // Channel-reducing 1x1 at any plane; not expanding or too few channels.
+        assert_eq!(suits(&geo(1024, 256, 14, 1)), avx512);
+        assert_eq!(suits(&geo(256, 64, 56, 1)), avx512);
+        assert_eq!(suits(&geo(192, 32, 28, 1)), avx512);
+        assert!(!suits(&geo(256, 1024, 14, 1)));
+        assert!(!suits(&geo(64, 64, 56, 1)));
+        assert!(!suits(&geo(96, 32, 56, 1)));
         // Strided 1x1 with 256 input channels or more; read in chunks, only with
         // a filter of at most 512 KB.
         let strided = |cin: usize, cout: usize, out: usize| Geometry { in_h: 2 * out, in_w: 2 * out, stride: [2, 2], pad: [0, 0], ..geo(cin, cout, out, 1) };

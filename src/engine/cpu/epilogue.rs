@@ -51,6 +51,25 @@ impl<'a> Epi<'a> {
         self.stages.is_empty()
     }
 
+    /// This epilogue as at most one added tensor followed by at most one clamp
+    /// (relu is a clamp to [0, inf)), the form the GEMM kernels apply as they
+    /// store: `(added tensor, lo, hi)`; `None` for any other.
+    pub fn as_clamp(&self) -> Option<(Option<&[f32]>, f32, f32)> {
+        let (add, rest) = match self.stages {
+            [Stage::AddTensor, rest @ ..] => (Some(&self.extras[0][..]), rest),
+            rest => (None, rest),
+        };
+        let (lo, hi) = match rest {
+            [] => (f32::NEG_INFINITY, f32::INFINITY),
+            [Stage::Unary(UnaryKind::Relu)] | [Stage::Activation(Activation::Relu)] => (0.0, f32::INFINITY),
+            [Stage::Activation(Activation::Clamp { min, max })] => {
+                (min.unwrap_or(f32::NEG_INFINITY), max.unwrap_or(f32::INFINITY))
+            }
+            _ => return None,
+        };
+        Some((add, lo, hi))
+    }
+
     /// Adds `bias` to `data`, then applies the stages; `data` holds the output's
     /// elements [start, start + data.len()) (in the output's own layout, which is
     /// also that of each extra input).
@@ -151,6 +170,36 @@ fn apply_stage(s: Stage, d: &mut [f32]) {
 mod tests {
     use super::*;
     use crate::graph::DataType;
+
+    #[test]
+    fn as_clamp_takes_an_added_tensor_then_one_clamp() {
+        let e = [1.0f32, 2.0];
+        let eb: Vec<u8> = e.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let shape = [2];
+        let et = Tensor { data: &eb, shape: &shape, data_type: DataType::Float32 };
+        let clamp = Stage::Activation(Activation::Clamp { min: Some(-1.0), max: None });
+        let inf = f32::INFINITY;
+        let cases: [(&[Stage], Option<(bool, f32, f32)>); 8] = [
+            (&[], Some((false, -inf, inf))),
+            (&[Stage::AddTensor], Some((true, -inf, inf))),
+            (&[Stage::AddTensor, Stage::Unary(UnaryKind::Relu)], Some((true, 0.0, inf))),
+            (&[Stage::Activation(Activation::Relu)], Some((false, 0.0, inf))),
+            (&[clamp], Some((false, -1.0, inf))),
+            // Any other order or stage: not this form.
+            (&[Stage::Unary(UnaryKind::Relu), Stage::AddTensor], None),
+            (&[Stage::AddTensor, clamp, Stage::Unary(UnaryKind::Relu)], None),
+            (&[Stage::Activation(Activation::Sigmoid)], None),
+        ];
+        for (stages, want) in cases {
+            let extras = if stages.contains(&Stage::AddTensor) { vec![et] } else { vec![] };
+            let epi = Epi::new(stages, &extras).unwrap();
+            let got = epi.as_clamp().map(|(add, lo, hi)| (add.is_some(), lo, hi));
+            assert_eq!(got, want, "{stages:?}");
+            if let Some((add, _, _)) = epi.as_clamp() {
+                assert_eq!(add.map(|a| a.to_vec()), want.and_then(|w| w.0.then(|| e.to_vec())));
+            }
+        }
+    }
 
     #[test]
     fn apply_matches_the_stage_definitions() {

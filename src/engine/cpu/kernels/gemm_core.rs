@@ -163,11 +163,24 @@ pub fn sgemm(
             r,
             scale,
             threads,
+            None,
         )
     }
 }
 
-/// `sgemm` writing through a `SharedMut`.
+/// A fused epilogue for `sgemm_shared` and `sgemm_packed_a_shared`: each element
+/// (i, j) of the product becomes `clamp(c + bias[i] + add[d(i, j)], lo, hi)`,
+/// where `add` is indexed like the destination (the same `Mat` view), as the
+/// kernels store it: no second pass over the result.
+#[derive(Clone, Copy)]
+pub struct PostOp<'a> {
+    pub bias: Option<&'a [f32]>,
+    pub add: Option<&'a [f32]>,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// `sgemm` writing through a `SharedMut`, then `post` (if any) on each element.
 ///
 /// # Safety
 /// No other thread may read or write the `m` x `n` elements of `d` while the call
@@ -186,6 +199,7 @@ pub unsafe fn sgemm_shared(
     r: Mat,
     scale: f32,
     threads: Threads,
+    post: Option<&PostOp>,
 ) -> Result<()> {
     sgemm_isa(
         Isa::detected(),
@@ -199,6 +213,7 @@ pub unsafe fn sgemm_shared(
         Rhs::View(rhs, r),
         scale,
         threads,
+        post,
     )
 }
 
@@ -260,6 +275,7 @@ pub unsafe fn sgemm_packed_shared(
         Rhs::Packed(rhs),
         scale,
         threads,
+        None,
     )
 }
 
@@ -290,10 +306,10 @@ pub fn sgemm_packed_a(
     threads: Threads,
 ) -> Result<()> {
     // SAFETY: `dst` is borrowed mutably and exclusively for the call.
-    unsafe { sgemm_packed_a_shared(n, SharedMut::new(dst), d, accumulate, lhs, rhs, r, scale, threads) }
+    unsafe { sgemm_packed_a_shared(n, SharedMut::new(dst), d, accumulate, lhs, rhs, r, scale, threads, None) }
 }
 
-/// `sgemm_packed_a` writing through a `SharedMut`.
+/// `sgemm_packed_a` writing through a `SharedMut`, then `post` (if any).
 ///
 /// # Safety
 /// As for `sgemm_shared`.
@@ -308,6 +324,7 @@ pub unsafe fn sgemm_packed_a_shared(
     r: Mat,
     scale: f32,
     threads: Threads,
+    post: Option<&PostOp>,
 ) -> Result<()> {
     sgemm_isa(
         lhs.isa(),
@@ -321,6 +338,7 @@ pub unsafe fn sgemm_packed_a_shared(
         Rhs::View(rhs, r),
         scale,
         threads,
+        post,
     )
 }
 
@@ -354,18 +372,41 @@ unsafe fn sgemm_isa(
     rhs: Rhs,
     scale: f32,
     threads: Threads,
+    post: Option<&PostOp>,
 ) -> Result<()> {
     if m == 0 || n == 0 {
         return Ok(());
     }
     check("destination", dst.len, d, m, n)?;
+    // The epilogue's operands: a bias per row, an added tensor indexed like the
+    // destination.
+    let post = match post {
+        None => None,
+        Some(p) => {
+            if p.bias.is_some_and(|b| b.len() < m) {
+                return Err(out_of_bounds("epilogue bias"));
+            }
+            if let Some(add) = p.add {
+                check("epilogue addend", add.len(), d, m, n)?;
+            }
+            Some(gemm::Post {
+                bias: p.bias.map_or(std::ptr::null(), |b| b.as_ptr()),
+                add: p.add.map_or(std::ptr::null(), |a| a.as_ptr().add(d.offset)),
+                lo: p.lo,
+                hi: p.hi,
+            })
+        }
+    };
     if k == 0 {
-        if !accumulate {
-            for i in 0..m {
-                for j in 0..n {
-                    // SAFETY: within the view checked above.
-                    *dst.ptr.add(d.offset + i * d.rs + j * d.cs) = 0.0;
-                }
+        for i in 0..m {
+            for j in 0..n {
+                // SAFETY: within the views checked above.
+                let c = dst.ptr.add(d.offset + i * d.rs + j * d.cs);
+                let v = if accumulate { *c } else { 0.0 };
+                *c = match &post {
+                    Some(p) => p.scalar(v, i, i * d.rs + j * d.cs),
+                    None => v,
+                };
             }
         }
         return Ok(());
@@ -389,7 +430,8 @@ unsafe fn sgemm_isa(
     let b = match rhs {
         Rhs::View(rhs, r) => {
             check("right operand", rhs.len(), r, k, n)?;
-            if let (true, ASource::View(lhs, l)) = (d.cs != 1 && d.rs == 1, &a) {
+            // (Not with an epilogue, whose bias runs along rows.)
+            if let (true, true, ASource::View(lhs, l)) = (post.is_none(), d.cs != 1 && d.rs == 1, &a) {
                 // A column-major destination is a row-major one of the transposed
                 // product: C^T = B^T A^T, so the kernels keep storing whole rows.
                 let c = Dst {
@@ -408,6 +450,7 @@ unsafe fn sgemm_isa(
                     BSource::View(*lhs, l.t()),
                     scale,
                     pool,
+                    None,
                 );
             }
             BSource::View(rhs, r)
@@ -426,7 +469,7 @@ unsafe fn sgemm_isa(
     };
     // SAFETY: the views lie within their buffers (checked above); lhs and rhs are
     // shared borrows, so they cannot alias the exclusively held destination.
-    gemm::run(isa, m, n, k, c, accumulate, a, b, scale, pool)
+    gemm::run(isa, m, n, k, c, accumulate, a, b, scale, pool, post)
 }
 
 /// A zero-filled float32 buffer; running out of memory is an OperationError.
@@ -634,7 +677,12 @@ mod tests {
     /// One product on `isa` checked against float64: every element of the view
     /// within (k + 2) float32 epsilons of the sum of magnitudes it came from, and
     /// every element outside the view untouched.
-    fn check_product(rng: &mut Rng, isa: Isa, m: usize, n: usize, k: usize, packed: Packing, threads: Threads) {
+    ///
+    /// With `post`, a fused epilogue too: a bias per row, an added tensor laid
+    /// out like the destination (or either alone) and a clamp, with one NaN in the
+    /// added tensor that must come out as NaN.
+    #[allow(clippy::too_many_arguments)]
+    fn check_product(rng: &mut Rng, isa: Isa, m: usize, n: usize, k: usize, packed: Packing, threads: Threads, post: bool) {
         let (l, llen) = layout(rng, m, k);
         let (r, rlen) = layout(rng, k, n);
         let (d, dlen) = layout(rng, m, n);
@@ -651,12 +699,22 @@ mod tests {
                 dst[d.offset + i * d.rs + j * d.cs] = if accumulate { before[i * n + j] } else { f32::NAN };
             }
         }
-        let what = format!("{isa:?} {m}x{n}x{k} l={l:?} r={r:?} d={d:?} acc={accumulate} scale={scale} packed={packed:?} {threads:?}");
+        let bias = data(m, rng.next());
+        let mut add = data(dlen, rng.next());
+        let nan_at = d.offset + rng.below(m) * d.rs + rng.below(n) * d.cs;
+        add[nan_at] = f32::NAN;
+        let which = rng.below(3);
+        let (lo, hi) = [(0.0, f32::INFINITY), (-0.4, 0.6), (f32::NEG_INFINITY, f32::INFINITY)][rng.below(3)];
+        let op = PostOp { bias: (which != 1).then_some(&bias[..]), add: (which != 2).then_some(&add[..]), lo, hi };
+        let op = post.then_some(op);
+        let what = format!(
+            "{isa:?} {m}x{n}x{k} l={l:?} r={r:?} d={d:?} acc={accumulate} scale={scale} packed={packed:?} {threads:?} post={post} {which} [{lo}, {hi}]"
+        );
         let pa = matches!(packed, Packing::A | Packing::Both).then(|| pack_a_isa(isa, m, k, &lhs, l).unwrap());
         let pb = matches!(packed, Packing::B | Packing::Both).then(|| pack_b_isa(isa, k, n, &rhs, r).unwrap());
         let a = pa.as_ref().map_or(Lhs::View(&lhs, l), Lhs::Packed);
         let b = pb.as_ref().map_or(Rhs::View(&rhs, r), Rhs::Packed);
-        sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, a, b, scale, threads);
+        sgemm_isa_safe(isa, m, n, k, &mut dst, d, accumulate, a, b, scale, threads, op.as_ref());
         let mut inside = vec![false; dlen];
         for i in 0..m {
             for j in 0..n {
@@ -669,9 +727,18 @@ mod tests {
                     mag += x.abs();
                 }
                 let old = if accumulate { before[i * n + j] as f64 } else { 0.0 };
-                let want = old + scale as f64 * exact;
-                let tol = (k as f64 + 2.0) * f32::EPSILON as f64 * (scale.abs() as f64 * mag + old.abs());
+                let mut want = old + scale as f64 * exact;
+                let mut tol = (k as f64 + 2.0) * f32::EPSILON as f64 * (scale.abs() as f64 * mag + old.abs());
                 let got = dst[at] as f64;
+                if let Some(op) = &op {
+                    let (b, e) = (op.bias.map_or(0.0, |b| b[i] as f64), op.add.map_or(0.0, |a| a[at] as f64));
+                    if e.is_nan() {
+                        assert!(got.is_nan(), "{what}: C({i},{j}) = {got}, want NaN (added)");
+                        continue;
+                    }
+                    want = (want + b + e).max(op.lo as f64).min(op.hi as f64);
+                    tol += 3.0 * f32::EPSILON as f64 * (b.abs() + e.abs() + want.abs());
+                }
                 assert!((got - want).abs() <= tol, "{what}: C({i},{j}) = {got}, want {want} +- {tol}");
             }
         }
@@ -693,9 +760,10 @@ mod tests {
         rhs: Rhs,
         scale: f32,
         threads: Threads,
+        post: Option<&PostOp>,
     ) {
         // SAFETY: `dst` is borrowed exclusively.
-        unsafe { sgemm_isa(isa, m, n, k, SharedMut::new(dst), d, accumulate, lhs, rhs, scale, threads) }.unwrap();
+        unsafe { sgemm_isa(isa, m, n, k, SharedMut::new(dst), d, accumulate, lhs, rhs, scale, threads, post) }.unwrap();
     }
 
     #[test]
@@ -712,7 +780,7 @@ mod tests {
                 };
                 let packed = [Packing::None, Packing::B, Packing::A, Packing::Both][case % 4 ^ (case / 4) % 2];
                 let threads = if case % 2 == 0 { Threads::Pool } else { Threads::One };
-                check_product(&mut rng, isa, m, n, k, packed, threads);
+                check_product(&mut rng, isa, m, n, k, packed, threads, case % 3 == 0);
             }
         }
     }
@@ -726,8 +794,8 @@ mod tests {
         pool.install(|| {
             for isa in isas() {
                 for &(m, n, k) in &[(301, 203, 300), (5, 3000, 111), (40, 4111, 50), (1, 700, 900), (130, 2, 2100)] {
-                    for packed in [Packing::None, Packing::B, Packing::A, Packing::Both] {
-                        check_product(&mut rng, isa, m, n, k, packed, Threads::Pool);
+                    for (i, packed) in [Packing::None, Packing::B, Packing::A, Packing::Both].into_iter().enumerate() {
+                        check_product(&mut rng, isa, m, n, k, packed, Threads::Pool, i % 2 == 1);
                     }
                 }
             }

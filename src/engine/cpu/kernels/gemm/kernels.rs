@@ -27,6 +27,46 @@ pub(super) struct Tile {
     /// read, when it is not this tile's; null otherwise. The AVX-512 kernel
     /// requests it into L2 while it computes, a step's worth of lines per step.
     pub next_b: *const f32,
+    /// What the store applies to each finished element (the product's last K
+    /// slice), where the kernel stores it: `None` for a plain store.
+    pub post: Option<TilePost>,
+}
+
+/// A fused epilogue at the tile's store: element (i, j) of the tile becomes
+/// `clamp(c + bias[i] + add[i * rsc + j * csc], lo, hi)`.
+#[derive(Clone, Copy)]
+pub(super) struct TilePost {
+    /// The tile's first row's bias (one float per row), or null.
+    pub bias: *const f32,
+    /// The tile's (0, 0) element of a tensor laid out like C, or null.
+    pub add: *const f32,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+impl TilePost {
+    /// The epilogue of one element, row `i` of the tile, at offset `at` from its
+    /// (0, 0) element.
+    ///
+    /// # Safety
+    /// As for `KernelFn`: row `i` and offset `at` lie within the tile.
+    #[inline(always)]
+    pub(super) unsafe fn scalar(&self, v: f32, i: usize, at: usize) -> f32 {
+        let mut v = v;
+        if !self.bias.is_null() {
+            v += *self.bias.add(i);
+        }
+        if !self.add.is_null() {
+            v += *self.add.add(at);
+        }
+        // NaN stays NaN (as the epilogue's clamp and relu keep it).
+        let v = if v < self.lo { self.lo } else { v };
+        if v > self.hi {
+            self.hi
+        } else {
+            v
+        }
+    }
 }
 
 /// A microkernel: `(kc, a, b, ldb, tile)`.
@@ -46,8 +86,13 @@ unsafe fn store_scalar(acc: &[f32], stride: usize, t: &Tile) {
     for i in 0..t.rows {
         for j in 0..t.cols {
             let v = t.scale * acc[i * stride + j];
-            let c = t.c.add(i * t.rsc + j * t.csc);
-            *c = if t.accumulate { *c + v } else { v };
+            let at = i * t.rsc + j * t.csc;
+            let c = t.c.add(at);
+            let v = if t.accumulate { *c + v } else { v };
+            *c = match &t.post {
+                Some(p) => p.scalar(v, i, at),
+                None => v,
+            };
         }
     }
 }
@@ -135,6 +180,18 @@ pub(super) mod avx512 {
                 }
             }
         }
+        // So is the tensor that the epilogue adds (a residual, written layers ago):
+        // ResNet-50 one thread 39.6 -> 38.7 ms with this, no gain without.
+        if let Some(p) = &t.post {
+            if t.csc == 1 && !p.add.is_null() {
+                for i in 0..R {
+                    for v in 0..V {
+                        // A prefetch never faults.
+                        _mm_prefetch::<_MM_HINT_T0>(p.add.add(i * t.rsc + 16 * v) as *const i8);
+                    }
+                }
+            }
+        }
         let mut acc = [[_mm512_setzero_ps(); V]; R];
         let (mut a, mut b) = (a, b);
         // The next B micro-panel comes from L3 (a packed B block is larger than
@@ -168,23 +225,30 @@ pub(super) mod avx512 {
         }
         let scale = _mm512_set1_ps(t.scale);
         if t.csc == 1 {
+            let post = t.post;
             for (i, row) in acc.iter().enumerate() {
                 let c = t.c.add(i * t.rsc);
                 for v in 0..V {
                     let cv = c.add(16 * v);
+                    let load = |p: *const f32| if FULL { _mm512_loadu_ps(p) } else { _mm512_maskz_loadu_ps(m[v], p) };
+                    let mut r = if t.accumulate {
+                        _mm512_fmadd_ps(row[v], scale, load(cv))
+                    } else {
+                        _mm512_mul_ps(row[v], scale)
+                    };
+                    if let Some(p) = &post {
+                        if !p.bias.is_null() {
+                            r = _mm512_add_ps(r, _mm512_set1_ps(*p.bias.add(i)));
+                        }
+                        if !p.add.is_null() {
+                            r = _mm512_add_ps(r, load(p.add.add(i * t.rsc + 16 * v)));
+                        }
+                        // The element second: max and min return it when it is NaN.
+                        r = _mm512_min_ps(_mm512_set1_ps(p.hi), _mm512_max_ps(_mm512_set1_ps(p.lo), r));
+                    }
                     if FULL {
-                        let r = if t.accumulate {
-                            _mm512_fmadd_ps(row[v], scale, _mm512_loadu_ps(cv))
-                        } else {
-                            _mm512_mul_ps(row[v], scale)
-                        };
                         _mm512_storeu_ps(cv, r);
                     } else {
-                        let r = if t.accumulate {
-                            _mm512_fmadd_ps(row[v], scale, _mm512_maskz_loadu_ps(m[v], cv))
-                        } else {
-                            _mm512_mul_ps(row[v], scale)
-                        };
                         _mm512_mask_storeu_ps(cv, m[v], r);
                     }
                 }
@@ -242,6 +306,18 @@ pub(super) mod avx2 {
         t: &Tile,
     ) {
         let m = [mask(t.cols, 0), mask(t.cols, 8)];
+        // The tensor that the epilogue adds (a residual, written layers ago) is
+        // requested now, a k loop ahead of the stores.
+        if let Some(p) = &t.post {
+            if t.csc == 1 && !p.add.is_null() {
+                for i in 0..R {
+                    for v in 0..V {
+                        // A prefetch never faults.
+                        _mm_prefetch::<_MM_HINT_T0>(p.add.add(i * t.rsc + 8 * v) as *const i8);
+                    }
+                }
+            }
+        }
         let mut acc = [[_mm256_setzero_ps(); V]; R];
         let (mut a, mut b) = (a, b);
         for _ in 0..kc {
@@ -264,23 +340,30 @@ pub(super) mod avx2 {
         }
         let scale = _mm256_set1_ps(t.scale);
         if t.csc == 1 {
+            let post = t.post;
             for (i, row) in acc.iter().enumerate() {
                 let c = t.c.add(i * t.rsc);
                 for v in 0..V {
                     let cv = c.add(8 * v);
+                    let load = |p: *const f32| if FULL { _mm256_loadu_ps(p) } else { _mm256_maskload_ps(p, m[v]) };
+                    let mut r = if t.accumulate {
+                        _mm256_fmadd_ps(row[v], scale, load(cv))
+                    } else {
+                        _mm256_mul_ps(row[v], scale)
+                    };
+                    if let Some(p) = &post {
+                        if !p.bias.is_null() {
+                            r = _mm256_add_ps(r, _mm256_set1_ps(*p.bias.add(i)));
+                        }
+                        if !p.add.is_null() {
+                            r = _mm256_add_ps(r, load(p.add.add(i * t.rsc + 8 * v)));
+                        }
+                        // The element second: max and min return it when it is NaN.
+                        r = _mm256_min_ps(_mm256_set1_ps(p.hi), _mm256_max_ps(_mm256_set1_ps(p.lo), r));
+                    }
                     if FULL {
-                        let r = if t.accumulate {
-                            _mm256_fmadd_ps(row[v], scale, _mm256_loadu_ps(cv))
-                        } else {
-                            _mm256_mul_ps(row[v], scale)
-                        };
                         _mm256_storeu_ps(cv, r);
                     } else {
-                        let r = if t.accumulate {
-                            _mm256_fmadd_ps(row[v], scale, _mm256_maskload_ps(cv, m[v]))
-                        } else {
-                            _mm256_mul_ps(row[v], scale)
-                        };
                         _mm256_maskstore_ps(cv, m[v], r);
                     }
                 }

@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use self::kernels::{KernelFn, Tile};
+use self::kernels::{KernelFn, Tile, TilePost};
 use super::gemm_core::Mat;
 use crate::error::{Result, WebnnError};
 
@@ -279,6 +279,45 @@ impl Dst {
     }
 }
 
+/// A fused epilogue: C(i, j) becomes `clamp(C(i, j) + bias[i] + add(i, j), lo,
+/// hi)` as the kernels store its final value, where `bias` (null: none) holds
+/// one float per row and `add` (null: none) points at element (0, 0) of a tensor
+/// with the destination's strides.
+#[derive(Clone, Copy)]
+pub struct Post {
+    pub bias: *const f32,
+    pub add: *const f32,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+// SAFETY: only read, at the elements of tiles that one task writes.
+unsafe impl Send for Post {}
+unsafe impl Sync for Post {}
+
+impl Post {
+    /// The epilogue of one element, row `i`, at offset `at` from C(0, 0).
+    ///
+    /// # Safety
+    /// Row `i` and offset `at` lie within the destination.
+    pub unsafe fn scalar(&self, v: f32, i: usize, at: usize) -> f32 {
+        TilePost { bias: self.bias, add: self.add, lo: self.lo, hi: self.hi }.scalar(v, i, at)
+    }
+
+    /// The epilogue of the tile at C(i, j).
+    ///
+    /// # Safety
+    /// (i, j) lies within the destination, and so within `bias` and `add`.
+    unsafe fn at(&self, i: usize, j: usize, dst: &Dst) -> TilePost {
+        TilePost {
+            bias: if self.bias.is_null() { self.bias } else { self.bias.add(i) },
+            add: if self.add.is_null() { self.add } else { self.add.add(i * dst.rs + j * dst.cs) },
+            lo: self.lo,
+            hi: self.hi,
+        }
+    }
+}
+
 /// Packs one `kc` x NR micro-panel of B: columns `j0..min(j0 + NR, n)` of rows
 /// `pc..pc + kc`, zero-padded to NR columns.
 #[allow(clippy::too_many_arguments)]
@@ -386,7 +425,8 @@ fn pack_a(out: &mut [f32], mr: usize, a: &[f32], l: Mat, i0: usize, rows: usize,
 /// than the second core saves.
 const PARALLEL_MIN_MACS: usize = 1 << 19;
 
-/// `C = scale * A * B` (or `C += ...` when `accumulate`) for `m`, `n`, `k` >= 1.
+/// `C = scale * A * B` (or `C += ...` when `accumulate`) for `m`, `n`, `k` >= 1,
+/// then `post` on each element as it is stored for the last time.
 ///
 /// With several threads the product is cut into a grid of sub-products (column
 /// ranges first, since repacking A per range is cheaper than repacking B per
@@ -399,7 +439,8 @@ const PARALLEL_MIN_MACS: usize = 1 << 19;
 /// An `ASource::View` lies within its slice (m x k) and an `ASource::Packed` has
 /// this `m`, `k` and ISA; a `BSource::View` lies within its slice
 /// (k x n) and a `BSource::Packed` has this `k`, `n` and ISA; `dst` addresses an
-/// `m` x `n` matrix no one else touches during the call; `isa.supported()`.
+/// `m` x `n` matrix no one else touches during the call; `isa.supported()`;
+/// `post`'s `bias` holds `m` floats and its `add` is readable wherever `dst` is.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn run(
     isa: Isa,
@@ -412,6 +453,7 @@ pub unsafe fn run(
     b: BSource,
     scale: f32,
     pool: bool,
+    post: Option<Post>,
 ) -> Result<()> {
     let kern = kernel(isa);
     let (mr, nr) = (kern.mr, kern.nr);
@@ -479,7 +521,7 @@ pub unsafe fn run(
         let j1 = ((ci + 1) * b_panels / csplit * nr).min(n);
         let (abuf, bbuf) = buf.split_at_mut(a_len);
         if i0 < i1 && j0 < j1 {
-            g.sub_product(i0..i1, j0..j1, dst, accumulate, &a, &b, scale, abuf, bbuf);
+            g.sub_product(i0..i1, j0..j1, dst, accumulate, &a, &b, scale, post, abuf, bbuf);
         }
     };
     if workers > 1 {
@@ -567,6 +609,7 @@ impl Geometry {
         a: &ASource,
         b: &BSource,
         scale: f32,
+        post: Option<Post>,
         abuf: &mut [f32],
         bbuf: &mut [f32],
     ) {
@@ -596,6 +639,8 @@ impl Geometry {
                     }
                 };
                 let acc = accumulate || pc > 0;
+                // The epilogue goes with the last K slice's stores.
+                let post = post.filter(|_| pc + kc >= k);
                 let mut ic = rows.start;
                 while ic < rows.end {
                     let mcur = self.mc.min(rows.end - ic);
@@ -630,6 +675,7 @@ impl Geometry {
                                 } else {
                                     std::ptr::null()
                                 },
+                                post: post.map(|p| p.at(i, j, &dst)),
                             };
                             (kern.f)(kc, ap, bp, ldb, &tile);
                         }

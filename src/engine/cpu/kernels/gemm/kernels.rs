@@ -27,6 +27,9 @@ pub(super) struct Tile {
     /// read, when it is not this tile's; null otherwise. The AVX-512 kernel
     /// requests it into L2 while it computes, a step's worth of lines per step.
     pub next_b: *const f32,
+    /// A tile of C that a later call stores to (same rows, columns further on),
+    /// or null: the kernel requests its lines for writing (see `PF_C_PANELS`).
+    pub next_c: *const f32,
     /// What the store applies to each finished element (the product's last K
     /// slice), where the kernel stores it: `None` for a plain store.
     pub post: Option<TilePost>,
@@ -180,6 +183,15 @@ pub(super) mod avx512 {
                 }
             }
         }
+        if !t.next_c.is_null() && t.csc == 1 {
+            for i in 0..R {
+                for v in 0..V {
+                    // A prefetch never faults (the address may lie past the
+                    // row's end, so it is not formed with `add`).
+                    _mm_prefetch::<_MM_HINT_ET0>(t.next_c.wrapping_add(i * t.rsc + 16 * v) as *const i8);
+                }
+            }
+        }
         // So is the tensor that the epilogue adds (a residual, written layers ago):
         // ResNet-50 one thread 39.6 -> 38.7 ms with this, no gain without.
         if let Some(p) = &t.post {
@@ -306,6 +318,15 @@ pub(super) mod avx2 {
         t: &Tile,
     ) {
         let m = [mask(t.cols, 0), mask(t.cols, 8)];
+        if !t.next_c.is_null() && t.csc == 1 {
+            for i in 0..R {
+                for v in 0..V {
+                    // A prefetch never faults (the address may lie past the
+                    // row's end, so it is not formed with `add`).
+                    _mm_prefetch::<_MM_HINT_ET0>(t.next_c.wrapping_add(i * t.rsc + 8 * v) as *const i8);
+                }
+            }
+        }
         // The tensor that the epilogue adds (a residual, written layers ago) is
         // requested now, a k loop ahead of the stores.
         if let Some(p) = &t.post {

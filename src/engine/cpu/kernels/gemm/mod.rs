@@ -318,6 +318,15 @@ impl Post {
     }
 }
 
+/// How many B panels ahead a tile requests its row's later tile of C for
+/// writing (`Tile::next_c`), when C is written without being read: the tiles of
+/// a panel write `mc` rows far apart, more streams than the hardware prefetchers
+/// follow, so each store would wait for its line. Interleaved on a Zen 5 against
+/// none: MobileNetV2 one thread 5.21/5.31 -> 5.01/4.87 ms (its 16 -> 96 1x1 at
+/// 112x112 writes 4.8 MB), two threads 3.19/3.27 -> 3.18/3.00, ResNet-50 39.08/
+/// 38.87 -> 38.79/38.55; 2 panels ahead measured between.
+const PF_C_PANELS: usize = 4;
+
 /// Packs one `kc` x NR micro-panel of B: columns `j0..min(j0 + NR, n)` of rows
 /// `pc..pc + kc`, zero-padded to NR columns.
 #[allow(clippy::too_many_arguments)]
@@ -676,6 +685,11 @@ impl Geometry {
                                     std::ptr::null()
                                 },
                                 post: post.map(|p| p.at(i, j, &dst)),
+                                next_c: if !acc && jp + PF_C_PANELS < panels {
+                                    dst.at(i, j + PF_C_PANELS * nr)
+                                } else {
+                                    std::ptr::null_mut()
+                                },
                             };
                             (kern.f)(kc, ap, bp, ldb, &tile);
                         }

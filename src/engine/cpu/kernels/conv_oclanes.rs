@@ -344,9 +344,13 @@ pub(super) fn conv_nchw(
     // when there are too few blocks (32 or 96 output channels on two threads),
     // parts of the plane too, of at least `MIN_PART_TILES` tiles.
     let want = if threads > 1 { (4 * threads).div_ceil(planes) } else { 1 };
-    let runs = want.min(blocks).max(1);
+    // Runs of `per_run` blocks, rounded down so that every run is as long (10
+    // blocks for 8 tasks: 10 runs of one, not 5 of two on 2 threads, 3 + 2).
+    // (Interleaved on Zen 5 at 2 threads: MobileNetV2 3.08 -> 2.93 ms, ResNet-50
+    // 20.81 -> 20.60.)
+    let per_run = (blocks / want.max(1)).max(1);
+    let runs = blocks.div_ceil(per_run);
     let parts = want.div_ceil(runs).min(ntiles / MIN_PART_TILES).max(1);
-    let per_run = blocks.div_ceil(runs);
     let tasks = planes * runs * parts;
     let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
     // Tiles per chunk: those of `chunk_rows` output rows.

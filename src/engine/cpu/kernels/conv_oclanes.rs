@@ -409,43 +409,32 @@ pub(super) fn conv_nchw(
 /// `PX`), `tmp[j][c]` = bias[c] + sum over taps of w[tap][c] * src[px[j] + tap].
 /// The caller checked that every such read lies in `src`.
 fn tile(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; CB], tmp: &mut [[f32; CB]; PX]) {
+    // The register kernel of `$isa` for tiles of each pixel count `$p`.
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! by_pixels {
+        ($isa:ident: $($p:literal)*) => {
+            match px.len() {
+                $($p => {
+                    let mut offs = [0usize; $p];
+                    offs.copy_from_slice(px);
+                    // SAFETY: the CPU has the kernel's ISA (`level`, checked
+                    // before); src + px[j] + tap lies in `src` for every pixel
+                    // and tap (the caller's check); `w` holds CB floats per tap
+                    // (checked before).
+                    unsafe { $isa::tile::<$p>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, tmp) };
+                    return;
+                })*
+                _ => {}
+            }
+        };
+    }
     #[cfg(target_arch = "x86_64")]
     if level == Level::Avx512 && w.len() == taps.len() * CB {
-        macro_rules! go {
-            ($($p:literal)*) => {
-                match px.len() {
-                    $($p => {
-                        let mut offs = [0usize; $p];
-                        offs.copy_from_slice(px);
-                        // SAFETY: the CPU has AVX-512 (`level`); src + px[j] + tap
-                        // lies in `src` for every pixel and tap (the caller's
-                        // check); `w` holds CB floats per tap (checked above).
-                        unsafe { avx512::tile::<$p>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, tmp) };
-                        return;
-                    })*
-                    _ => {}
-                }
-            };
-        }
-        go!(1 2 3 4 5 6 7 8);
+        by_pixels!(avx512: 1 2 3 4 5 6 7 8);
     }
     #[cfg(target_arch = "x86_64")]
     if level >= Level::Avx2 && w.len() == taps.len() * CB {
-        macro_rules! go {
-            ($($p:literal)*) => {
-                match px.len() {
-                    $($p => {
-                        let mut offs = [0usize; $p];
-                        offs.copy_from_slice(px);
-                        // SAFETY: the CPU has AVX2 and FMA (`level`); as above.
-                        unsafe { avx2::tile::<$p>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, tmp) };
-                        return;
-                    })*
-                    _ => {}
-                }
-            };
-        }
-        go!(1 2 3 4 5 6);
+        by_pixels!(avx2: 1 2 3 4 5 6);
     }
     let _ = level;
     for (j, &p) in px.iter().enumerate() {

@@ -551,7 +551,22 @@ mod max_f32 {
                 let src = &x[plane * g.h * g.w..][..g.h * g.w];
                 let ty = g.rows[oy];
                 let line = &mut buf[pl..pl + wn];
-                for j in (0..wn).step_by(16) {
+                // Whole vectors first, through pointers: the window's rows lie in
+                // the plane (`taps`) and j + 16 <= wn <= w.
+                let nrows = ty.k1 - ty.k0;
+                let full = if nrows > 0 && (ty.first + (nrows - 1) * g.dh) < g.h { wn / 16 * 16 } else { 0 };
+                let base = src.as_ptr().wrapping_add(ty.first * g.w);
+                let step = g.dh * g.w;
+                for j in (0..full).step_by(16) {
+                    // SAFETY: rows ty.first + ky * dh < h (checked above) of the
+                    // plane, columns j..j + 16 <= w; `line` holds wn >= j + 16.
+                    let mut acc = _mm512_loadu_ps(base.add(j));
+                    for ky in 1..nrows {
+                        acc = max_nan(acc, _mm512_loadu_ps(base.add(ky * step + j)));
+                    }
+                    _mm512_storeu_ps(line.as_mut_ptr().add(j), acc);
+                }
+                for j in (full..wn).step_by(16) {
                     let n = (wn - j).min(16);
                     let m = first_lanes(n);
                     // -Infinity stays when the window has no input row.
@@ -568,19 +583,21 @@ mod max_f32 {
                 }
             }
             for (dst, buf) in group.chunks_exact_mut(g.ow.max(1)).zip(cols.chunks_exact(need)) {
+                // Every tap of every block reads inside `buf` (`padded_cols`):
+                // checked once here for the last, so the loads go through a pointer.
+                let last = (blocks.max(1) - 1) * 16 * g.sw + g.kw.saturating_sub(1) * g.dw + 16 * g.sw;
+                assert!(last <= buf.len(), "internal: max pool column buffer too short");
+                let bp = buf.as_ptr();
                 for b in 0..blocks {
                     let o = b * 16;
                     let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
                     for kx in 0..g.kw {
                         let at = o * g.sw + kx * g.dw;
+                        // SAFETY: at + 16 * sw <= last <= buf.len() (above).
                         let v = if g.sw == 1 {
-                            let c = &buf[at..at + 16];
-                            // SAFETY: 16 floats of `c`.
-                            _mm512_loadu_ps(c.as_ptr())
+                            _mm512_loadu_ps(bp.add(at))
                         } else {
-                            let c = &buf[at..at + 32];
-                            // SAFETY: 32 floats of `c`.
-                            let (lo, hi) = (_mm512_loadu_ps(c.as_ptr()), _mm512_loadu_ps(c.as_ptr().add(16)));
+                            let (lo, hi) = (_mm512_loadu_ps(bp.add(at)), _mm512_loadu_ps(bp.add(at + 16)));
                             _mm512_permutex2var_ps(lo, even, hi)
                         };
                         acc = max_nan(acc, v);

@@ -474,14 +474,15 @@ fn nhwc_pixels<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: us
     }
 }
 
-/// float32 max pooling of nchw rows with AVX-512, the separable scheme of
-/// `nchw_rows` written with intrinsics (the generic loops compile to scalar
+/// float32 max pooling of nchw rows with AVX-512 or AVX2, the separable scheme
+/// of `nchw_rows` written with intrinsics (the generic loops compile to scalar
 /// compare-and-select for the NaN-propagating max, and to scalar gathers for
-/// stride 2).
+/// stride 2): one body (`rows_with`) over the vector operations of each
+/// instruction set (`Lanes`).
 ///
 /// The max propagates NaN from either operand, as `max_nan` does (see
-/// `max_f32::max_nan`). Stride 2 gathers the even lanes of two loads with one
-/// permute.
+/// `Lanes::max_nan`). Stride 2 gathers the even lanes of two loads with one
+/// permute (AVX2: a shuffle and a permute).
 #[cfg(target_arch = "x86_64")]
 mod max_f32 {
     use std::arch::x86_64::*;
@@ -496,28 +497,89 @@ mod max_f32 {
         simd::env_is(&OFF, "WEBNN_CPU_POOL", "generic")
     }
 
-    /// Whether `rows` takes this geometry: AVX-512, horizontal stride 1 or 2, and a
-    /// padded column buffer of reasonable size (as in `nchw_rows`).
+    /// Whether `rows` takes this geometry: AVX2 at least, horizontal stride 1 or
+    /// 2, and a padded column buffer of reasonable size (as in `nchw_rows`).
     pub(super) fn usable(g: &Geometry) -> bool {
-        simd::level() == Level::Avx512 && matches!(g.sw, 1 | 2) && padded_cols(g) <= (4 * g.w).max(4096) && !disabled()
+        simd::level() >= Level::Avx2 && matches!(g.sw, 1 | 2) && padded_cols(g) <= (4 * g.w).max(4096) && !disabled()
     }
 
     /// nchw output rows `first..` (whole rows of `ow`) for a geometry `usable`
     /// accepted.
     pub(super) fn rows(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
-        if simd::detected() == Level::Avx512 {
-            // SAFETY: `detected` only reports features the CPU has.
-            unsafe { rows_avx512(g, x, first, chunk) }
+        match simd::level() {
+            // SAFETY: `level` only reports features the CPU has.
+            Level::Avx512 => unsafe { rows_avx512(g, x, first, chunk) },
+            Level::Avx2 => unsafe { rows_avx2(g, x, first, chunk) },
+            Level::Baseline => {}
         }
     }
 
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn max_nan(acc: __m512, x: __m512) -> __m512 {
-        // MAXPS returns its second operand when either is NaN, which keeps a NaN
-        // accumulator; lanes where `x` is NaN skip the max and keep `x`. (VRANGEPS
-        // in max mode was tried: it drops NaNs.)
-        _mm512_mask_max_ps(x, _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x), x, acc)
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+    unsafe fn rows_avx512(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+        rows_with::<Z>(g, x, first, chunk)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn rows_avx2(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+        rows_with::<Y>(g, x, first, chunk)
+    }
+
+    /// The vector operations of `rows_with`, per instruction set. Each method is
+    /// inlined into a caller compiled for that instruction set.
+    trait Lanes: Copy {
+        /// Floats per vector (a divisor of `PB`).
+        const L: usize;
+        unsafe fn splat(v: f32) -> Self;
+        unsafe fn load(p: *const f32) -> Self;
+        /// The first `n` (< L) floats at `p`; the other lanes -Infinity.
+        unsafe fn load_first(p: *const f32, n: usize) -> Self;
+        unsafe fn store(p: *mut f32, v: Self);
+        /// The first `n` (< L) lanes of `v` to `p`.
+        unsafe fn store_first(p: *mut f32, n: usize, v: Self);
+        /// The max, NaN when either is (as `super::max_nan`).
+        unsafe fn max_nan(acc: Self, x: Self) -> Self;
+        /// The even lanes of `lo` then of `hi` (stride 2).
+        unsafe fn evens(lo: Self, hi: Self) -> Self;
+    }
+
+    /// AVX-512: 16 floats.
+    #[derive(Clone, Copy)]
+    struct Z(__m512);
+
+    impl Lanes for Z {
+        const L: usize = 16;
+        #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            Z(_mm512_set1_ps(v))
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Z(_mm512_loadu_ps(p))
+        }
+        #[inline(always)]
+        unsafe fn load_first(p: *const f32, n: usize) -> Self {
+            Z(_mm512_mask_loadu_ps(_mm512_set1_ps(f32::NEG_INFINITY), first_lanes(n), p))
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: Self) {
+            _mm512_storeu_ps(p, v.0)
+        }
+        #[inline(always)]
+        unsafe fn store_first(p: *mut f32, n: usize, v: Self) {
+            _mm512_mask_storeu_ps(p, first_lanes(n), v.0)
+        }
+        #[inline(always)]
+        unsafe fn max_nan(acc: Self, x: Self) -> Self {
+            // MAXPS returns its second operand when either is NaN, which keeps a
+            // NaN accumulator; lanes where `x` is NaN skip the max and keep `x`.
+            // (VRANGEPS in max mode was tried: it drops NaNs.)
+            Z(_mm512_mask_max_ps(x.0, _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x.0, x.0), x.0, acc.0))
+        }
+        #[inline(always)]
+        unsafe fn evens(lo: Self, hi: Self) -> Self {
+            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            Z(_mm512_permutex2var_ps(lo.0, even, hi.0))
+        }
     }
 
     /// Mask of the first `n` (<= 16) lanes.
@@ -526,9 +588,62 @@ mod max_f32 {
         ((1u32 << n.min(16)) - 1) as __mmask16
     }
 
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-    unsafe fn rows_avx512(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+    /// AVX2: 8 floats.
+    #[derive(Clone, Copy)]
+    struct Y(__m256);
+
+    impl Y {
+        /// The maskload/maskstore mask of the first `n` (<= 8) lanes.
+        #[inline(always)]
+        unsafe fn first(n: usize) -> __m256i {
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(n.min(8) as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+        }
+    }
+
+    impl Lanes for Y {
+        const L: usize = 8;
+        #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            Y(_mm256_set1_ps(v))
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Y(_mm256_loadu_ps(p))
+        }
+        #[inline(always)]
+        unsafe fn load_first(p: *const f32, n: usize) -> Self {
+            let m = Y::first(n);
+            Y(_mm256_blendv_ps(_mm256_set1_ps(f32::NEG_INFINITY), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m)))
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: Self) {
+            _mm256_storeu_ps(p, v.0)
+        }
+        #[inline(always)]
+        unsafe fn store_first(p: *mut f32, n: usize, v: Self) {
+            _mm256_maskstore_ps(p, Y::first(n), v.0)
+        }
+        #[inline(always)]
+        unsafe fn max_nan(acc: Self, x: Self) -> Self {
+            // MAXPS returns `acc` when either is NaN (a NaN accumulator stays);
+            // lanes where `x` is NaN take `x`.
+            let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x.0, x.0);
+            Y(_mm256_blendv_ps(_mm256_max_ps(x.0, acc.0), x.0, nan))
+        }
+        #[inline(always)]
+        unsafe fn evens(lo: Self, hi: Self) -> Self {
+            // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6], then the 64-bit pairs reordered.
+            let s = _mm256_shuffle_ps::<0b10_00_10_00>(lo.0, hi.0);
+            Y(_mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s))))
+        }
+    }
+
+    /// `rows` with the vectors of `V`, inlined into a function compiled for its
+    /// instruction set.
+    #[inline(always)]
+    unsafe fn rows_with<V: Lanes>(g: &Geometry, x: &[f32], first: usize, chunk: &mut [f32]) {
         const _: () = assert!(PB == 16);
+        let l = V::L;
         // The window's rows reduced column by column, at padded column positions:
         // -Infinity (the max's identity) wherever there is no input, so every
         // horizontal tap runs over whole vectors. Its length covers every tap of
@@ -542,8 +657,7 @@ mod max_f32 {
         let mut cols = vec![f32::NEG_INFINITY; need * RB];
         let pl = g.pl.min(need);
         let wn = g.w.min(need - pl);
-        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let blocks = g.ow.div_ceil(16);
+        let vecs = g.ow.div_ceil(l);
         for (k, group) in chunk.chunks_mut(g.ow.max(1) * RB).enumerate() {
             for (i, buf) in cols.chunks_exact_mut(need).take(group.len() / g.ow.max(1)).enumerate() {
                 let row = first + k * RB + i;
@@ -551,61 +665,62 @@ mod max_f32 {
                 let src = &x[plane * g.h * g.w..][..g.h * g.w];
                 let ty = g.rows[oy];
                 let line = &mut buf[pl..pl + wn];
-                // Whole vectors first, through pointers: the window's rows lie in
-                // the plane (`taps`) and j + 16 <= wn <= w.
                 let nrows = ty.k1 - ty.k0;
-                let full = if nrows > 0 && (ty.first + (nrows - 1) * g.dh) < g.h { wn / 16 * 16 } else { 0 };
-                let base = src.as_ptr().wrapping_add(ty.first * g.w);
-                let step = g.dh * g.w;
-                for j in (0..full).step_by(16) {
-                    // SAFETY: rows ty.first + ky * dh < h (checked above) of the
-                    // plane, columns j..j + 16 <= w; `line` holds wn >= j + 16.
-                    let mut acc = _mm512_loadu_ps(base.add(j));
-                    for ky in 1..nrows {
-                        acc = max_nan(acc, _mm512_loadu_ps(base.add(ky * step + j)));
-                    }
-                    _mm512_storeu_ps(line.as_mut_ptr().add(j), acc);
+                if nrows == 0 || ty.first + (nrows - 1) * g.dh >= g.h {
+                    // No input row: the line stays -Infinity.
+                    line.fill(f32::NEG_INFINITY);
+                    continue;
                 }
-                for j in (full..wn).step_by(16) {
-                    let n = (wn - j).min(16);
-                    let m = first_lanes(n);
-                    // -Infinity stays when the window has no input row.
-                    let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
-                    for ky in 0..ty.k1 - ty.k0 {
-                        let r = &src[(ty.first + ky * g.dh) * g.w + j..][..n];
-                        // SAFETY: the mask enables the n lanes of `r`.
-                        let v = simd::load_lanes(m, r.as_ptr());
-                        acc = if ky == 0 { v } else { max_nan(acc, v) };
+                // Rows ty.first + ky * dh < h (checked above) of the plane, read
+                // through a pointer: whole vectors while j + l <= wn <= w, then
+                // the rest.
+                let base = src.as_ptr().add(ty.first * g.w);
+                let step = g.dh * g.w;
+                let lp = line.as_mut_ptr();
+                let mut j = 0;
+                while j + l <= wn {
+                    let mut acc = V::load(base.add(j));
+                    for ky in 1..nrows {
+                        acc = V::max_nan(acc, V::load(base.add(ky * step + j)));
                     }
-                    let d = &mut line[j..j + n];
-                    // SAFETY: as above, for `d`.
-                    simd::store_lanes(d.as_mut_ptr(), m, acc);
+                    V::store(lp.add(j), acc);
+                    j += l;
+                }
+                if j < wn {
+                    let n = wn - j;
+                    let mut acc = V::load_first(base.add(j), n);
+                    for ky in 1..nrows {
+                        acc = V::max_nan(acc, V::load_first(base.add(ky * step + j), n));
+                    }
+                    V::store_first(lp.add(j), n, acc);
                 }
             }
             for (dst, buf) in group.chunks_exact_mut(g.ow.max(1)).zip(cols.chunks_exact(need)) {
-                // Every tap of every block reads inside `buf` (`padded_cols`):
-                // checked once here for the last, so the loads go through a pointer.
-                let last = (blocks.max(1) - 1) * 16 * g.sw + g.kw.saturating_sub(1) * g.dw + 16 * g.sw;
+                // Every tap of every vector of outputs reads inside `buf`
+                // (`padded_cols`, whole blocks of 16): checked once here for the
+                // last, so the loads go through a pointer.
+                let last = (vecs.max(1) - 1) * l * g.sw + g.kw.saturating_sub(1) * g.dw + l * g.sw;
                 assert!(last <= buf.len(), "internal: max pool column buffer too short");
                 let bp = buf.as_ptr();
-                for b in 0..blocks {
-                    let o = b * 16;
-                    let mut acc = _mm512_set1_ps(f32::NEG_INFINITY);
+                for b in 0..vecs {
+                    let o = b * l;
+                    let mut acc = V::splat(f32::NEG_INFINITY);
                     for kx in 0..g.kw {
                         let at = o * g.sw + kx * g.dw;
-                        // SAFETY: at + 16 * sw <= last <= buf.len() (above).
+                        // at + l * sw <= last <= buf.len() (above).
                         let v = if g.sw == 1 {
-                            _mm512_loadu_ps(bp.add(at))
+                            V::load(bp.add(at))
                         } else {
-                            let (lo, hi) = (_mm512_loadu_ps(bp.add(at)), _mm512_loadu_ps(bp.add(at + 16)));
-                            _mm512_permutex2var_ps(lo, even, hi)
+                            V::evens(V::load(bp.add(at)), V::load(bp.add(at + l)))
                         };
-                        acc = max_nan(acc, v);
+                        acc = V::max_nan(acc, v);
                     }
-                    let n = (g.ow - o).min(16);
-                    let d = &mut dst[o..o + n];
-                    // SAFETY: the mask enables the n lanes of `d`.
-                    simd::store_lanes(d.as_mut_ptr(), first_lanes(n), acc);
+                    let n = (g.ow - o).min(l);
+                    if n == l {
+                        V::store(dst.as_mut_ptr().add(o), acc);
+                    } else {
+                        V::store_first(dst.as_mut_ptr().add(o), n, acc);
+                    }
                 }
             }
         }
@@ -833,15 +948,15 @@ mod tests {
 
     #[test]
     fn max_f32_kernel_takes_model_shapes() {
-        // So that the test above checks `max_f32` itself on an AVX-512 machine.
-        if simd::detected() != simd::Level::Avx512 || std::env::var_os("WEBNN_CPU_POOL").is_some() {
+        // So that the test above checks `max_f32` itself, at each level from AVX2.
+        if simd::detected() < simd::Level::Avx2 || std::env::var_os("WEBNN_CPU_POOL").is_some() {
             return;
         }
         let desc = OperandDesc::new(DataType::Float32, vec![1, 64, 111, 111]);
         let (p, od) = validate(PoolKind::Max, &desc, &opts([3, 3], [0, 0, 0, 0], [2, 2], [1, 1])).unwrap();
         let g = geometry(&p, &desc.shape, &od.shape).unwrap();
         crate::engine::cpu::kernels::simd::tests::at_each_level(|level| {
-            assert_eq!(max_f32::usable(&g), level == simd::Level::Avx512);
+            assert_eq!(max_f32::usable(&g), level >= simd::Level::Avx2);
         });
     }
 

@@ -53,10 +53,11 @@ const SCRATCH_BUDGET: usize = 1 << 16;
 /// block of the band reads it.
 const BAND_BUDGET: usize = 1 << 17;
 
-/// What both direct kernels need: AVX-512, a non-empty output, and their switch
-/// `var` not set to "0".
-pub(super) fn candidate(g: &Geometry, off: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
-    simd::level() == Level::Avx512 && g.out_plane() > 0 && !simd::env_is(off, var, "0")
+/// What both direct kernels need: SIMD level `min` at least (this kernel
+/// AVX-512, the channels-along-lanes one AVX2), a non-empty output, and their
+/// switch `var` not set to "0".
+pub(super) fn candidate(g: &Geometry, min: Level, off: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    simd::level() >= min && g.out_plane() > 0 && !simd::env_is(off, var, "0")
 }
 
 /// Whether the direct kernel computes this (nchw, not depthwise) convolution:
@@ -76,7 +77,7 @@ pub(super) fn candidate(g: &Geometry, off: &'static std::sync::OnceLock<bool>, v
 /// GEMM path (comparisons).
 pub(super) fn suits(g: &Geometry) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    candidate(g, &OFF, "WEBNN_CPU_CONV_DIRECT")
+    candidate(g, Level::Avx512, &OFF, "WEBNN_CPU_CONV_DIRECT")
         && g.k_h * g.k_w > 1
         && Band::new(g, 1).is_some_and(|b| b.len <= SCRATCH_BUDGET)
         && (g.cig <= MAX_CIG || (g.stride[1] <= 2 && lane_use(g).is_some_and(|u| u >= MIN_LANE_USE)))

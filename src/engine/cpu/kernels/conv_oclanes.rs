@@ -29,7 +29,7 @@
 
 use rayon::prelude::*;
 
-use super::direct::{blocked_len, pack_blocks, too_big};
+use super::direct::{blocked_len, candidate, pack_blocks, too_big};
 use super::{finish_nchw_block, Geometry, RawOut};
 use crate::engine::cpu::epilogue::Epi;
 use crate::engine::cpu::kernels::gemm_core::alloc_f32;
@@ -156,9 +156,7 @@ pub(super) fn suits(g: &Geometry) -> bool {
     } else {
         g.out_plane() <= MAX_PLANE && taps >= MIN_TAPS
     };
-    simd::level() >= Level::Avx2
-        && g.out_plane() > 0
-        && !simd::env_is(&OFF, "WEBNN_CPU_CONV_OCLANES", "0")
+    candidate(g, Level::Avx2, &OFF, "WEBNN_CPU_CONV_OCLANES")
         && shape
         && g.cog > 0
         && g.cog % CB == 0

@@ -658,6 +658,11 @@ mod max_f32 {
         let pl = g.pl.min(need);
         let wn = g.w.min(need - pl);
         let vecs = g.ow.div_ceil(l);
+        // Every tap of every vector of outputs reads inside a row's buffer
+        // (`padded_cols`, whole blocks of 16): checked once here for the last, so
+        // the horizontal pass loads through a pointer.
+        let last = (vecs.max(1) - 1) * l * g.sw + g.kw.saturating_sub(1) * g.dw + l * g.sw;
+        assert!(last <= need, "internal: max pool column buffer too short");
         for (k, group) in chunk.chunks_mut(g.ow.max(1) * RB).enumerate() {
             for (i, buf) in cols.chunks_exact_mut(need).take(group.len() / g.ow.max(1)).enumerate() {
                 let row = first + k * RB + i;
@@ -696,18 +701,13 @@ mod max_f32 {
                 }
             }
             for (dst, buf) in group.chunks_exact_mut(g.ow.max(1)).zip(cols.chunks_exact(need)) {
-                // Every tap of every vector of outputs reads inside `buf`
-                // (`padded_cols`, whole blocks of 16): checked once here for the
-                // last, so the loads go through a pointer.
-                let last = (vecs.max(1) - 1) * l * g.sw + g.kw.saturating_sub(1) * g.dw + l * g.sw;
-                assert!(last <= buf.len(), "internal: max pool column buffer too short");
                 let bp = buf.as_ptr();
                 for b in 0..vecs {
                     let o = b * l;
                     let mut acc = V::splat(f32::NEG_INFINITY);
                     for kx in 0..g.kw {
                         let at = o * g.sw + kx * g.dw;
-                        // at + l * sw <= last <= buf.len() (above).
+                        // at + l * sw <= last <= need = buf.len() (above).
                         let v = if g.sw == 1 {
                             V::load(bp.add(at))
                         } else {

@@ -32,29 +32,34 @@ pub(super) struct Tile {
     pub next_c: *const f32,
     /// What the store applies to each finished element (the product's last K
     /// slice), where the kernel stores it: `None` for a plain store.
-    pub post: Option<TilePost>,
+    pub post: Option<Post>,
 }
 
-/// A fused epilogue at the tile's store: element (i, j) of the tile becomes
-/// `clamp(c + bias[i] + add[i * rsc + j * csc], lo, hi)`.
+/// A fused epilogue: C(i, j) becomes `clamp(C(i, j) + bias[i] + add(i, j), lo,
+/// hi)` as the kernels store its final value, where `bias` (null: none) holds
+/// one float per row and `add` (null: none) points at element (0, 0) of a tensor
+/// with the destination's strides. The GEMM passes each tile the epilogue moved
+/// to that tile's (0, 0) element (`Post::at`).
 #[derive(Clone, Copy)]
-pub(super) struct TilePost {
-    /// The tile's first row's bias (one float per row), or null.
+pub struct Post {
     pub bias: *const f32,
-    /// The tile's (0, 0) element of a tensor laid out like C, or null.
     pub add: *const f32,
     pub lo: f32,
     pub hi: f32,
 }
 
-impl TilePost {
-    /// The epilogue of one element, row `i` of the tile, at offset `at` from its
-    /// (0, 0) element.
+// SAFETY: only read, at the elements of tiles that one task writes.
+unsafe impl Send for Post {}
+unsafe impl Sync for Post {}
+
+impl Post {
+    /// The epilogue of one element, row `i`, at offset `at` from element (0, 0).
     ///
     /// # Safety
-    /// As for `KernelFn`: row `i` and offset `at` lie within the tile.
+    /// Row `i` and offset `at` lie within the destination (for a tile's `Post`,
+    /// within the tile).
     #[inline(always)]
-    pub(super) unsafe fn scalar(&self, v: f32, i: usize, at: usize) -> f32 {
+    pub unsafe fn scalar(&self, v: f32, i: usize, at: usize) -> f32 {
         let mut v = v;
         if !self.bias.is_null() {
             v += *self.bias.add(i);

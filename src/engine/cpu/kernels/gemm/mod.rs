@@ -27,7 +27,8 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use self::kernels::{KernelFn, Tile, TilePost};
+pub use self::kernels::Post;
+use self::kernels::{KernelFn, Tile};
 use super::gemm_core::Mat;
 use crate::error::{Result, WebnnError};
 
@@ -279,37 +280,13 @@ impl Dst {
     }
 }
 
-/// A fused epilogue: C(i, j) becomes `clamp(C(i, j) + bias[i] + add(i, j), lo,
-/// hi)` as the kernels store its final value, where `bias` (null: none) holds
-/// one float per row and `add` (null: none) points at element (0, 0) of a tensor
-/// with the destination's strides.
-#[derive(Clone, Copy)]
-pub struct Post {
-    pub bias: *const f32,
-    pub add: *const f32,
-    pub lo: f32,
-    pub hi: f32,
-}
-
-// SAFETY: only read, at the elements of tiles that one task writes.
-unsafe impl Send for Post {}
-unsafe impl Sync for Post {}
-
 impl Post {
-    /// The epilogue of one element, row `i`, at offset `at` from C(0, 0).
-    ///
-    /// # Safety
-    /// Row `i` and offset `at` lie within the destination.
-    pub unsafe fn scalar(&self, v: f32, i: usize, at: usize) -> f32 {
-        TilePost { bias: self.bias, add: self.add, lo: self.lo, hi: self.hi }.scalar(v, i, at)
-    }
-
     /// The epilogue of the tile at C(i, j).
     ///
     /// # Safety
     /// (i, j) lies within the destination, and so within `bias` and `add`.
-    unsafe fn at(&self, i: usize, j: usize, dst: &Dst) -> TilePost {
-        TilePost {
+    unsafe fn at(&self, i: usize, j: usize, dst: &Dst) -> Post {
+        Post {
             bias: if self.bias.is_null() { self.bias } else { self.bias.add(i) },
             add: if self.add.is_null() { self.add } else { self.add.add(i * dst.rs + j * dst.cs) },
             lo: self.lo,

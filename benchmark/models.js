@@ -10,10 +10,11 @@
 //   node benchmark/models.js --only bert,squeezenet --iters 20
 //   node benchmark/models.js --ort-spin 1                  ORT with its default spinning threads (see stats.js)
 const os = require('node:os')
-const { ml, MLGraphBuilder } = require('..')
+const { ml } = require('..')
 const { relError, stats, fmt, ortSessionOptions, arg, interleaved } = require('./stats.js')
 const { model } = require('./onnx.js')
-const { toWebnn, toOnnx, count, inputData } = require('./models/net.js')
+const { toOnnx, inputData } = require('./models/net.js')
+const { setupWebnn } = require('./webnn-model.js')
 const MODELS = require('./models/index.js')
 
 let ort = null
@@ -26,30 +27,6 @@ try {
 const TOLERANCE = 1e-4
 const ITERS = 50
 const WARMUP = 5
-
-async function setupWebnn (net, data, threads) {
-  const context = await ml.createContext({ numThreads: threads })
-  const t0 = performance.now()
-  const builder = new MLGraphBuilder(context)
-  const outs = toWebnn(net, builder)
-  const t1 = performance.now()
-  const graph = await builder.build(outs)
-  const t2 = performance.now()
-  const out = net.outputs[0]
-  // compute() transfers the views; each run reuses the ones the previous returned.
-  let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, data[n].slice()]))
-  let outputs = { [out]: new Float32Array(count(net.shape(out))) }
-  return {
-    builderMs: t1 - t0,
-    buildMs: t2 - t1,
-    async run () {
-      const r = await context.compute(graph, inputs, outputs)
-      inputs = r.inputs
-      outputs = r.outputs
-      return r.outputs[out]
-    }
-  }
-}
 
 async function setupOrt (bytes, net, data, threads) {
   const t0 = performance.now()

@@ -12,7 +12,8 @@ const os = require('node:os')
 const path = require('node:path')
 const ort = require('onnxruntime-node')
 const { model } = require('./onnx.js')
-const { toOnnx, toWebnn, inputData } = require('./models/net.js')
+const { toOnnx, inputData } = require('./models/net.js')
+const { setupWebnn } = require('./webnn-model.js')
 const MODELS = require('./models/index.js')
 const { ortSessionOptions, arg } = require('./stats.js')
 
@@ -36,18 +37,7 @@ async function main () {
   // WEBNN_CPU_PROFILE=<iters> for webnn-node's table, printed to stderr).
   let webnn = async () => {}
   if (arg('webnn', '0') === '1') {
-    const { ml, MLGraphBuilder } = require('..')
-    const context = await ml.createContext({ numThreads: threads })
-    const builder = new MLGraphBuilder(context)
-    const graph = await builder.build(toWebnn(net, builder))
-    const out = net.outputs[0]
-    let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, data[n].slice()]))
-    let outputs = { [out]: new Float32Array(net.shape(out).reduce((a, b) => a * b, 1)) }
-    webnn = async () => {
-      const r = await context.compute(graph, inputs, outputs)
-      inputs = r.inputs
-      outputs = r.outputs
-    }
+    webnn = (await setupWebnn(net, data, threads)).run
   }
   for (let i = 0; i < iters; i++) {
     await webnn()

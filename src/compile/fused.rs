@@ -112,6 +112,13 @@ pub enum FusedOp {
     /// Element-wise stages applied one after the other in one pass over memory;
     /// input 0 is the operand they start from.
     Chain(Epilogue),
+    /// A 1x1 conv2d (unit strides, no padding, one group, nchw) and its
+    /// `pointwise_epilogue`, whose output only a depthwise conv2d (nchw) reads,
+    /// then `epilogue`: computed in bands of rows, so that the pointwise result
+    /// never leaves the cache (`compile::band`). Inputs: the pointwise conv's
+    /// (input, filter, [bias]), then the depthwise conv's (filter, [bias]).
+    /// Neither epilogue adds a tensor.
+    PointwiseDepthwise { pointwise: Conv2dAttrs, pointwise_epilogue: Epilogue, depthwise: Conv2dAttrs, epilogue: Epilogue },
 }
 
 impl FusedOp {
@@ -122,6 +129,7 @@ impl FusedOp {
             FusedOp::Matmul { .. } => "matmul (fused)",
             FusedOp::Gemm { .. } => "gemm (fused)",
             FusedOp::Chain(_) => "element-wise chain (fused)",
+            FusedOp::PointwiseDepthwise { .. } => "conv2d 1x1 + depthwise conv2d (fused)",
         }
     }
 
@@ -131,6 +139,7 @@ impl FusedOp {
             | FusedOp::ConvTranspose2d { epilogue, .. }
             | FusedOp::Matmul { epilogue, .. }
             | FusedOp::Gemm { epilogue, .. }
+            | FusedOp::PointwiseDepthwise { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }
@@ -141,6 +150,7 @@ impl FusedOp {
             | FusedOp::ConvTranspose2d { epilogue, .. }
             | FusedOp::Matmul { epilogue, .. }
             | FusedOp::Gemm { epilogue, .. }
+            | FusedOp::PointwiseDepthwise { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }

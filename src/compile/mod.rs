@@ -14,6 +14,8 @@
 //!   gemm (activations, unary operators, binary operators with a scalar constant,
 //!   a residual add) moved into the operator as an epilogue (`Op::Fused`);
 //! - `chain`: runs of element-wise operators fused into one pass (`Op::Fused`);
+//! - `band`: a 1x1 conv2d whose output only a depthwise conv2d reads, fused with
+//!   it into one operator computed in bands of rows (`Op::Fused`);
 //! - `widen`: float16 computed in float32 inside the graph, converted once at its
 //!   inputs, constants and outputs (CPU);
 //! - `compact`: renumbers the operand arena, dropping constants and operands no
@@ -26,6 +28,7 @@
 //! (the CPU engine); the others emit only operators `MLGraphBuilder` could have
 //! built.
 
+pub mod band;
 pub mod bias;
 pub mod bn_fold;
 pub mod chain;
@@ -117,6 +120,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     });
     pass("chain", passes.chain, &mut g, &|g| {
         chain::run(g);
+    });
+    // `WEBNN_CPU_BAND=0` keeps the pointwise + depthwise pairs apart (A/B timing).
+    let band = passes.epilogue && std::env::var_os("WEBNN_CPU_BAND").is_none_or(|v| v != "0");
+    pass("band", band, &mut g, &|g| {
+        band::run(g, band::MIN_BYTES);
     });
     pass("dce+compact", true, &mut g, &|g| {
         dce::run(g);

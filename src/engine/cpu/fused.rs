@@ -45,6 +45,20 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
             matmul::gemm_fused(a, b, Some(c), options, &epi, out, out_shape)
         }
         (FusedOp::Chain(_), [x]) => chain(x, &epi, out),
+        (FusedOp::PointwiseDepthwise { pointwise, pointwise_epilogue, depthwise, .. }, own) if extra == 0 && pointwise_epilogue.extra_inputs() == 0 => {
+            let epi1 = Epi::new(&pointwise_epilogue.stages, &[])?;
+            let (x, w1, b1, rest) = match (pointwise.has_bias, own) {
+                (false, [x, w1, rest @ ..]) => (x, w1, None, rest),
+                (true, [x, w1, b1, rest @ ..]) => (x, w1, Some(b1), rest),
+                _ => return Err(internal()),
+            };
+            let (w2, b2) = match (depthwise.has_bias, rest) {
+                (false, [w2]) => (w2, None),
+                (true, [w2, b2]) => (w2, Some(b2)),
+                _ => return Err(internal()),
+            };
+            conv::pointwise_depthwise(x, w1, b1, pointwise, &epi1, w2, b2, depthwise, &epi, out, out_shape)
+        }
         _ => Err(internal()),
     }
 }

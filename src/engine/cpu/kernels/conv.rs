@@ -56,6 +56,10 @@ mod direct;
 #[path = "conv_oclanes.rs"]
 mod oclanes;
 
+#[path = "conv_band.rs"]
+mod band;
+pub use band::{fusable as pointwise_depthwise_fusable, pointwise_depthwise};
+
 /// Which direct nchw kernel, if any, computes a convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DirectKind {

@@ -898,6 +898,12 @@ mod bench {
             let Ok(Packed::A(pa)) = pack_filter(InputLayout::Nchw, 1, [cout, cin, k, k], &w) else { panic!() };
             let wt = Filter { w: &[], fm: FilterMat { rs: 0, cs: 0, group: 0 }, packed: GemmWeights::A(&pa) };
             let mut dst = vec![0f32; cout * out * out];
+            // BENCH_EPI=1: bias and relu, as the models run them.
+            let with_epi = std::env::var("BENCH_EPI").is_ok_and(|v| v == "1");
+            let stages = [crate::compile::fused::Stage::Activation(crate::ops::Activation::Relu)];
+            let epi_relu = Epi::new(&stages, &[]).unwrap();
+            let bias_v: Vec<f32> = (0..cout).map(|i| (i % 3) as f32 * 0.1 - 0.1).collect();
+            let (bias, epi) = if with_epi { (Some(&bias_v[..]), &epi_relu) } else { (None, &Epi::NONE) };
             let flops = 2.0 * (cout * cin * k * k * out * out) as f64;
             let kk = cin * k * k;
             let mut line = format!("{cin}->{cout} {k}x{k} s{s} @{hw} suits {} {}:", suits(&g), oclanes::suits(&g));
@@ -918,13 +924,13 @@ mod bench {
                             }
                             let t = std::time::Instant::now();
                             if path == 2 {
-                                oclanes::conv_nchw(&x, Some(&packed_oc), &[], st, &g, None, &Epi::NONE, &mut dst).unwrap();
+                                oclanes::conv_nchw(&x, Some(&packed_oc), &[], st, &g, bias, epi, &mut dst).unwrap();
                             } else if path == 0 {
-                                conv_nchw(&x, Some(&packed), &[], st, &g, None, &Epi::NONE, &mut dst).unwrap();
+                                conv_nchw(&x, Some(&packed), &[], st, &g, bias, epi, &mut dst).unwrap();
                             } else if k == 1 && s == 1 {
-                                pointwise_nchw(&x, &wt, &g, None, &Epi::NONE, &mut dst).unwrap();
+                                pointwise_nchw(&x, &wt, &g, bias, epi, &mut dst).unwrap();
                             } else {
-                                im2col_gemm_nchw(&x, &wt, &g, packed_col_budget(kk), None, &Epi::NONE, &mut dst).unwrap();
+                                im2col_gemm_nchw(&x, &wt, &g, packed_col_budget(kk), bias, epi, &mut dst).unwrap();
                             }
                             let took = t.elapsed().as_secs_f64();
                             best = best.min(took);

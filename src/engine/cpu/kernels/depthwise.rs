@@ -123,11 +123,19 @@ impl Layout {
 /// while still in cache. The loops run inside a `#[target_feature]` function for
 /// the CPU's level (AVX-512 or AVX2, with FMA).
 pub(super) fn depthwise_nchw(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
-    depthwise_nchw_with(x, w, g, bias, epi, dst, true)
+    depthwise_nchw_with(x, w, g, bias, epi, dst, true, false)
 }
 
-/// `depthwise_nchw`; `allow_direct` false keeps the scratch kernel (benchmarks).
-fn depthwise_nchw_with(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32], allow_direct: bool) -> Result<()> {
+/// `depthwise_nchw` on the calling thread (for callers that split the work
+/// across the pool themselves).
+pub(super) fn depthwise_nchw_serial(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+    depthwise_nchw_with(x, w, g, bias, epi, dst, true, true)
+}
+
+/// `depthwise_nchw`; `allow_direct` false keeps the scratch kernel (benchmarks);
+/// `serial` stays on the calling thread.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_nchw_with(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32], allow_direct: bool, serial: bool) -> Result<()> {
     if dst.is_empty() {
         return Ok(());
     }
@@ -162,7 +170,7 @@ fn depthwise_nchw_with(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>,
         }
         Ok(())
     };
-    if threads == 1 || planes < 2 || planes.saturating_mul(work) < PARALLEL_MIN_WORK {
+    if serial || threads == 1 || planes < 2 || planes.saturating_mul(work) < PARALLEL_MIN_WORK {
         return run(0, dst, &mut Vec::new());
     }
     // A few runs of planes per thread (for balance), none below the threshold.
@@ -1147,7 +1155,7 @@ mod tests {
                             std::hint::black_box(&flush);
                         }
                         let t = std::time::Instant::now();
-                        depthwise_nchw_with(&x, &w, &g, Some(&b), &epi, &mut dst, direct).unwrap();
+                        depthwise_nchw_with(&x, &w, &g, Some(&b), &epi, &mut dst, direct, false).unwrap();
                         let us = t.elapsed().as_secs_f64() * 1e6;
                         best[k] = best[k].min(us);
                         if i >= 200 {

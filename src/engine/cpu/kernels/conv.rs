@@ -413,8 +413,8 @@ fn conv2d_with(
         let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
         let packed = prepacked::lookup(f.data, what);
         let ahead = match (packed.as_deref(), kind) {
-            (Some(Packed::Direct(w)), DirectKind::Pixels) if direct::packed_fits(&g, w) => Some(&w[..]),
-            (Some(Packed::OcLanes(w)), DirectKind::Channels) if oclanes::packed_fits(&g, w) => Some(&w[..]),
+            (Some(Packed::Direct(w)), DirectKind::Pixels) if direct::packed_fits(&g, w) => Some((&w[..], 0)),
+            (Some(Packed::OcLanes { w, cb }), DirectKind::Channels) if oclanes::packed_fits(&g, w, *cb) => Some((&w[..], *cb)),
             _ => None,
         };
         let fs = match ahead {
@@ -422,7 +422,7 @@ fn conv2d_with(
             None => f32_input(f)?,
         };
         return with_f32_output(out, x.data_type, |dst| match kind {
-            DirectKind::Pixels => direct::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst),
+            DirectKind::Pixels => direct::conv_nchw(&xs, ahead.map(|a| a.0), &fs, f_strides, &g, bs, epi, dst),
             DirectKind::Channels => oclanes::conv_nchw(&xs, ahead, &fs, f_strides, &g, bs, epi, dst),
         });
     }
@@ -563,7 +563,10 @@ pub fn pack_filter_for(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usiz
         let st = [i * h * kw, h * kw, kw, 1];
         match direct_kind(attrs.input_layout, &g) {
             Some(DirectKind::Pixels) => return Ok(Packed::Direct(direct::pack(w, st, &g)?)),
-            Some(DirectKind::Channels) => return Ok(Packed::OcLanes(oclanes::pack(w, st, &g)?)),
+            Some(DirectKind::Channels) => {
+                let (w, cb) = oclanes::pack(w, st, &g)?;
+                return Ok(Packed::OcLanes { w, cb });
+            }
             None => {}
         }
     }

@@ -924,7 +924,7 @@ mod bench {
                             }
                             let t = std::time::Instant::now();
                             if path == 2 {
-                                oclanes::conv_nchw(&x, Some(&packed_oc), &[], st, &g, bias, epi, &mut dst).unwrap();
+                                oclanes::conv_nchw(&x, Some((&packed_oc.0, packed_oc.1)), &[], st, &g, bias, epi, &mut dst).unwrap();
                             } else if path == 0 {
                                 conv_nchw(&x, Some(&packed), &[], st, &g, bias, epi, &mut dst).unwrap();
                             } else if k == 1 && s == 1 {

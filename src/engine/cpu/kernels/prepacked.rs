@@ -54,8 +54,8 @@ pub enum Packed {
     /// A conv2d filter in the order of the direct nchw kernel (`conv_direct.rs`).
     Direct(Vec<f32>),
     /// A conv2d filter in the order of the output-channels-along-lanes kernel
-    /// (`conv_oclanes.rs`).
-    OcLanes(Vec<f32>),
+    /// (`conv_oclanes.rs`), in blocks of `cb` output channels.
+    OcLanes { w: Vec<f32>, cb: usize },
 }
 
 struct Entry {

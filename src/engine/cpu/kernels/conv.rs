@@ -14,7 +14,9 @@
 //! Filters of many taps over planes of 28x28 and less have a direct kernel with
 //! output channels along the vector lanes (`conv_oclanes.rs`): 49 or 169 pixels
 //! leave a quarter of the GEMM's columns (or of pixel vectors) empty, while
-//! output channels come in multiples of 32.
+//! output channels come in multiples of 32. A 1x1 convolution whose output
+//! only a depthwise convolution reads runs fused with it, in bands of rows
+//! (`conv_band.rs`).
 //!
 //! convTranspose2d: per (batch, group) and filter tap, one GEMM of the input with
 //! that tap's [inputChannels/groups, outputChannels/groups] slice of the filter

@@ -5,7 +5,8 @@
 // computed here. Also the graphs where fusion must NOT happen (the intermediate is
 // also a graph output, has two readers, or the batchNormalization's parameters are
 // not constants): a wrong fusion there leaves an output unwritten or reads a stale
-// intermediate, so the same value check catches it.
+// intermediate, so the same value check catches it. A 1x1 conv2d feeding a
+// depthwise one runs fused in bands of rows when its result is large enough.
 
 const test = require('ava')
 const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose } = require('./helpers.js')
@@ -177,6 +178,30 @@ both('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains 
   v = r.y.map(relu6)
   r = conv2dRef(v, r.shape, w3, [8, 16, 1, 1])
   close(t, out.y, r.y, 'y')
+})
+
+both('1x1 conv2d + relu6 into depthwise + relu6, large enough to run fused in bands, and unfused when the 1x1 result is also an output', async (t, ctx) => {
+  // The expanded tensor (32 x 96 x 96 floats, 1.2 MB) passes the band fusion's
+  // 1 MiB threshold; stride 2 and stride 1 depthwise steps.
+  const xs = [1, 8, 96, 96]
+  const x = rand(count(xs), -2, 2)
+  const w1 = rand(32 * 8, -0.5, 0.5)
+  const b1 = rand(32)
+  const w2 = rand(32 * 9, -0.5, 0.5)
+  const b2 = rand(32)
+  for (const [stride, alsoOutput] of [[2, false], [1, false], [2, true]]) {
+    const b = new MLGraphBuilder(ctx)
+    const input = b.input('x', { dataType: 'float32', dimensions: xs })
+    const r6 = (v) => b.clamp(v, { minValue: 0, maxValue: 6 })
+    const mid = r6(b.conv2d(input, f32Const(b, [32, 8, 1, 1], w1), { bias: f32Const(b, [32], b1) }))
+    const y = r6(b.conv2d(mid, f32Const(b, [32, 1, 3, 3], w2), { bias: f32Const(b, [32], b2), groups: 32, padding: [1, 1, 1, 1], strides: [stride, stride] }))
+    const out = await run(b, alsoOutput ? { y, mid } : { y }, { x }, ctx)
+    let r = conv2dRef(x, xs, w1, [32, 8, 1, 1], { bias: b1 })
+    const m = r.y.map(relu6)
+    r = conv2dRef(m, r.shape, w2, [32, 1, 3, 3], { bias: b2, groups: 32, padding: [1, 1, 1, 1], strides: [stride, stride] })
+    close(t, out.y, r.y.map(relu6), `y (stride ${stride})`)
+    if (alsoOutput) close(t, out.mid, m, 'mid')
+  }
 })
 
 both('nhwc conv2d + bias + leakyRelu, and a residual add + relu', async (t, ctx) => {

@@ -6,7 +6,8 @@
 // also a graph output, has two readers, or the batchNormalization's parameters are
 // not constants): a wrong fusion there leaves an output unwritten or reads a stale
 // intermediate, so the same value check catches it. A 1x1 conv2d feeding a
-// depthwise one runs fused in bands of rows when its result is large enough.
+// depthwise one runs fused in bands of rows when its result is large enough;
+// conv2d outputs concatenated on channels are computed into the concatenation.
 
 const test = require('ava')
 const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose } = require('./helpers.js')
@@ -201,6 +202,36 @@ both('1x1 conv2d + relu6 into depthwise + relu6, large enough to run fused in ba
     r = conv2dRef(m, r.shape, w2, [32, 1, 3, 3], { bias: b2, groups: 32, padding: [1, 1, 1, 1], strides: [stride, stride] })
     close(t, out.y, r.y.map(relu6), `y (stride ${stride})`)
     if (alsoOutput) close(t, out.mid, m, 'mid')
+  }
+})
+
+both('fire module: 1x1 and 3x3 conv2d + relu concatenated on channels (fused into the concat), batch 2, and unfused when a part is also an output', async (t, ctx) => {
+  const xs = [2, 6, 9, 10]
+  const x = rand(count(xs), -2, 2)
+  const ws = rand(4 * 6, -0.5, 0.5)
+  const w1 = rand(5 * 4, -0.5, 0.5)
+  const b1 = rand(5)
+  const w3 = rand(7 * 4 * 9, -0.5, 0.5)
+  for (const alsoOutput of [false, true]) {
+    const b = new MLGraphBuilder(ctx)
+    const input = b.input('x', { dataType: 'float32', dimensions: xs })
+    const sq = b.relu(b.conv2d(input, f32Const(b, [4, 6, 1, 1], ws)))
+    const e1 = b.relu(b.conv2d(sq, f32Const(b, [5, 4, 1, 1], w1), { bias: f32Const(b, [5], b1) }))
+    const e3 = b.relu(b.conv2d(sq, f32Const(b, [7, 4, 3, 3], w3), { padding: [1, 1, 1, 1] }))
+    const y = b.concat([e1, e3], 1)
+    const out = await run(b, alsoOutput ? { y, e3 } : { y }, { x }, ctx)
+    const s = conv2dRef(x, xs, ws, [4, 6, 1, 1])
+    const sv = s.y.map(relu)
+    const r1 = conv2dRef(sv, s.shape, w1, [5, 4, 1, 1], { bias: b1 }).y.map(relu)
+    const r3 = conv2dRef(sv, s.shape, w3, [7, 4, 3, 3], { padding: [1, 1, 1, 1] }).y.map(relu)
+    const plane = 9 * 10
+    const want = new Float64Array(2 * 12 * plane)
+    for (let n = 0; n < 2; n++) {
+      want.set(r1.subarray(n * 5 * plane, (n + 1) * 5 * plane), n * 12 * plane)
+      want.set(r3.subarray(n * 7 * plane, (n + 1) * 7 * plane), (n * 12 + 5) * plane)
+    }
+    close(t, out.y, want, 'y')
+    if (alsoOutput) close(t, out.e3, r3, 'e3')
   }
 })
 

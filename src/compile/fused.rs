@@ -119,6 +119,18 @@ pub enum FusedOp {
     /// (input, filter, [bias]), then the depthwise conv's (filter, [bias]).
     /// Neither epilogue adds a tensor.
     PointwiseDepthwise { pointwise: Conv2dAttrs, pointwise_epilogue: Epilogue, depthwise: Conv2dAttrs, epilogue: Epilogue },
+    /// conv2d operators (nchw) whose outputs only a concat along the channels
+    /// reads: each computes its channels straight into the concatenation
+    /// (`compile::concat`), its own epilogue then `epilogue`. Inputs: each
+    /// part's (input, filter, [bias]) in order. No epilogue adds a tensor.
+    ConcatConv2d { parts: Vec<ConcatPart>, epilogue: Epilogue },
+}
+
+/// One conv2d of a `FusedOp::ConcatConv2d`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConcatPart {
+    pub attrs: Conv2dAttrs,
+    pub epilogue: Epilogue,
 }
 
 impl FusedOp {
@@ -130,6 +142,7 @@ impl FusedOp {
             FusedOp::Gemm { .. } => "gemm (fused)",
             FusedOp::Chain(_) => "element-wise chain (fused)",
             FusedOp::PointwiseDepthwise { .. } => "conv2d 1x1 + depthwise conv2d (fused)",
+            FusedOp::ConcatConv2d { .. } => "conv2d into concat (fused)",
         }
     }
 
@@ -140,6 +153,7 @@ impl FusedOp {
             | FusedOp::Matmul { epilogue, .. }
             | FusedOp::Gemm { epilogue, .. }
             | FusedOp::PointwiseDepthwise { epilogue, .. }
+            | FusedOp::ConcatConv2d { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }
@@ -151,6 +165,7 @@ impl FusedOp {
             | FusedOp::Matmul { epilogue, .. }
             | FusedOp::Gemm { epilogue, .. }
             | FusedOp::PointwiseDepthwise { epilogue, .. }
+            | FusedOp::ConcatConv2d { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }

@@ -16,6 +16,8 @@
 //! - `chain`: runs of element-wise operators fused into one pass (`Op::Fused`);
 //! - `band`: a 1x1 conv2d whose output only a depthwise conv2d reads, fused with
 //!   it into one operator computed in bands of rows (`Op::Fused`);
+//! - `concat`: nchw conv2d outputs that only a channel concat reads, computed
+//!   straight into the concatenation (`Op::Fused`);
 //! - `widen`: float16 computed in float32 inside the graph, converted once at its
 //!   inputs, constants and outputs (CPU);
 //! - `compact`: renumbers the operand arena, dropping constants and operands no
@@ -33,6 +35,7 @@ pub mod bias;
 pub mod bn_fold;
 pub mod chain;
 pub mod compact;
+pub mod concat;
 pub mod dce;
 pub mod epilogue;
 pub mod fold;
@@ -125,6 +128,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     let band = passes.epilogue && std::env::var_os("WEBNN_CPU_BAND").is_none_or(|v| v != "0");
     pass("band", band, &mut g, &|g| {
         band::run(g, band::MIN_BYTES);
+    });
+    // `WEBNN_CPU_CONCAT=0` keeps concatenations as copies (A/B timing).
+    let concat = passes.epilogue && std::env::var_os("WEBNN_CPU_CONCAT").is_none_or(|v| v != "0");
+    pass("concat", concat, &mut g, &|g| {
+        concat::run(g);
     });
     pass("dce+compact", true, &mut g, &|g| {
         dce::run(g);

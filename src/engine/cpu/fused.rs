@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::epilogue::{Bias, Epi};
 use super::kernels::element::{as_elems, as_elems_mut};
 use super::kernels::{conv, matmul, Tensor};
-use crate::compile::fused::FusedOp;
+use crate::compile::fused::{ConcatPart, Epilogue, FusedOp};
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
 
@@ -45,6 +45,7 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
             matmul::gemm_fused(a, b, Some(c), options, &epi, out, out_shape)
         }
         (FusedOp::Chain(_), [x]) => chain(x, &epi, out),
+        (FusedOp::ConcatConv2d { parts, epilogue }, own) if extra == 0 => concat_convs(parts, epilogue, own, out, out_shape),
         (FusedOp::PointwiseDepthwise { pointwise, pointwise_epilogue, depthwise, .. }, own) if extra == 0 && pointwise_epilogue.extra_inputs() == 0 => {
             let epi1 = Epi::new(&pointwise_epilogue.stages, &[])?;
             let (x, w1, b1, rest) = match (pointwise.has_bias, own) {
@@ -61,6 +62,49 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
         }
         _ => Err(internal()),
     }
+}
+
+/// conv2d parts computed into their channels of the concatenation `out` (nchw,
+/// `out_shape`), image by image (each part's channels of one image are one
+/// contiguous run): part stages, then the concat's own `epilogue`.
+fn concat_convs(parts: &[ConcatPart], epilogue: &Epilogue, own: &[Tensor], out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let internal = |what: &str| WebnnError::Operation(format!("internal: conv2d into concat (fused): {what}"));
+    let [n, channels, h, w] = match out_shape {
+        &[n, c, h, w] => [n, c, h, w],
+        _ => return Err(internal("rank")),
+    };
+    let size = own.first().map_or(4, |t| t.data_type.byte_size());
+    let plane = h * w * size;
+    let mut rest = own;
+    let mut c0 = 0;
+    for part in parts {
+        let k = if part.attrs.has_bias { 3 } else { 2 };
+        if rest.len() < k {
+            return Err(internal("inputs"));
+        }
+        let (mine, tail) = rest.split_at(k);
+        rest = tail;
+        let [x, f] = [&mine[0], &mine[1]];
+        let [oc, _, _, _] = crate::ops::conv::pick(f.shape, part.attrs.filter_layout.axes());
+        let stages: Vec<_> = part.epilogue.stages.iter().chain(&epilogue.stages).copied().collect();
+        let epi = Epi::new(&stages, &[])?;
+        let x_shape = [1, x.shape.get(1).copied().unwrap_or(0), x.shape.get(2).copied().unwrap_or(0), x.shape.get(3).copied().unwrap_or(0)];
+        let x_image = x.data.len() / n.max(1);
+        if x.shape.len() != 4 || x.shape[0] != n || c0 + oc > channels {
+            return Err(internal("shapes"));
+        }
+        for img in 0..n {
+            let xi = Tensor { data: &x.data[img * x_image..][..x_image], shape: &x_shape, data_type: x.data_type };
+            let at = (img * channels + c0) * plane;
+            let dst = out.get_mut(at..at + oc * plane).ok_or_else(|| internal("output size"))?;
+            conv::conv2d_fused(&xi, f, mine.get(2), &part.attrs, &epi, dst, &[1, oc, h, w])?;
+        }
+        c0 += oc;
+    }
+    if c0 != channels || !rest.is_empty() {
+        return Err(internal("channels"));
+    }
+    Ok(())
 }
 
 /// Elements per parallel task of a chain.

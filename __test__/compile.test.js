@@ -158,50 +158,43 @@ both('conv2d + per-channel bias add + relu agrees with float64', async (t, ctx) 
   close(t, out.y, perChannel(ref.y, ref.shape, (v, c) => relu(v + bias[c])), 'y')
 })
 
-both('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains (MobileNet blocks)', async (t, ctx) => {
-  const xs = [1, 8, 12, 12]
+/** A MobileNet block on an nchw input `xs`: 1x1 conv2d (own bias) + relu6 to `c`
+ * channels, depthwise 3x3 + relu6 at `stride`, then (with `project`) a 1x1
+ * projection back to the input's channels; with `alsoOutput` the first conv's
+ * result is a graph output too (no fusion may consume it). Against float64. */
+async function mobileNetBlock (t, ctx, { xs, c, stride, project, alsoOutput }) {
+  const cin = xs[1]
   const x = rand(count(xs), -2, 2)
-  const w1 = rand(16 * 8, -0.5, 0.5)
-  const b1 = rand(16)
-  const w2 = rand(16 * 9, -0.5, 0.5)
-  const b2 = rand(16)
-  const w3 = rand(8 * 16, -0.5, 0.5)
+  const w1 = rand(c * cin, -0.5, 0.5)
+  const b1 = rand(c)
+  const w2 = rand(c * 9, -0.5, 0.5)
+  const b2 = rand(c)
+  const w3 = rand(cin * c, -0.5, 0.5)
   const b = new MLGraphBuilder(ctx)
   const input = b.input('x', { dataType: 'float32', dimensions: xs })
   const r6 = (v) => b.clamp(v, { minValue: 0, maxValue: 6 })
-  let y = r6(b.conv2d(input, f32Const(b, [16, 8, 1, 1], w1), { bias: f32Const(b, [16], b1) }))
-  y = r6(b.conv2d(y, f32Const(b, [16, 1, 3, 3], w2), { bias: f32Const(b, [16], b2), groups: 16, padding: [1, 1, 1, 1], strides: [2, 2] }))
-  y = b.conv2d(y, f32Const(b, [8, 16, 1, 1], w3))
-  const out = await run(b, { y }, { x }, ctx)
-  let r = conv2dRef(x, xs, w1, [16, 8, 1, 1], { bias: b1 })
+  const mid = r6(b.conv2d(input, f32Const(b, [c, cin, 1, 1], w1), { bias: f32Const(b, [c], b1) }))
+  let y = r6(b.conv2d(mid, f32Const(b, [c, 1, 3, 3], w2), { bias: f32Const(b, [c], b2), groups: c, padding: [1, 1, 1, 1], strides: [stride, stride] }))
+  if (project) y = b.conv2d(y, f32Const(b, [cin, c, 1, 1], w3))
+  const out = await run(b, alsoOutput ? { y, mid } : { y }, { x }, ctx)
+  let r = conv2dRef(x, xs, w1, [c, cin, 1, 1], { bias: b1 })
+  const m = r.y.map(relu6)
+  r = conv2dRef(m, r.shape, w2, [c, 1, 3, 3], { bias: b2, groups: c, padding: [1, 1, 1, 1], strides: [stride, stride] })
   let v = r.y.map(relu6)
-  r = conv2dRef(v, r.shape, w2, [16, 1, 3, 3], { bias: b2, groups: 16, padding: [1, 1, 1, 1], strides: [2, 2] })
-  v = r.y.map(relu6)
-  r = conv2dRef(v, r.shape, w3, [8, 16, 1, 1])
-  close(t, out.y, r.y, 'y')
+  if (project) v = conv2dRef(v, r.shape, w3, [cin, c, 1, 1]).y
+  close(t, out.y, v, `y (${xs}, stride ${stride})`)
+  if (alsoOutput) close(t, out.mid, m, 'mid')
+}
+
+both('conv2d (own bias) + relu6, depthwise + relu6 and pointwise + clamp chains (MobileNet blocks)', async (t, ctx) => {
+  await mobileNetBlock(t, ctx, { xs: [1, 8, 12, 12], c: 16, stride: 2, project: true })
 })
 
 both('1x1 conv2d + relu6 into depthwise + relu6, large enough to run fused in bands, and unfused when the 1x1 result is also an output', async (t, ctx) => {
   // The expanded tensor (32 x 96 x 96 floats, 1.2 MB) passes the band fusion's
   // 1 MiB threshold; stride 2 and stride 1 depthwise steps.
-  const xs = [1, 8, 96, 96]
-  const x = rand(count(xs), -2, 2)
-  const w1 = rand(32 * 8, -0.5, 0.5)
-  const b1 = rand(32)
-  const w2 = rand(32 * 9, -0.5, 0.5)
-  const b2 = rand(32)
   for (const [stride, alsoOutput] of [[2, false], [1, false], [2, true]]) {
-    const b = new MLGraphBuilder(ctx)
-    const input = b.input('x', { dataType: 'float32', dimensions: xs })
-    const r6 = (v) => b.clamp(v, { minValue: 0, maxValue: 6 })
-    const mid = r6(b.conv2d(input, f32Const(b, [32, 8, 1, 1], w1), { bias: f32Const(b, [32], b1) }))
-    const y = r6(b.conv2d(mid, f32Const(b, [32, 1, 3, 3], w2), { bias: f32Const(b, [32], b2), groups: 32, padding: [1, 1, 1, 1], strides: [stride, stride] }))
-    const out = await run(b, alsoOutput ? { y, mid } : { y }, { x }, ctx)
-    let r = conv2dRef(x, xs, w1, [32, 8, 1, 1], { bias: b1 })
-    const m = r.y.map(relu6)
-    r = conv2dRef(m, r.shape, w2, [32, 1, 3, 3], { bias: b2, groups: 32, padding: [1, 1, 1, 1], strides: [stride, stride] })
-    close(t, out.y, r.y.map(relu6), `y (stride ${stride})`)
-    if (alsoOutput) close(t, out.mid, m, 'mid')
+    await mobileNetBlock(t, ctx, { xs: [1, 8, 96, 96], c: 32, stride, project: stride === 1, alsoOutput })
   }
 })
 

@@ -289,10 +289,14 @@ fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
 /// more taps measured slower (512 3x3 at 7x7 0.98 -> 1.12 warm), so they keep
 /// 32. In the models, interleaved: ResNet-50 one thread 39.07 / 38.86 -> 38.60
 /// / 38.54 ms; MobileNetV2 even. `WEBNN_CPU_OCLANES_WIDE=0` keeps 32 (A/B).
+/// Only where the blocks split evenly over the pool (build and compute run on
+/// the same pool, so a filter packed at build matches): 960 -> 320 at 7x7 on
+/// two threads would run as five tasks, three of them on one thread.
 pub(super) fn block_of(g: &Geometry) -> usize {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let off = simd::env_is(&OFF, "WEBNN_CPU_OCLANES_WIDE", "0");
-    if !off && simd::level() == Level::Avx512 && g.cog % WIDE == 0 && g.k_h * g.k_w == 1 {
+    let even = (g.cog / WIDE) % rayon::current_num_threads().max(1) == 0;
+    if !off && simd::level() == Level::Avx512 && g.cog % WIDE == 0 && even && g.k_h * g.k_w == 1 {
         WIDE
     } else {
         CB
@@ -661,19 +665,32 @@ mod tests {
             ([1, 8, 7, 1], 128, 2, [1, 1], [1, 1], [1, 1], [0; 4], true, false),
             ([1, 16, 14, 13], 64, 1, [1, 1], [2, 2], [1, 1], [0; 4], true, true),
         ];
+        // One thread: every block count splits evenly.
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         for (i, c) in cases.into_iter().enumerate() {
-            check(c, 300 + i as u64);
+            one.install(|| check(c, 300 + i as u64));
         }
         let g = Geometry {
             batches: 1, in_c: 8, in_h: 7, in_w: 7, out_c: 64, out_h: 7, out_w: 7, k_h: 1, k_w: 1,
             groups: 1, cig: 8, cog: 64, stride: [1, 1], dilation: [1, 1], pad: [0, 0],
         };
         let w = vec![0f32; 64 * 8];
-        assert_eq!(packed_fits(&g, &w, block_of(&g)), true);
-        assert_eq!(packed_fits(&g, &w, if block_of(&g) == WIDE { CB } else { WIDE }), false);
         let off = std::env::var_os("WEBNN_CPU_OCLANES_WIDE").is_some();
-        assert!(off || (block_of(&g) == WIDE) == (simd::level() == Level::Avx512));
-        assert_eq!(block_of(&Geometry { k_h: 3, k_w: 3, pad: [1, 1], ..g }), CB);
+        one.install(|| {
+            assert!(packed_fits(&g, &w, block_of(&g)));
+            assert!(!packed_fits(&g, &w, if block_of(&g) == WIDE { CB } else { WIDE }));
+            assert!(off || (block_of(&g) == WIDE) == (simd::level() == Level::Avx512));
+            assert_eq!(block_of(&Geometry { k_h: 3, k_w: 3, pad: [1, 1], ..g }), CB);
+        });
+        // On two threads, 64 channels (one block) stay in 32-channel blocks; 128
+        // (two) go wide.
+        let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        two.install(|| {
+            assert_eq!(block_of(&g), CB);
+            let wide = block_of(&Geometry { out_c: 128, cog: 128, ..g }) == WIDE;
+            assert!(off || wide == (simd::level() == Level::Avx512));
+            check(([1, 24, 7, 7], 128, 1, [1, 1], [1, 1], [1, 1], [0; 4], true, true), 310);
+        });
     }
 
     #[test]

@@ -7,12 +7,12 @@
 //! where neither epilogue adds a tensor. Runs after `epilogue`, so both convs
 //! carry their activations.
 
-use super::fused::{Epilogue, FusedOp};
+use super::fused::{conv_without_extras, FusedOp};
 use super::{desc, rewrite_all, Rewrite, Uses};
 use crate::engine::cpu::kernels::conv::pointwise_depthwise_fusable;
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::DataType;
-use crate::ops::conv::{pick, Conv2dAttrs};
+use crate::ops::conv::pick;
 use crate::ops::Op;
 
 /// Smallest pointwise output fused (bytes): 1 MiB.
@@ -22,22 +22,13 @@ pub fn run(g: &mut Graph, min_bytes: usize) -> usize {
     rewrite_all(g, |g, uses, i| find(g, uses, i, min_bytes))
 }
 
-/// A conv2d's attributes and epilogue, when the epilogue adds no tensor.
-fn conv(op: &Op) -> Option<(&Conv2dAttrs, Epilogue)> {
-    match op {
-        Op::Conv2d(a) => Some((a, Epilogue::default())),
-        Op::Fused(FusedOp::Conv2d { attrs, epilogue }) if epilogue.extra_inputs() == 0 => Some((attrs, epilogue.clone())),
-        _ => None,
-    }
-}
-
 fn find(g: &mut Graph, uses: &Uses, i: usize, min_bytes: usize) -> Option<Rewrite> {
     let dw = &g.operators[i];
-    let (a2, e2) = conv(&dw.op)?;
+    let (a2, e2) = conv_without_extras(&dw.op)?;
     let mid = *dw.inputs.first()?;
     let p = uses.fusable_producer(mid, i)?;
     let pw = &g.operators[p];
-    let (a1, e1) = conv(&pw.op)?;
+    let (a1, e1) = conv_without_extras(&pw.op)?;
     let m = desc(g, mid);
     let all_f32 = [pw.inputs[0], mid, dw.outputs[0]].iter().all(|&id| desc(g, id).data_type == DataType::Float32);
     if !all_f32 || m.byte_length() < min_bytes {

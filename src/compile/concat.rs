@@ -5,7 +5,7 @@
 //! Only float32 (after `widen`), rank 4, and where no epilogue adds a tensor.
 //! Runs after `epilogue`, so each conv carries its activation.
 
-use super::fused::{ConcatPart, Epilogue, FusedOp};
+use super::fused::{conv_without_extras, ConcatPart, Epilogue, FusedOp};
 use super::{desc, rewrite_all, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::DataType;
@@ -29,11 +29,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     for &part in &cat.inputs {
         let p = uses.fusable_producer(part, i)?;
         let op = &g.operators[p];
-        let (attrs, epilogue) = match &op.op {
-            Op::Conv2d(a) => (a, Epilogue::default()),
-            Op::Fused(FusedOp::Conv2d { attrs, epilogue }) if epilogue.extra_inputs() == 0 => (attrs, epilogue.clone()),
-            _ => return None,
-        };
+        let (attrs, epilogue) = conv_without_extras(&op.op)?;
         if attrs.input_layout != InputLayout::Nchw || desc(g, op.inputs[0]).data_type != DataType::Float32 {
             return None;
         }

@@ -126,6 +126,16 @@ pub enum FusedOp {
     ConcatConv2d { parts: Vec<ConcatPart>, epilogue: Epilogue },
 }
 
+/// A conv2d operator's attributes and epilogue (plain or already fused), when
+/// its epilogue adds no tensor: what the fusions of whole convolutions take.
+pub fn conv_without_extras(op: &crate::ops::Op) -> Option<(&Conv2dAttrs, Epilogue)> {
+    match op {
+        crate::ops::Op::Conv2d(a) => Some((a, Epilogue::default())),
+        crate::ops::Op::Fused(FusedOp::Conv2d { attrs, epilogue }) if epilogue.extra_inputs() == 0 => Some((attrs, epilogue.clone())),
+        _ => None,
+    }
+}
+
 /// One conv2d of a `FusedOp::ConcatConv2d`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConcatPart {

@@ -88,11 +88,11 @@ fn concat_convs(parts: &[ConcatPart], epilogue: &Epilogue, own: &[Tensor], out: 
         let [oc, _, _, _] = crate::ops::conv::pick(f.shape, part.attrs.filter_layout.axes());
         let stages: Vec<_> = part.epilogue.stages.iter().chain(&epilogue.stages).copied().collect();
         let epi = Epi::new(&stages, &[])?;
-        let x_shape = [1, x.shape.get(1).copied().unwrap_or(0), x.shape.get(2).copied().unwrap_or(0), x.shape.get(3).copied().unwrap_or(0)];
+        let x_shape = match x.shape {
+            &[xn, c, xh, xw] if xn == n && c0 + oc <= channels => [1, c, xh, xw],
+            _ => return Err(internal("shapes")),
+        };
         let x_image = x.data.len() / n.max(1);
-        if x.shape.len() != 4 || x.shape[0] != n || c0 + oc > channels {
-            return Err(internal("shapes"));
-        }
         for img in 0..n {
             let xi = Tensor { data: &x.data[img * x_image..][..x_image], shape: &x_shape, data_type: x.data_type };
             let at = (img * channels + c0) * plane;

@@ -437,11 +437,7 @@ fn conv2d_with(
         prepacked::lookup(f.data, what)
     };
     let k = cig * k_h * k_w;
-    let weights = match packed.as_deref() {
-        Some(Packed::A(a)) if layout == InputLayout::Nchw && valid_a(a, &g, k) => Weights::A(a),
-        Some(Packed::B(b)) if layout == InputLayout::Nhwc && valid_b(b, &g, k) => Weights::B(b),
-        _ => Weights::View,
-    };
+    let weights = Weights::of(packed.as_deref(), layout, &g, k);
     let fs = match weights {
         Weights::View => f32_input(f)?,
         _ => std::borrow::Cow::Borrowed(&[][..]),
@@ -523,6 +519,18 @@ enum Weights<'a> {
     A(&'a [PackedA]),
     /// Packed at build time, one right operand per group (nhwc).
     B(&'a [PackedB]),
+}
+
+impl<'a> Weights<'a> {
+    /// The build-time packed operand `packed` where it fits this convolution
+    /// (layout `layout`, depth `k`), else the filter read through its strides.
+    fn of(packed: Option<&'a Packed>, layout: InputLayout, g: &Geometry, k: usize) -> Weights<'a> {
+        match packed {
+            Some(Packed::A(a)) if layout == InputLayout::Nchw && valid_a(a, g, k) => Weights::A(a),
+            Some(Packed::B(b)) if layout == InputLayout::Nhwc && valid_b(b, g, k) => Weights::B(b),
+            _ => Weights::View,
+        }
+    }
 }
 
 /// Whether build-time packed left operands fit this convolution.

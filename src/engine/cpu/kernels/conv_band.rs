@@ -25,8 +25,8 @@ use rayon::prelude::*;
 
 use super::depthwise::depthwise_nchw_serial;
 use crate::engine::cpu::kernels::gemm_core::{alloc_f32, f32_input, Mat, SharedMut, Threads};
-use crate::engine::cpu::kernels::prepacked::{self, Packed, What};
-use super::{finish_nchw_block, pack, store_epilogue, valid_a, Filter, FilterMat, Geometry, RawOut, Tensor, Weights};
+use crate::engine::cpu::kernels::prepacked::{self, What};
+use super::{finish_nchw_block, pack, store_epilogue, Filter, FilterMat, Geometry, RawOut, Tensor, Weights};
 use crate::engine::cpu::epilogue::Epi;
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -99,10 +99,7 @@ pub fn pointwise_depthwise(
     // The pointwise filter: packed at build time, else read through its strides.
     let what = What::Conv2d { layout: InputLayout::Nchw, filter_layout: a1.filter_layout, groups: 1, dims: [c, cin, 1, 1] };
     let packed = prepacked::lookup(w1.data, what);
-    let weights = match packed.as_deref() {
-        Some(Packed::A(a)) if valid_a(a, &g1, cin) => Weights::A(a),
-        _ => Weights::View,
-    };
+    let weights = Weights::of(packed.as_deref(), InputLayout::Nchw, &g1, cin);
     let fs1 = match weights {
         Weights::View => f32_input(w1)?,
         _ => std::borrow::Cow::Borrowed(&[][..]),

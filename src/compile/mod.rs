@@ -74,17 +74,24 @@ pub struct Passes {
     pub chain: bool,
     pub prepack: bool,
     pub widen: bool,
+    /// Not a pass over the graph but a choice of the CPU plan's buffers: a
+    /// conv2d's output may take the buffer of the residual its epilogue adds
+    /// (`WEBNN_CPU_IN_PLACE=0` turns it off, for A/B timing).
+    pub in_place: bool,
 }
 
 impl Passes {
-    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true };
-    pub const NONE: Passes = Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false };
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true, in_place: true };
+    pub const NONE: Passes =
+        Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false, in_place: false };
 
     pub fn from_env() -> Passes {
-        match std::env::var("WEBNN_CPU_PASSES").as_deref() {
+        let passes = match std::env::var("WEBNN_CPU_PASSES").as_deref() {
             Ok("none") | Ok("0") => Passes::NONE,
             _ => Passes::ALL,
-        }
+        };
+        let in_place = passes.in_place && std::env::var_os("WEBNN_CPU_IN_PLACE").is_none_or(|v| v != "0");
+        Passes { in_place, ..passes }
     }
 }
 

@@ -34,17 +34,31 @@ impl<'b> Bias<'b> {
 pub struct Epi<'a> {
     stages: &'a [Stage],
     extras: Vec<Cow<'a, [f32]>>,
+    /// The destination holds, on entry, a tensor that the kernel adds to its
+    /// results before the bias and the stages (a residual the output replaces in
+    /// place: see the CPU plan). Only the kernels that `conv::accumulates` names
+    /// take such an epilogue.
+    accumulate: bool,
 }
 
 /// Elements the stages process at a time: small enough to stay in L1 across them.
 const PIECE: usize = 1024;
 
 impl<'a> Epi<'a> {
-    pub const NONE: Epi<'static> = Epi { stages: &[], extras: Vec::new() };
+    pub const NONE: Epi<'static> = Epi { stages: &[], extras: Vec::new(), accumulate: false };
 
     pub fn new(stages: &'a [Stage], extras: &[Tensor<'a>]) -> Result<Epi<'a>> {
         let extras = extras.iter().map(f32_input).collect::<Result<Vec<_>>>()?;
-        Ok(Epi { stages, extras })
+        Ok(Epi { stages, extras, accumulate: false })
+    }
+
+    /// This epilogue, with the results added to what the destination holds.
+    pub fn accumulating(self) -> Epi<'a> {
+        Epi { accumulate: true, ..self }
+    }
+
+    pub fn accumulates(&self) -> bool {
+        self.accumulate
     }
 
     pub fn is_empty(&self) -> bool {

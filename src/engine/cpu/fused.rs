@@ -8,23 +8,32 @@ use rayon::prelude::*;
 use super::epilogue::{Bias, Epi};
 use super::kernels::element::{as_elems, as_elems_mut};
 use super::kernels::{conv, matmul, Tensor};
-use crate::compile::fused::{ConcatPart, Epilogue, FusedOp};
+use crate::compile::fused::{ConcatPart, Epilogue, FusedOp, Stage};
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
 
-pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
+/// Runs `f`. `in_place`: a conv2d whose epilogue starts by adding a tensor
+/// (`Stage::AddTensor`), whose output buffer already holds that tensor (the CPU
+/// plan gave the output its buffer) and whose inputs leave it out: the kernel
+/// adds its results to the output (`Epi::accumulating`), then the other stages.
+pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])], in_place: bool) -> Result<()> {
     let internal = || WebnnError::Operation(format!("internal: wrong operand count for {}", f.name()));
     let (out, out_shape) = match outputs {
         [(out, shape)] => (&mut **out, *shape),
         _ => return Err(internal()),
     };
     let epilogue = f.epilogue();
-    let extra = epilogue.extra_inputs();
+    let (stages, extra) = match (in_place, f, epilogue.stages.split_first()) {
+        (false, ..) => (&epilogue.stages[..], epilogue.extra_inputs()),
+        (true, FusedOp::Conv2d { .. }, Some((Stage::AddTensor, rest))) => (rest, epilogue.extra_inputs() - 1),
+        (true, ..) => return Err(WebnnError::Operation(format!("internal: {} cannot add to its output in place", f.name()))),
+    };
     if inputs.len() < extra {
         return Err(internal());
     }
     let (own, extras) = inputs.split_at(inputs.len() - extra);
-    let epi = Epi::new(&epilogue.stages, extras)?;
+    let epi = Epi::new(stages, extras)?;
+    let epi = if in_place { epi.accumulating() } else { epi };
     match (f, own) {
         (FusedOp::Conv2d { attrs, .. }, [x, w]) if !attrs.has_bias => conv::conv2d_fused(x, w, None, attrs, &epi, out, out_shape),
         (FusedOp::Conv2d { attrs, .. }, [x, w, b]) if attrs.has_bias => {

@@ -27,10 +27,12 @@ use crate::graph::{ConstantData, OperandDesc, OperandId};
 use crate::ops::Op;
 use kernels::Tensor;
 
-/// Runs one step: a fused operator on its CPU form, any other on its kernel.
-fn run_op(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
+/// Runs one step: a fused operator on its CPU form, any other on its kernel
+/// (`in_place`: see `fused::run`).
+fn run_op(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])], in_place: bool) -> Result<()> {
     match op {
-        Op::Fused(f) => fused::run(f, inputs, outputs),
+        Op::Fused(f) => fused::run(f, inputs, outputs, in_place),
+        _ if in_place => Err(WebnnError::Operation(format!("internal: {} cannot add to its output in place", op.name()))),
         _ => kernels::run(op, inputs, outputs),
     }
 }
@@ -78,7 +80,7 @@ impl CpuEngine {
         let graph = self
             .pool
             .install(|| compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs)));
-        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone())?))
+        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone(), passes.in_place)?))
     }
 
     /// Computes one operator on constant inputs: constant folding's evaluator.
@@ -100,7 +102,7 @@ impl CpuEngine {
             .zip(outputs)
             .map(|(b, d)| (&mut b.bytes_mut()[..d.byte_length()], d.shape.as_slice()))
             .collect();
-        catch_unwind(AssertUnwindSafe(|| run_op(op, &ins, &mut outs)))
+        catch_unwind(AssertUnwindSafe(|| run_op(op, &ins, &mut outs, false)))
             .map_err(|_| WebnnError::Operation("internal: constant folding panicked".into()))??;
         Ok(out_bufs.iter().zip(outputs).map(|(b, d)| b.bytes()[..d.byte_length()].to_vec()).collect())
     }
@@ -164,8 +166,48 @@ enum Slot {
 
 struct Step {
     op: Op,
+    /// The operands the step reads: the operator's inputs, less the tensor its
+    /// epilogue adds when `in_place`.
     inputs: Vec<OperandId>,
     outputs: Vec<OperandId>,
+    /// The output took the buffer of the tensor the epilogue adds (see
+    /// `in_place_residual`), and the kernel adds to what it finds there.
+    in_place: bool,
+}
+
+/// Whether operator `s` may write its output over the tensor its epilogue adds,
+/// and which input that is: a fused conv2d (float32, on a kernel that can add to
+/// its output: `conv::accumulates`) whose epilogue starts with the add, of a
+/// tensor of the output's type and shape that lives in the arena, that this
+/// operator reads last, and only once. ResNet's and MobileNetV2's blocks end in
+/// such a conv; writing over the residual, the conv reads and writes the same
+/// lines, where a fresh output buffer costs its lines' reads from memory too
+/// (as onnxruntime's fused conv + sum does). Returns the index among the inputs.
+fn in_place_residual(
+    graph: &Graph,
+    s: usize,
+    last_use: &HashMap<OperandId, usize>,
+    slots: &HashMap<OperandId, Slot>,
+) -> Option<usize> {
+    let operator = &graph.operators[s];
+    let Op::Fused(crate::compile::fused::FusedOp::Conv2d { attrs, epilogue }) = &operator.op else {
+        return None;
+    };
+    if epilogue.stages.first() != Some(&crate::compile::fused::Stage::AddTensor) {
+        return None;
+    }
+    let at = operator.inputs.len().checked_sub(epilogue.extra_inputs())?;
+    let (&r, &o) = (operator.inputs.get(at)?, operator.outputs.first()?);
+    let desc = |i: OperandId| &graph.operands[i].desc;
+    let ok = operator.outputs.len() == 1
+        && operator.inputs.iter().filter(|&&i| i == r).count() == 1
+        && last_use.get(&r) == Some(&s)
+        && matches!(slots.get(&r), Some(Slot::Arena { .. }))
+        && !slots.contains_key(&o)
+        && desc(r) == desc(o)
+        && operator.inputs.len() >= 2
+        && kernels::conv::accumulates(desc(operator.inputs[0]), desc(operator.inputs[1]), attrs, desc(o));
+    ok.then_some(at)
 }
 
 pub struct CpuPlan {
@@ -299,7 +341,9 @@ impl ArenaPlanner {
 }
 
 impl CpuPlan {
-    fn new(graph: Graph, pool: Arc<ThreadPool>) -> Result<Self> {
+    /// `in_place`: let conv2d outputs take their residual's buffer
+    /// (`in_place_residual`).
+    fn new(graph: Graph, pool: Arc<ThreadPool>, in_place: bool) -> Result<Self> {
         let mut slots: HashMap<OperandId, Slot> = HashMap::new();
         let mut descs = HashMap::new();
         for (i, (_, id)) in graph.inputs.iter().enumerate() {
@@ -333,6 +377,16 @@ impl CpuPlan {
                     slots.insert(i, Slot::Constant(bytes.clone()));
                 }
             }
+            // The residual whose buffer the output takes over (it is neither
+            // read as an input nor freed).
+            let residual = if in_place { in_place_residual(&graph, s, &last_use, &slots) } else { None };
+            let mut inputs = operator.inputs.clone();
+            if let Some(at) = residual {
+                let r = inputs.remove(at);
+                if let (Some(&o), Some(slot)) = (operator.outputs.first(), slots.get(&r).cloned()) {
+                    slots.insert(o, slot);
+                }
+            }
             for &o in &operator.outputs {
                 descs.insert(o, graph.operands[o].desc.clone());
                 slots
@@ -340,8 +394,8 @@ impl CpuPlan {
                     .or_insert_with(|| Slot::Arena { offset: planner.alloc(graph.operands[o].desc.byte_length()) });
             }
             // Free after allocating this step's outputs: an output never overlaps
-            // an input of the same step.
-            let dead = operator.inputs.iter().chain(&operator.outputs).filter(|&&v| last_use.get(&v).copied().unwrap_or(s) == s);
+            // an input of the same step (but the residual it took over).
+            let dead = inputs.iter().chain(&operator.outputs).filter(|&&v| last_use.get(&v).copied().unwrap_or(s) == s);
             let mut freed = std::collections::HashSet::new();
             for &v in dead {
                 if let Some(Slot::Arena { offset }) = slots.get(&v) {
@@ -350,7 +404,7 @@ impl CpuPlan {
                     }
                 }
             }
-            steps.push(Step { op: operator.op.clone(), inputs: operator.inputs.clone(), outputs: operator.outputs.clone() });
+            steps.push(Step { op: operator.op.clone(), inputs, outputs: operator.outputs.clone(), in_place: residual.is_some() });
         }
         let touched_bytes = descs.values().map(|d| d.byte_length()).sum();
         let profile = Profile::from_env(steps.len());
@@ -428,7 +482,7 @@ impl CpuPlan {
                 let data = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
                 outs.push((data, self.descs[&o].shape.as_slice()));
             }
-            run_op(&step.op, &ins, &mut outs)?;
+            run_op(&step.op, &ins, &mut outs, step.in_place)?;
             if let Some(t) = started {
                 times.push(t.elapsed().as_nanos() as u64);
             }
@@ -479,5 +533,155 @@ impl Executable for CpuPlan {
     fn run_inline(&self, bindings: &Bindings) -> Result<()> {
         // Kernels of this size never split work, so nothing reaches a rayon pool.
         self.run_guarded(bindings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::testing::{execute, Builder};
+    use crate::graph::DataType;
+    use crate::ops::conv::{Conv2dOptions, InputLayout};
+    use crate::ops::{BinaryKind, UnaryKind};
+
+    /// (input [n, cin, h, w] in nchw terms, output channels, filter size,
+    /// stride, padding, groups, layout, data type)
+    type Case = ([usize; 4], usize, usize, usize, usize, usize, InputLayout, DataType);
+
+    /// Where the residual `r` of `relu(conv(x) + r)` comes from.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Residual {
+        /// An operator's output read only by the add: the output may take it.
+        Fresh,
+        /// The same, but a later operator reads it too.
+        ReadLater,
+        /// A graph input.
+        Input,
+        /// The conv's own input (conv(x) + x).
+        ConvInput,
+    }
+
+    /// The graph `conv1x1(relu(conv(x) + r))` (and `r * 2` too for `ReadLater`).
+    fn residual_graph(case: Case, residual: Residual) -> Graph {
+        let ([n, cin, h, w], cout, k, s, pad, groups, layout, t) = case;
+        let mut b = Builder::new();
+        let shape = |c: usize, h: usize, w: usize| match layout {
+            InputLayout::Nchw => vec![n, c, h, w],
+            InputLayout::Nhwc => vec![n, h, w, c],
+        };
+        let x = b.input_t("x", t, &shape(cin, h, w));
+        let f = match layout {
+            InputLayout::Nchw => b.constant_t(t, &[cout, cin / groups, k, k], -0.5, 0.5),
+            InputLayout::Nhwc => b.constant_t(t, &[cout, k, k, cin / groups], -0.5, 0.5),
+        };
+        let bias = b.constant_t(t, &[cout], -0.5, 0.5);
+        let opts = Conv2dOptions {
+            input_layout: layout,
+            filter_layout: match layout {
+                InputLayout::Nchw => crate::ops::conv::Conv2dFilterLayout::Oihw,
+                InputLayout::Nhwc => crate::ops::conv::Conv2dFilterLayout::Ohwi,
+            },
+            groups,
+            strides: Some(vec![s, s]),
+            padding: Some(vec![pad; 4]),
+            ..Default::default()
+        };
+        let y = b.b.conv2d(x, f, Some(bias), &opts).unwrap();
+        let (oh, ow) = ((h + 2 * pad - k) / s + 1, (w + 2 * pad - k) / s + 1);
+        let r = match residual {
+            Residual::Fresh | Residual::ReadLater => {
+                let r_in = b.input_t("r", t, &shape(cout, oh, ow));
+                b.b.unary(UnaryKind::Abs, r_in).unwrap()
+            }
+            Residual::Input => b.input_t("r", t, &shape(cout, oh, ow)),
+            Residual::ConvInput => x,
+        };
+        let z = b.b.binary(BinaryKind::Add, y, r).unwrap();
+        let z = b.b.unary(UnaryKind::Relu, z).unwrap();
+        // Read by a next operator, as in a network (a graph output is the
+        // caller's buffer: the conv writes it, not the residual's).
+        let f2 = match layout {
+            InputLayout::Nchw => b.constant_t(t, &[4, cout, 1, 1], -0.5, 0.5),
+            InputLayout::Nhwc => b.constant_t(t, &[4, 1, 1, cout], -0.5, 0.5),
+        };
+        let z = b.b.conv2d(z, f2, None, &Conv2dOptions { groups: 1, padding: None, strides: None, ..opts }).unwrap();
+        let mut outs = vec![("z".to_string(), z)];
+        if residual == Residual::ReadLater {
+            let two = b.b.constant_scalar(2.0, t);
+            outs.push(("r2".into(), b.b.binary(BinaryKind::Mul, r, two).unwrap()));
+        }
+        b.b.build(&outs).unwrap()
+    }
+
+    fn in_place_steps(g: &Graph, passes: Passes) -> usize {
+        let plan = CpuEngine::new(1).unwrap().compile_with(g.clone(), passes).unwrap();
+        plan.steps.iter().filter(|s| s.in_place).count()
+    }
+
+    /// A conv2d whose output takes its residual's buffer computes what the
+    /// unfused plan does (conv2d, add and relu as three kernels), on each kernel
+    /// that adds to its output: the GEMM over a whole plane, over pixel blocks,
+    /// with a depth cut into two KC slices, after im2col (3x3, stride 2), per
+    /// group, and the channels-along-lanes kernel (small planes).
+    #[test]
+    fn output_over_its_residual_agrees_with_the_unfused_plan() {
+        let nchw = InputLayout::Nchw;
+        let f32 = DataType::Float32;
+        let cases: [Case; 7] = [
+            ([1, 64, 20, 20], 32, 1, 1, 0, 1, nchw, f32),
+            ([2, 16, 40, 50], 24, 1, 1, 0, 1, nchw, f32),
+            ([1, 600, 24, 24], 20, 1, 1, 0, 1, nchw, f32),
+            ([1, 24, 15, 15], 20, 3, 2, 1, 1, nchw, f32),
+            ([2, 64, 6, 6], 18, 3, 1, 1, 2, nchw, f32),
+            ([1, 256, 7, 7], 64, 1, 1, 0, 1, nchw, f32),
+            ([1, 64, 7, 7], 32, 3, 1, 1, 1, nchw, f32),
+        ];
+        let no_in_place = Passes { in_place: false, ..Passes::ALL };
+        for case in cases {
+            let g = residual_graph(case, Residual::Fresh);
+            assert_eq!(in_place_steps(&g, Passes::ALL), 1, "{case:?}");
+            assert_eq!(in_place_steps(&g, no_in_place), 0, "{case:?}");
+            for seed in [1, 2] {
+                let want = execute(&g, Passes::NONE, seed);
+                let got = execute(&g, Passes::ALL, seed);
+                let scale = want[0].iter().fold(0f64, |m, v| m.max(v.abs()));
+                assert!(scale > 0.0);
+                for (i, (a, b)) in want[0].iter().zip(&got[0]).enumerate() {
+                    assert!((a - b).abs() <= 1e-5 * scale, "{case:?} [{i}]: unfused {a} vs in place {b}");
+                }
+            }
+        }
+    }
+
+    /// The output keeps a buffer of its own where the residual is read after
+    /// the conv, is a graph input, is the conv's own input, or where
+    /// the kernel cannot add to its output (nhwc, depthwise, the direct kernel
+    /// of 3-channel stems); results still agree with the unfused plan.
+    #[test]
+    fn output_keeps_its_own_buffer_otherwise() {
+        let nchw = InputLayout::Nchw;
+        let f32 = DataType::Float32;
+        let base: Case = ([1, 64, 20, 20], 32, 1, 1, 0, 1, nchw, f32);
+        let cases = [
+            (base, Residual::ReadLater),
+            (base, Residual::Input),
+            (([1, 32, 20, 20], 32, 1, 1, 0, 1, nchw, f32), Residual::ConvInput),
+            (([1, 64, 20, 20], 32, 1, 1, 0, 1, InputLayout::Nhwc, f32), Residual::Fresh),
+            (([1, 32, 20, 20], 32, 3, 1, 1, 32, nchw, f32), Residual::Fresh),
+            (([1, 3, 224, 224], 32, 3, 2, 1, 1, nchw, f32), Residual::Fresh),
+        ];
+        for (case, residual) in cases {
+            let g = residual_graph(case, residual);
+            assert_eq!(in_place_steps(&g, Passes::ALL), 0, "{case:?} {residual:?}");
+            let want = execute(&g, Passes::NONE, 3);
+            let got = execute(&g, Passes::ALL, 3);
+            let tol = if case.7 == DataType::Float16 { 2e-2 } else { 1e-5 };
+            for (w, v) in want.iter().zip(&got) {
+                let scale = w.iter().fold(0f64, |m, x| m.max(x.abs()));
+                for (a, b) in w.iter().zip(v) {
+                    assert!((a - b).abs() <= tol * scale, "{case:?} {residual:?}: {a} vs {b}");
+                }
+            }
+        }
     }
 }

@@ -46,6 +46,7 @@ use super::prepacked::{self, Packed, What};
 use super::Tensor;
 use crate::engine::cpu::epilogue::{Bias, Epi};
 use crate::error::Result;
+use crate::graph::{DataType, OperandDesc};
 use crate::ops::conv::{pick, strides_at, Conv2dAttrs, ConvTranspose2dAttrs, InputLayout};
 
 #[path = "depthwise.rs"]
@@ -386,6 +387,25 @@ pub fn conv2d_fused(
     conv2d_with(x, f, bias, attrs, epi, out, out_shape, COL_BUDGET, true)
 }
 
+/// Whether `conv2d_fused` can take an accumulating epilogue (`Epi::accumulating`:
+/// the output holds, on entry, a tensor to add to the results) for these
+/// operands: float32 nchw on the GEMM paths and the channels-along-lanes
+/// kernel, which each store every output element once per pass over the
+/// depth (the GEMM adds it to C, the other to its store). The CPU plan asks
+/// this before it lets a conv2d's output take its residual's buffer.
+pub fn accumulates(x: &OperandDesc, f: &OperandDesc, attrs: &Conv2dAttrs, out: &OperandDesc) -> bool {
+    if x.shape.len() != 4 || f.shape.len() != 4 || out.shape.len() != 4 || attrs.groups == 0 {
+        return false;
+    }
+    let [_, cig, k_h, k_w] = pick(&f.shape, attrs.filter_layout.axes());
+    let g = Geometry::conv2d(attrs, &x.shape, &out.shape, [cig, k_h, k_w]);
+    accumulating_path(x.data_type, attrs.input_layout, &g, direct_kind(attrs.input_layout, &g))
+}
+
+fn accumulating_path(t: DataType, layout: InputLayout, g: &Geometry, kind: Option<DirectKind>) -> bool {
+    t == DataType::Float32 && layout == InputLayout::Nchw && !g.is_depthwise() && kind != Some(DirectKind::Pixels)
+}
+
 /// conv2d with im2col blocks of at most `col_budget` floats (or one pixel); the
 /// direct kernel (`direct`) where it suits the shape, unless `allow_direct` is
 /// false (tests of the GEMM path).
@@ -411,6 +431,11 @@ fn conv2d_with(
     let f_strides = strides_at(f.shape, axes);
     let f_dims = [g.out_c, cig, k_h, k_w];
     let kind = if allow_direct { direct_kind(layout, &g) } else { None };
+    if epi.accumulates() && !accumulating_path(x.data_type, layout, &g, kind) {
+        return Err(crate::error::WebnnError::Operation(
+            "internal: conv2d asked to add to its output on a path that cannot".into(),
+        ));
+    }
     if let Some(kind) = kind {
         let what = What::Conv2d { layout, filter_layout: attrs.filter_layout, groups: g.groups, dims: f_dims };
         let packed = prepacked::lookup(f.data, what);
@@ -612,7 +637,7 @@ impl FilterMat {
 
 impl Filter<'_> {
     /// `out[d] = W_grp * rhs[r]` (`m` = outputChannels / groups rows, `n` columns,
-    /// depth `k`): the nchw product.
+    /// depth `k`; `out[d] +=` when `accumulate`): the nchw product.
     ///
     /// # Safety
     /// As for `sgemm_shared`: no other thread touches the `m` x `n` view `d`.
@@ -625,14 +650,15 @@ impl Filter<'_> {
         k: usize,
         out: SharedMut<f32>,
         d: Mat,
+        accumulate: bool,
         rhs: &[f32],
         r: Mat,
         threads: Threads,
         post: Option<&PostOp>,
     ) -> Result<()> {
         match self.packed {
-            Weights::A(a) => sgemm_packed_a_shared(n, out, d, false, &a[grp], rhs, r, 1.0, threads, post),
-            _ => sgemm_shared(m, n, k, out, d, false, self.w, self.fm.of(grp), rhs, r, 1.0, threads, post),
+            Weights::A(a) => sgemm_packed_a_shared(n, out, d, accumulate, &a[grp], rhs, r, 1.0, threads, post),
+            _ => sgemm_shared(m, n, k, out, d, accumulate, self.w, self.fm.of(grp), rhs, r, 1.0, threads, post),
         }
     }
 
@@ -692,7 +718,7 @@ fn pointwise_nchw(
         // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
         // batch n at pixels [p0, p0 + width).
         let post = store_epilogue(bias, epi, grp * g.cog, g.cog);
-        unsafe { wt.times(grp, g.cog, width, g.cig, out, d, x, r, threads, post.as_ref())? };
+        unsafe { wt.times(grp, g.cog, width, g.cig, out, d, epi.accumulates(), x, r, threads, post.as_ref())? };
         if post.is_none() {
             finish_nchw_block(raw, d.offset, g.cog, width, p, grp * g.cog, bias, epi);
         }
@@ -817,7 +843,7 @@ fn im2col_gemm_nchw(
             // SAFETY: task t alone writes output channels [grp*cog, (grp+1)*cog) of
             // batch n at pixels [p0, p1).
             let post = store_epilogue(bias, epi, grp * g.cog, g.cog);
-            unsafe { wt.times(grp, g.cog, width, k, out, d, col, Mat::rows(0, width), threads, post.as_ref())? };
+            unsafe { wt.times(grp, g.cog, width, k, out, d, epi.accumulates(), col, Mat::rows(0, width), threads, post.as_ref())? };
             if post.is_none() {
                 finish_nchw_block(raw, d.offset, g.cog, width, p, grp * g.cog, bias, epi);
             }
@@ -1309,7 +1335,6 @@ fn transpose_direct(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{DataType, OperandDesc};
     use crate::ops::conv::{
         conv2d as validate, conv_transpose2d as validate_t, Conv2dFilterLayout as FL, Conv2dOptions,
         ConvTranspose2dFilterLayout as TL, ConvTranspose2dOptions,

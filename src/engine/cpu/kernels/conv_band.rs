@@ -254,7 +254,7 @@ impl Ctx<'_> {
         // SAFETY: `mid` is this task's own scratch, borrowed mutably for the call.
         let shared = SharedMut::new(unsafe { std::slice::from_raw_parts_mut(raw.ptr, raw.len) });
         // SAFETY: no other thread touches this task's scratch.
-        unsafe { self.filter.times(0, self.c, cols, self.cin, shared, d, self.x, r, Threads::One, post.as_ref())? };
+        unsafe { self.filter.times(0, self.c, cols, self.cin, shared, d, false, self.x, r, Threads::One, post.as_ref())? };
         if post.is_none() {
             finish_nchw_block(raw, d.offset, self.c, cols, per_chan, 0, self.bias1, self.epi1);
         }

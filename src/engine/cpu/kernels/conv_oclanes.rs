@@ -413,6 +413,8 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     // Tiles per chunk: those of `chunk_rows` output rows.
     let chunk = chunk_rows(g, &pad).map_or(ntiles, |r| ntiles.saturating_mul(r).div_ceil(g.out_h.max(1))).max(1);
     let pf = if prefetch_off() { 0 } else { PF_TAPS };
+    // The output holds a tensor to add to (`Epi::accumulating`).
+    let accumulate = epi.accumulates();
     let task = |t: usize| {
         let (nb, run, part) = (t / (runs * parts), t / parts % runs, t % parts);
         let (n, grp) = (nb / g.groups, nb % g.groups);
@@ -447,8 +449,14 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                         // channels) of group grp of batch n at the pixels of its
                         // tiles [tile0, tile1).
                         let row = unsafe { raw.slice(ob + c * plane + p0, px.len()) };
-                        for (o, t) in row.iter_mut().zip(&tmp) {
-                            *o = t[c];
+                        if accumulate {
+                            for (o, t) in row.iter_mut().zip(&tmp) {
+                                *o += t[c];
+                            }
+                        } else {
+                            for (o, t) in row.iter_mut().zip(&tmp) {
+                                *o = t[c];
+                            }
                         }
                     }
                 }

@@ -830,7 +830,9 @@ mod bench {
     /// Times the direct kernel and the GEMM path on model shapes (one thread),
     /// warm and with the caches flushed before each run, best and median of 25:
     /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`
-    /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes).
+    /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes;
+    /// `BENCH_EPI=1` adds bias and relu, `BENCH_ACC=1` adds the results to the
+    /// output, as a conv2d written over its residual does).
     #[test]
     #[ignore]
     fn conv_direct_bench() {
@@ -902,7 +904,8 @@ mod bench {
             let w: Vec<f32> = (0..cout * cin * k * k).map(|i| (i % 5) as f32 * 0.01).collect();
             let st = [cin * k * k, k * k, k, 1];
             let packed = pack(&w, st, &g).unwrap();
-            let packed_oc = oclanes::pack(&w, st, &g).unwrap();
+            // On the bench's pool: the block size follows the pool's threads.
+            let packed_oc = pool.install(|| oclanes::pack(&w, st, &g)).unwrap();
             let Ok(Packed::A(pa)) = pack_filter(InputLayout::Nchw, 1, [cout, cin, k, k], &w) else { panic!() };
             let wt = Filter { w: &[], fm: FilterMat { rs: 0, cs: 0, group: 0 }, packed: GemmWeights::A(&pa) };
             let mut dst = vec![0f32; cout * out * out];
@@ -912,6 +915,13 @@ mod bench {
             let epi_relu = Epi::new(&stages, &[]).unwrap();
             let bias_v: Vec<f32> = (0..cout).map(|i| (i % 3) as f32 * 0.1 - 0.1).collect();
             let (bias, epi) = if with_epi { (Some(&bias_v[..]), &epi_relu) } else { (None, &Epi::NONE) };
+            let epi_acc;
+            let epi = if std::env::var("BENCH_ACC").is_ok_and(|v| v == "1") {
+                epi_acc = Epi::new(&stages, &[]).unwrap().accumulating();
+                &epi_acc
+            } else {
+                epi
+            };
             let flops = 2.0 * (cout * cin * k * k * out * out) as f64;
             let kk = cin * k * k;
             let mut line = format!("{cin}->{cout} {k}x{k} s{s} @{hw} suits {} {}:", suits(&g), oclanes::suits(&g));

@@ -296,12 +296,16 @@ impl Post {
 }
 
 /// How many B panels ahead a tile requests its row's later tile of C for
-/// writing (`Tile::next_c`), when C is written without being read: the tiles of
-/// a panel write `mc` rows far apart, more streams than the hardware prefetchers
-/// follow, so each store would wait for its line. Interleaved on a Zen 5 against
-/// none: MobileNetV2 one thread 5.21/5.31 -> 5.01/4.87 ms (its 16 -> 96 1x1 at
-/// 112x112 writes 4.8 MB), two threads 3.19/3.27 -> 3.18/3.00, ResNet-50 39.08/
-/// 38.87 -> 38.79/38.55; 2 panels ahead measured between.
+/// writing (`Tile::next_c`): the tiles of a panel write `mc` rows far apart, more
+/// streams than the hardware prefetchers follow, so each store would wait for
+/// its line. Interleaved on a Zen 5 against none, C written without being read:
+/// MobileNetV2 one thread 5.21/5.31 -> 5.01/4.87 ms (its 16 -> 96 1x1 at 112x112
+/// writes 4.8 MB), two threads 3.19/3.27 -> 3.18/3.00, ResNet-50 39.08/38.87 ->
+/// 38.79/38.55; 2 panels ahead measured between. When C is read too (a later K
+/// slice, or a conv2d written over its residual), its loads wait on the lines
+/// all the more: 64 -> 256 1x1 at 56x56 adding to a C in memory 0.88-0.92 ->
+/// 0.73-0.77 ms (`conv_direct_bench`, BENCH_ACC=1, cold); ResNet-50 one
+/// thread, five alternating runs, mean of medians 36.11 -> 35.92 ms.
 const PF_C_PANELS: usize = 4;
 
 /// How many A micro-panels ahead the first B panel's pass over a packed A block
@@ -700,7 +704,7 @@ impl Geometry {
                                     std::ptr::null()
                                 },
                                 post: post.map(|p| p.at(i, j, &dst)),
-                                next_c: if !acc && jp + PF_C_PANELS < panels {
+                                next_c: if jp + PF_C_PANELS < panels {
                                     dst.at(i, j + PF_C_PANELS * nr)
                                 } else {
                                     std::ptr::null_mut()

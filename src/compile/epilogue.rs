@@ -102,6 +102,7 @@ fn extend(g: &Graph, producer: &Operator, stage: Stage, extra: Option<OperandId>
         Op::ConvTranspose2d(attrs) => FusedOp::ConvTranspose2d { attrs: attrs.clone(), epilogue: Epilogue::default() },
         Op::Matmul => FusedOp::Matmul { has_bias: false, epilogue: Epilogue::default() },
         Op::Gemm(o) => FusedOp::Gemm { options: *o, epilogue: Epilogue::default() },
+        Op::Fused(FusedOp::Subsample { .. }) => return None,
         Op::Fused(f) => f.clone(),
         _ => return None,
     };

@@ -124,6 +124,11 @@ pub enum FusedOp {
     /// (`compile::concat`), its own epilogue then `epilogue`. Inputs: each
     /// part's (input, filter, [bias]) in order. No epilogue adds a tensor.
     ConcatConv2d { parts: Vec<ConcatPart>, epilogue: Epilogue },
+    /// Every `strides[0]`-th row and `strides[1]`-th column of each plane of an
+    /// nchw tensor: the input, read once, of the 1x1 conv2d operators with
+    /// those strides that `compile::subsample` turned into unit-stride ones. Its
+    /// epilogue stays empty (nothing is fused into it).
+    Subsample { strides: [usize; 2], epilogue: Epilogue },
 }
 
 /// A conv2d operator's attributes and epilogue (plain or already fused), when
@@ -153,6 +158,7 @@ impl FusedOp {
             FusedOp::Chain(_) => "element-wise chain (fused)",
             FusedOp::PointwiseDepthwise { .. } => "conv2d 1x1 + depthwise conv2d (fused)",
             FusedOp::ConcatConv2d { .. } => "conv2d into concat (fused)",
+            FusedOp::Subsample { .. } => "subsample (conv2d input)",
         }
     }
 
@@ -164,6 +170,7 @@ impl FusedOp {
             | FusedOp::Gemm { epilogue, .. }
             | FusedOp::PointwiseDepthwise { epilogue, .. }
             | FusedOp::ConcatConv2d { epilogue, .. }
+            | FusedOp::Subsample { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }
@@ -176,6 +183,7 @@ impl FusedOp {
             | FusedOp::Gemm { epilogue, .. }
             | FusedOp::PointwiseDepthwise { epilogue, .. }
             | FusedOp::ConcatConv2d { epilogue, .. }
+            | FusedOp::Subsample { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }

@@ -18,6 +18,8 @@
 //!   it into one operator computed in bands of rows (`Op::Fused`);
 //! - `concat`: nchw conv2d outputs that only a channel concat reads, computed
 //!   straight into the concatenation (`Op::Fused`);
+//! - `subsample`: strided 1x1 conv2d operators that widen a tensor read one
+//!   subsampled copy of it at unit strides (`Op::Fused`);
 //! - `widen`: float16 computed in float32 inside the graph, converted once at its
 //!   inputs, constants and outputs (CPU);
 //! - `compact`: renumbers the operand arena, dropping constants and operands no
@@ -41,6 +43,7 @@ pub mod epilogue;
 pub mod fold;
 pub mod fused;
 pub mod prepack;
+pub mod subsample;
 pub mod widen;
 
 #[cfg(test)]
@@ -121,6 +124,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     });
     pass("bias", passes.bias, &mut g, &|g| {
         bias::run(g);
+    });
+    // `WEBNN_CPU_SUBSAMPLE=0` keeps strided 1x1 convolutions as they are (A/B).
+    let subsample = passes.epilogue && std::env::var_os("WEBNN_CPU_SUBSAMPLE").is_none_or(|v| v != "0");
+    pass("subsample", subsample, &mut g, &|g| {
+        subsample::run(g);
     });
     pass("prepack", passes.prepack, &mut g, &|g| {
         prepack::run(g);

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::epilogue::{Bias, Epi};
 use super::kernels::element::{as_elems, as_elems_mut};
-use super::kernels::{conv, matmul, Tensor};
+use super::kernels::{conv, matmul, movement, Tensor};
 use crate::compile::fused::{ConcatPart, Epilogue, FusedOp, Stage};
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -54,6 +54,7 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
             matmul::gemm_fused(a, b, Some(c), options, &epi, out, out_shape)
         }
         (FusedOp::Chain(_), [x]) => chain(x, &epi, out),
+        (FusedOp::Subsample { strides, .. }, [x]) if epi.is_empty() => movement::subsample_nchw(x, *strides, out, out_shape),
         (FusedOp::ConcatConv2d { parts, epilogue }, own) if extra == 0 => concat_convs(parts, epilogue, own, out, out_shape),
         (FusedOp::PointwiseDepthwise { pointwise, pointwise_epilogue, depthwise, .. }, own) if extra == 0 && pointwise_epilogue.extra_inputs() == 0 => {
             let epi1 = Epi::new(&pointwise_epilogue.stages, &[])?;

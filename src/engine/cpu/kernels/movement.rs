@@ -5,8 +5,10 @@
 use rayon::prelude::*;
 
 use super::broadcast::par_rows;
+use super::element::{as_elems, as_elems_mut};
 use super::Tensor;
 use crate::error::{Result, WebnnError};
+use crate::graph::DataType;
 
 fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
@@ -191,6 +193,79 @@ pub fn slice(input: &Tensor, starts: &[usize], sizes: &[usize], out: &mut [u8]) 
     gather(&Window { src: input.data, base, strides }, sizes, input.data_type.byte_size(), out)
 }
 
+/// Every `strides[0]`-th row and `strides[1]`-th column of each plane of an nchw
+/// tensor (`FusedOp::Subsample`, the input of 1x1 conv2d operators with those
+/// strides): output `[n, c, oh, ow]` with `out[.., y, x] = in[.., y * s0, x * s1]`.
+/// float32 at column stride 2 picks the even lanes of two vectors at a time
+/// (AVX-512); anything else is a strided gather.
+pub fn subsample_nchw(input: &Tensor, strides: [usize; 2], out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let internal = |what: &str| WebnnError::Operation(format!("internal: subsample: {what}"));
+    let (&[n, c, h, w], &[on, oc, oh, ow]) = (input.shape, out_shape) else { return Err(internal("rank")) };
+    let [s0, s1] = strides;
+    let fits = |o: usize, i: usize, s: usize| s > 0 && (o == 0 || (o - 1).checked_mul(s).is_some_and(|last| last < i));
+    if on != n || oc != c || !fits(oh, h, s0) || !fits(ow, w, s1) {
+        return Err(internal("shapes"));
+    }
+    let plane = h * w;
+    if input.data_type == DataType::Float32 && s1 == 2 && ow > 0 && oh > 0 {
+        let src = as_elems::<f32>(input.data)?;
+        let dst = as_elems_mut::<f32>(out)?;
+        if src.len() != n * c * plane || dst.len() != n * c * oh * ow {
+            return Err(internal("sizes"));
+        }
+        par_rows(dst, ow, |rows, chunk| {
+            for (r, row) in rows.zip(chunk.chunks_exact_mut(ow)) {
+                let at = r / oh * plane + r % oh * s0 * w;
+                // Columns 0, 2, .., 2 (ow - 1) of the row: within it (`fits`).
+                evens(&src[at..at + 2 * ow - 1], row);
+            }
+        });
+        return Ok(());
+    }
+    let window = Window { src: input.data, base: 0, strides: vec![c * plane, plane, s0 * w, s1] };
+    gather(&window, out_shape, input.data_type.byte_size(), out)
+}
+
+/// `dst[j] = src[2 * j]`, `src` holding `2 * dst.len() - 1` floats.
+fn evens(src: &[f32], dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::level() == super::simd::Level::Avx512 && src.len() + 1 >= 2 * dst.len() {
+        // SAFETY: the CPU has AVX-512 (`level`), and the length was checked.
+        unsafe { evens_avx512(src, dst) };
+        return;
+    }
+    for (j, d) in dst.iter_mut().enumerate() {
+        *d = src[2 * j];
+    }
+}
+
+/// # Safety
+/// The CPU has AVX-512F; `src.len() + 1 >= 2 * dst.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn evens_avx512(src: &[f32], dst: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let mut j = 0;
+    // Whole vectors while the 32 source floats lie in `src`.
+    while 2 * j + 32 <= src.len() {
+        let lo = _mm512_loadu_ps(sp.add(2 * j));
+        let hi = _mm512_loadu_ps(sp.add(2 * j + 16));
+        _mm512_storeu_ps(dp.add(j), _mm512_permutex2var_ps(lo, idx, hi));
+        j += 16;
+    }
+    // The rest (fewer than 16 outputs), with masked loads and store.
+    let left = dst.len() - j;
+    if left > 0 {
+        let srcs = src.len() - 2 * j;
+        let mask = |n: usize| ((1u32 << n.min(16)) - 1) as __mmask16;
+        let lo = _mm512_maskz_loadu_ps(mask(srcs), sp.add(2 * j));
+        let hi = _mm512_maskz_loadu_ps(mask(srcs.saturating_sub(16)), sp.add(2 * j + 16));
+        _mm512_mask_storeu_ps(dp.add(j), mask(left), _mm512_permutex2var_ps(lo, idx, hi));
+    }
+}
+
 /// split: consecutive slices along `axis`, one per output.
 pub fn split(input: &Tensor, axis: usize, outs: &mut [(&mut [u8], &[usize])]) -> Result<()> {
     let mut starts = vec![0; input.shape.len()];
@@ -261,6 +336,47 @@ mod tests {
 
     fn t<'a>(data: &'a [u8], shape: &'a [usize]) -> Tensor<'a> {
         Tensor { data, shape, data_type: DataType::Uint8 }
+    }
+
+    /// out[b][c][y][x] = in[b][c][y * s0][x * s1], by the definition, for float32
+    /// at column stride 2 (whole vectors and their tails, at every SIMD level),
+    /// other strides, and a 2-byte type (the gather).
+    #[test]
+    fn subsample_picks_every_strided_element() {
+        use crate::engine::cpu::kernels::simd::tests::at_each_level;
+        let cases = [([2, 3, 9, 11], [2, 2]), ([1, 2, 5, 70], [2, 2]), ([1, 2, 7, 65], [3, 2]), ([1, 3, 10, 13], [2, 3]), ([1, 1, 4, 1], [2, 2])];
+        for (shape, s) in cases {
+            let [n, c, h, w] = shape;
+            let (oh, ow) = ((h - 1) / s[0] + 1, (w - 1) / s[1] + 1);
+            let x: Vec<f32> = (0..n * c * h * w).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let want: Vec<f32> = (0..n * c * oh * ow)
+                .map(|o| {
+                    let (p, y, xx) = (o / (oh * ow), o / ow % oh, o % ow);
+                    x[p * h * w + y * s[0] * w + xx * s[1]]
+                })
+                .collect();
+            let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let out_shape = [n, c, oh, ow];
+            at_each_level(|_| {
+                let mut out = vec![0u8; want.len() * 4];
+                let input = Tensor { data: &bytes, shape: &shape, data_type: DataType::Float32 };
+                subsample_nchw(&input, s, &mut out, &out_shape).unwrap();
+                let got: Vec<f32> = out.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                assert_eq!(got, want, "{shape:?} {s:?}");
+            });
+            let halves: Vec<u8> = (0..n * c * h * w).flat_map(|i| (i as u16).to_le_bytes()).collect();
+            let mut out = vec![0u8; want.len() * 2];
+            let input = Tensor { data: &halves, shape: &shape, data_type: DataType::Float16 };
+            subsample_nchw(&input, s, &mut out, &out_shape).unwrap();
+            let got: Vec<u16> = out.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+            let want16: Vec<u16> = want.iter().map(|v| ((v + 3.0) * 2.0) as u16).collect();
+            assert_eq!(got, want16, "{shape:?} {s:?} (2-byte)");
+        }
+        // Shapes that disagree with the strides are an error, not a panic.
+        let x = vec![0u8; 4 * 16];
+        let input = Tensor { data: &x, shape: &[1, 1, 4, 4], data_type: DataType::Float32 };
+        assert!(subsample_nchw(&input, [2, 2], &mut [0u8; 4 * 9], &[1, 1, 3, 3]).is_err());
+        assert!(subsample_nchw(&input, [0, 2], &mut [0u8; 4 * 4], &[1, 1, 2, 2]).is_err());
     }
 
     #[test]

@@ -653,6 +653,54 @@ mod tests {
         }
     }
 
+    /// Runs `g` with `passes` on a pool of `threads` threads (the kernels split
+    /// their work over it), inputs in [-2, 2) from `seed`.
+    fn execute_on(g: &Graph, passes: Passes, threads: usize, seed: u64) -> Vec<Vec<f64>> {
+        use crate::compile::testing::{decode, encode};
+        let plan = CpuEngine::new(threads).unwrap().compile_with(g.clone(), passes).unwrap();
+        let mut inputs: Vec<Vec<u8>> = g
+            .inputs
+            .iter()
+            .map(|(_, id)| {
+                let d = &g.operands[*id].desc;
+                let v: Vec<f64> = (0..d.element_count() as u64).map(|i| ((i * 7919 + seed * 104_729) % 997) as f64 / 250.0 - 2.0).collect();
+                encode(d.data_type, &v)
+            })
+            .collect();
+        let mut outputs: Vec<Vec<u8>> = g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
+        let bindings = Bindings {
+            inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
+            outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
+            cancel: Default::default(),
+        };
+        plan.pool.install(|| plan.run_guarded(&bindings)).unwrap();
+        g.outputs.iter().zip(&outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect()
+    }
+
+    /// The same on two threads, where the GEMM and the channels-along-lanes
+    /// kernel split the output among tasks that each add to their own part.
+    #[test]
+    fn output_over_its_residual_agrees_on_two_threads() {
+        let nchw = InputLayout::Nchw;
+        let f32 = DataType::Float32;
+        let cases: [Case; 3] = [
+            ([1, 64, 24, 24], 96, 1, 1, 0, 1, nchw, f32),
+            ([1, 600, 14, 14], 64, 1, 1, 0, 1, nchw, f32),
+            ([1, 256, 7, 7], 128, 1, 1, 0, 1, nchw, f32),
+        ];
+        for case in cases {
+            let g = residual_graph(case, Residual::Fresh);
+            assert_eq!(in_place_steps(&g, Passes::ALL), 1, "{case:?}");
+            let want = execute_on(&g, Passes::NONE, 2, 5);
+            let got = execute_on(&g, Passes::ALL, 2, 5);
+            let scale = want[0].iter().fold(0f64, |m, v| m.max(v.abs()));
+            assert!(scale > 0.0);
+            for (i, (a, b)) in want[0].iter().zip(&got[0]).enumerate() {
+                assert!((a - b).abs() <= 1e-5 * scale, "{case:?} [{i}]: unfused {a} vs in place {b}");
+            }
+        }
+    }
+
     /// The output keeps a buffer of its own where the residual is read after
     /// the conv, is a graph input, is the conv's own input, or where
     /// the kernel cannot add to its output (nhwc, depthwise, the direct kernel

@@ -69,7 +69,17 @@ pub fn ops(g: &Graph) -> Vec<&'static str> {
 /// Runs `g` on the CPU engine (one thread) with the given passes and seeded
 /// random inputs in [-2, 2); returns each output as float64 values.
 pub fn execute(g: &Graph, passes: Passes, seed: u64) -> Vec<Vec<f64>> {
-    let engine = CpuEngine::new(1).unwrap();
+    run_graph(g, passes, 1, false, seed)
+}
+
+/// `execute` on an engine of `threads` threads, run on its pool (so the
+/// kernels split their work among that many).
+pub fn execute_on(g: &Graph, passes: Passes, threads: usize, seed: u64) -> Vec<Vec<f64>> {
+    run_graph(g, passes, threads, true, seed)
+}
+
+fn run_graph(g: &Graph, passes: Passes, threads: usize, pooled: bool, seed: u64) -> Vec<Vec<f64>> {
+    let engine = CpuEngine::new(threads).unwrap();
     let plan = engine.compile_with(g.clone(), passes).unwrap();
     let mut b = Builder::new();
     b.state ^= seed.wrapping_mul(0x1234_5678_9abc_def1) | 1;
@@ -89,7 +99,11 @@ pub fn execute(g: &Graph, passes: Passes, seed: u64) -> Vec<Vec<f64>> {
         outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
         cancel: Default::default(),
     };
-    plan.run_inline(&bindings).unwrap();
+    if pooled {
+        plan.run_pooled(&bindings).unwrap();
+    } else {
+        plan.run_inline(&bindings).unwrap();
+    }
     g.outputs.iter().zip(&outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect()
 }
 

@@ -504,6 +504,13 @@ impl CpuPlan {
 }
 
 impl CpuPlan {
+    /// `run_guarded` on the plan's pool (tests: the kernels split their work as
+    /// in a compute).
+    #[cfg(test)]
+    pub(crate) fn run_pooled(&self, bindings: &Bindings) -> Result<()> {
+        self.pool.install(|| self.run_guarded(bindings))
+    }
+
     /// `run` with any panic (a bug) turned into an OperationError.
     fn run_guarded(&self, bindings: &Bindings) -> Result<()> {
         catch_unwind(AssertUnwindSafe(|| self.run(bindings))).unwrap_or_else(|p| {
@@ -539,7 +546,7 @@ impl Executable for CpuPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::testing::{execute, Builder};
+    use crate::compile::testing::{execute, execute_on, Builder};
     use crate::graph::DataType;
     use crate::ops::conv::{Conv2dOptions, InputLayout};
     use crate::ops::{BinaryKind, UnaryKind};
@@ -618,6 +625,15 @@ mod tests {
         plan.steps.iter().filter(|s| s.in_place).count()
     }
 
+    /// Output 0 of `want` and `got` agree within 1e-5 of the largest magnitude.
+    fn assert_close(case: &Case, want: &[Vec<f64>], got: &[Vec<f64>]) {
+        let scale = want[0].iter().fold(0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 0.0);
+        for (i, (a, b)) in want[0].iter().zip(&got[0]).enumerate() {
+            assert!((a - b).abs() <= 1e-5 * scale, "{case:?} [{i}]: unfused {a} vs in place {b}");
+        }
+    }
+
     /// A conv2d whose output takes its residual's buffer computes what the
     /// unfused plan does (conv2d, add and relu as three kernels), on each kernel
     /// that adds to its output: the GEMM over a whole plane, over pixel blocks,
@@ -642,39 +658,9 @@ mod tests {
             assert_eq!(in_place_steps(&g, Passes::ALL), 1, "{case:?}");
             assert_eq!(in_place_steps(&g, no_in_place), 0, "{case:?}");
             for seed in [1, 2] {
-                let want = execute(&g, Passes::NONE, seed);
-                let got = execute(&g, Passes::ALL, seed);
-                let scale = want[0].iter().fold(0f64, |m, v| m.max(v.abs()));
-                assert!(scale > 0.0);
-                for (i, (a, b)) in want[0].iter().zip(&got[0]).enumerate() {
-                    assert!((a - b).abs() <= 1e-5 * scale, "{case:?} [{i}]: unfused {a} vs in place {b}");
-                }
+                assert_close(&case, &execute(&g, Passes::NONE, seed), &execute(&g, Passes::ALL, seed));
             }
         }
-    }
-
-    /// Runs `g` with `passes` on a pool of `threads` threads (the kernels split
-    /// their work over it), inputs in [-2, 2) from `seed`.
-    fn execute_on(g: &Graph, passes: Passes, threads: usize, seed: u64) -> Vec<Vec<f64>> {
-        use crate::compile::testing::{decode, encode};
-        let plan = CpuEngine::new(threads).unwrap().compile_with(g.clone(), passes).unwrap();
-        let mut inputs: Vec<Vec<u8>> = g
-            .inputs
-            .iter()
-            .map(|(_, id)| {
-                let d = &g.operands[*id].desc;
-                let v: Vec<f64> = (0..d.element_count() as u64).map(|i| ((i * 7919 + seed * 104_729) % 997) as f64 / 250.0 - 2.0).collect();
-                encode(d.data_type, &v)
-            })
-            .collect();
-        let mut outputs: Vec<Vec<u8>> = g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
-        let bindings = Bindings {
-            inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
-            outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
-            cancel: Default::default(),
-        };
-        plan.pool.install(|| plan.run_guarded(&bindings)).unwrap();
-        g.outputs.iter().zip(&outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect()
     }
 
     /// The same on two threads, where the GEMM and the channels-along-lanes
@@ -691,13 +677,7 @@ mod tests {
         for case in cases {
             let g = residual_graph(case, Residual::Fresh);
             assert_eq!(in_place_steps(&g, Passes::ALL), 1, "{case:?}");
-            let want = execute_on(&g, Passes::NONE, 2, 5);
-            let got = execute_on(&g, Passes::ALL, 2, 5);
-            let scale = want[0].iter().fold(0f64, |m, v| m.max(v.abs()));
-            assert!(scale > 0.0);
-            for (i, (a, b)) in want[0].iter().zip(&got[0]).enumerate() {
-                assert!((a - b).abs() <= 1e-5 * scale, "{case:?} [{i}]: unfused {a} vs in place {b}");
-            }
+            assert_close(&case, &execute_on(&g, Passes::NONE, 2, 5), &execute_on(&g, Passes::ALL, 2, 5));
         }
     }
 

@@ -620,6 +620,13 @@ mod tests {
         b.b.build(&outs).unwrap()
     }
 
+    /// Holds the SIMD level at the machine's own for a test: which kernel a
+    /// conv2d takes, and so whether its output may go over its residual, follows
+    /// the level, which other tests cap (`simd::force`) while they run.
+    fn own_level() -> std::sync::MutexGuard<'static, ()> {
+        kernels::simd::tests::FORCE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn in_place_steps(g: &Graph, passes: Passes) -> usize {
         let plan = CpuEngine::new(1).unwrap().compile_with(g.clone(), passes).unwrap();
         plan.steps.iter().filter(|s| s.in_place).count()
@@ -641,6 +648,7 @@ mod tests {
     /// group, and the channels-along-lanes kernel (small planes).
     #[test]
     fn output_over_its_residual_agrees_with_the_unfused_plan() {
+        let _level = own_level();
         let nchw = InputLayout::Nchw;
         let f32 = DataType::Float32;
         let cases: [Case; 7] = [
@@ -667,6 +675,7 @@ mod tests {
     /// kernel split the output among tasks that each add to their own part.
     #[test]
     fn output_over_its_residual_agrees_on_two_threads() {
+        let _level = own_level();
         let nchw = InputLayout::Nchw;
         let f32 = DataType::Float32;
         let cases: [Case; 3] = [
@@ -687,6 +696,7 @@ mod tests {
     /// of 3-channel stems); results still agree with the unfused plan.
     #[test]
     fn output_keeps_its_own_buffer_otherwise() {
+        let _level = own_level();
         let nchw = InputLayout::Nchw;
         let f32 = DataType::Float32;
         let base: Case = ([1, 64, 20, 20], 32, 1, 1, 0, 1, nchw, f32);

@@ -244,25 +244,24 @@ fn evens(src: &[f32], dst: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn evens_avx512(src: &[f32], dst: &mut [f32]) {
+    use super::simd::{even_lanes, first_lanes};
     use std::arch::x86_64::*;
-    let idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     let mut j = 0;
     // Whole vectors while the 32 source floats lie in `src`.
     while 2 * j + 32 <= src.len() {
         let lo = _mm512_loadu_ps(sp.add(2 * j));
         let hi = _mm512_loadu_ps(sp.add(2 * j + 16));
-        _mm512_storeu_ps(dp.add(j), _mm512_permutex2var_ps(lo, idx, hi));
+        _mm512_storeu_ps(dp.add(j), even_lanes(lo, hi));
         j += 16;
     }
     // The rest (fewer than 16 outputs), with masked loads and store.
     let left = dst.len() - j;
     if left > 0 {
         let srcs = src.len() - 2 * j;
-        let mask = |n: usize| ((1u32 << n.min(16)) - 1) as __mmask16;
-        let lo = _mm512_maskz_loadu_ps(mask(srcs), sp.add(2 * j));
-        let hi = _mm512_maskz_loadu_ps(mask(srcs.saturating_sub(16)), sp.add(2 * j + 16));
-        _mm512_mask_storeu_ps(dp.add(j), mask(left), _mm512_permutex2var_ps(lo, idx, hi));
+        let lo = _mm512_maskz_loadu_ps(first_lanes(srcs), sp.add(2 * j));
+        let hi = _mm512_maskz_loadu_ps(first_lanes(srcs.saturating_sub(16)), sp.add(2 * j + 16));
+        _mm512_mask_storeu_ps(dp.add(j), first_lanes(left), even_lanes(lo, hi));
     }
 }
 

@@ -553,7 +553,7 @@ mod max_f32 {
         }
         #[inline(always)]
         unsafe fn load_first(p: *const f32, n: usize) -> Self {
-            Z(_mm512_mask_loadu_ps(_mm512_set1_ps(f32::NEG_INFINITY), first_lanes(n), p))
+            Z(_mm512_mask_loadu_ps(_mm512_set1_ps(f32::NEG_INFINITY), simd::first_lanes(n), p))
         }
         #[inline(always)]
         unsafe fn store(p: *mut f32, v: Self) {
@@ -561,7 +561,7 @@ mod max_f32 {
         }
         #[inline(always)]
         unsafe fn store_first(p: *mut f32, n: usize, v: Self) {
-            _mm512_mask_storeu_ps(p, first_lanes(n), v.0)
+            _mm512_mask_storeu_ps(p, simd::first_lanes(n), v.0)
         }
         #[inline(always)]
         unsafe fn max_nan(acc: Self, x: Self) -> Self {
@@ -572,15 +572,8 @@ mod max_f32 {
         }
         #[inline(always)]
         unsafe fn evens(lo: Self, hi: Self) -> Self {
-            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-            Z(_mm512_permutex2var_ps(lo.0, even, hi.0))
+            Z(simd::even_lanes(lo.0, hi.0))
         }
-    }
-
-    /// Mask of the first `n` (<= 16) lanes.
-    #[inline(always)]
-    fn first_lanes(n: usize) -> __mmask16 {
-        ((1u32 << n.min(16)) - 1) as __mmask16
     }
 
     /// AVX2: 8 floats.

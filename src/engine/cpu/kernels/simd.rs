@@ -147,6 +147,26 @@ pub unsafe fn store_lanes(p: *mut f32, m: std::arch::x86_64::__mmask16, v: std::
     }
 }
 
+/// The mask of the first `n` of 16 lanes (all 16 when `n >= 16`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn first_lanes(n: usize) -> std::arch::x86_64::__mmask16 {
+    ((1u32 << n.min(16)) - 1) as std::arch::x86_64::__mmask16
+}
+
+/// The even lanes of `lo` then those of `hi`: 16 floats read at stride 2 from
+/// the 32 in the two vectors.
+///
+/// # Safety
+/// As [`load_lanes`]: the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn even_lanes(lo: std::arch::x86_64::__m512, hi: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    _mm512_permutex2var_ps(lo, even, hi)
+}
+
 /// Whether environment variable `var` is set to `value`, read once into `cell`
 /// (the A/B switches that keep a kernel out for timing comparisons).
 pub(crate) fn env_is(cell: &'static OnceLock<bool>, var: &str, value: &str) -> bool {

@@ -172,8 +172,7 @@ pub(super) mod avx512 {
 
     /// Lanes `off..off + 16` of a `cols`-wide row, as a load/store mask.
     fn mask(cols: usize, off: usize) -> __mmask16 {
-        let n = cols.saturating_sub(off).min(16);
-        ((1u32 << n) - 1) as __mmask16
+        crate::engine::cpu::kernels::simd::first_lanes(cols.saturating_sub(off))
     }
 
     /// # Safety

@@ -25,6 +25,7 @@ mod matmul;
 mod pooling;
 mod recurrent;
 mod reduction;
+mod wake;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade
 /// turns them into a `TypeError` or a `DOMException` of that name.
@@ -86,6 +87,9 @@ struct InFlight {
     count: Mutex<usize>,
     idle: Condvar,
     cancel: Arc<AtomicBool>,
+    /// Wakes the JS thread ahead of a compute's end (`wake.rs`); `None` when
+    /// turned off or when it could not be created.
+    waker: Option<Arc<wake::Waker>>,
 }
 
 impl InFlight {
@@ -108,7 +112,11 @@ impl InFlight {
         if let Some(existing) = env.get_instance_data::<Arc<InFlight>>()? {
             return Ok(existing.clone());
         }
-        let tracker = Arc::new(InFlight::default());
+        // The wake-up's threadsafe function first: cleanup hooks run newest
+        // first, so `wait_idle` (which waits for every compute, the last users of
+        // the function) runs before the function's own cleanup.
+        let waker = if wake::enabled() { wake::Waker::new(env).ok().map(Arc::new) } else { None };
+        let tracker = Arc::new(InFlight { waker, ..InFlight::default() });
         env.set_instance_data(tracker.clone(), (), |_| {})?;
         env.add_env_cleanup_hook(tracker.clone(), |t| t.wait_idle())?;
         Ok(tracker)
@@ -486,13 +494,15 @@ impl NativeGraph {
         // else aliases them while the execution runs.
         let inputs = inputs.into_iter().map(|mut v| host(unsafe { v.as_mut() })).collect();
         let outputs = outputs.into_iter().map(|o| o.map(|mut v| host(unsafe { v.as_mut() }))).collect();
-        let bindings = Bindings { inputs, outputs, cancel: self.in_flight.cancel.clone() };
+        let mut bindings = Bindings { inputs, outputs, cancel: self.in_flight.cancel.clone(), early: None };
         if self.exec.prefers_inline() {
             // Tiny graphs: computing takes less than handing off to a thread; the
             // facade still settles the compute() promise asynchronously.
             self.exec.run_inline(&bindings).map_err(to_js)?;
             return Ok(None);
         }
+        let notice = self.in_flight.waker.as_ref().map(|w| w.notice());
+        bindings.early = notice.clone().map(|n| n as Arc<dyn crate::engine::EarlyNotice>);
         let (deferred, promise) = env.create_deferred()?;
         let guard = self.in_flight.start();
         self.exec.clone().execute(
@@ -501,6 +511,11 @@ impl NativeGraph {
                 match result {
                     Ok(()) => deferred.resolve(|_| Ok(())),
                     Err(e) => deferred.reject(to_js(e)),
+                }
+                // After the settle is queued: a JS thread waiting on the notice
+                // then finds it without sleeping again.
+                if let Some(n) = notice {
+                    n.finish();
                 }
                 drop(guard);
             }),

@@ -98,6 +98,7 @@ fn run_graph(g: &Graph, passes: Passes, threads: usize, pooled: bool, seed: u64)
         inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
         outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
         cancel: Default::default(),
+        early: None,
     };
     if pooled {
         plan.run_pooled(&bindings).unwrap();

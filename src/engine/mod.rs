@@ -34,6 +34,22 @@ pub struct Bindings {
     /// Set when the JS environment is tearing down: engines stop at the next step
     /// boundary (the results would have nowhere to go).
     pub cancel: Arc<AtomicBool>,
+    /// Who wants to know shortly before the execution finishes (`EarlyNotice`);
+    /// `None` on paths that return on the calling thread.
+    pub early: Option<Arc<dyn EarlyNotice>>,
+}
+
+/// A compute's caller asks to be told a little before the execution ends, so that
+/// the thread that settles the compute() promise is awake when it does. Waking a
+/// sleeping thread costs tens of microseconds (far more in a VM whose idle vCPUs
+/// halt at once); an engine that knows about when it will finish calls `soon`
+/// `lead()` ahead, and the wake-up overlaps the last steps instead of following
+/// them.
+pub trait EarlyNotice: Send + Sync {
+    /// How long before its end the execution should call `soon`.
+    fn lead(&self) -> std::time::Duration;
+    /// The execution expects to end in about `remaining`. Called at most once.
+    fn soon(&self, remaining: std::time::Duration);
 }
 
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;

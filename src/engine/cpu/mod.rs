@@ -9,6 +9,7 @@
 //! large work across that same pool. Arenas are pooled per plan so repeated computes
 //! do not allocate.
 
+mod early;
 pub mod epilogue;
 pub mod fused;
 pub mod kernels;
@@ -226,6 +227,13 @@ pub struct CpuPlan {
     /// `WEBNN_CPU_PROFILE=N`: time spent per step, printed every N computes
     /// (`WEBNN_CPU_PROFILE_ROWS=M` lists the M slowest steps, 25 by default).
     profile: Option<Profile>,
+    /// Each step's recent time, for the compute's early notice (`early.rs`).
+    step_times: early::StepTimes,
+    /// Whether computes send early notices: only where the pool leaves a core to
+    /// the thread they wake, whose wait would otherwise take a core from the
+    /// pool's last steps (`benchmark/handoff.js`, 2 threads on 2 cores: a 1 ms
+    /// graph 36-150 us slower with notices, against 40 us faster on 1 thread).
+    notices: bool,
     /// Last, so it drops after the constants above: frees the packed weights
     /// (`kernels::prepacked`) that nothing needs any more.
     _purge: PurgePacked,
@@ -411,6 +419,8 @@ impl CpuPlan {
         Ok(CpuPlan {
             _purge: PurgePacked,
             profile,
+            step_times: early::StepTimes::new(steps.len()),
+            notices: pool.current_num_threads() < available_threads(),
             touched_bytes,
             pool,
             slots,
@@ -460,8 +470,13 @@ impl CpuPlan {
             Ok((ptr, len))
         };
         let mut times = Vec::new();
-        for step in &self.steps {
-            let started = self.profile.as_ref().map(|_| std::time::Instant::now());
+        let early = bindings.early.as_deref().filter(|_| self.notices);
+        let mut tracker = self.step_times.start(early);
+        for (i, step) in self.steps.iter().enumerate() {
+            if let Some(t) = &mut tracker {
+                t.before(i);
+            }
+            let started = (self.profile.is_some() || tracker.is_some()).then(std::time::Instant::now);
             if bindings.cancel.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(WebnnError::Operation("compute cancelled: the JS environment is shutting down".into()));
             }
@@ -484,7 +499,13 @@ impl CpuPlan {
             }
             run_op(&step.op, &ins, &mut outs, step.in_place)?;
             if let Some(t) = started {
-                times.push(t.elapsed().as_nanos() as u64);
+                let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                if let Some(tr) = &mut tracker {
+                    tr.after(i, ns);
+                }
+                if self.profile.is_some() {
+                    times.push(ns);
+                }
             }
         }
         if let Some(p) = &self.profile {

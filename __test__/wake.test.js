@@ -105,17 +105,22 @@ test.serial('concurrent computes of one graph each get their own exact results w
   }
 })
 
-test('a process that computes exits by itself, with notices on and off', (t) => {
-  const index = JSON.stringify(path.join(__dirname, '..', 'index.js'))
-  const nativePath = JSON.stringify(path.join(__dirname, '..', 'native.js'))
-  const code = `
-    const { ml, MLGraphBuilder } = require(${index})
-    ;(async () => {
+// Script text for a child process or worker: a one-thread context and `g`, eight
+// 64x64 matmuls by a matrix of 1/64 (each output element the mean of its row:
+// a constant input stays that constant, exactly).
+const averagingGraph = `
+      const { ml, MLGraphBuilder } = require(${JSON.stringify(path.join(__dirname, '..', 'index.js'))})
       const context = await ml.createContext({ numThreads: 1 })
       const b = new MLGraphBuilder(context)
       let y = b.input('x', { dataType: 'float32', dimensions: [64, 64] })
       for (let k = 0; k < 8; k++) y = b.matmul(y, b.constant({ dataType: 'float32', dimensions: [64, 64] }, new Float32Array(64 * 64).fill(1 / 64)))
-      const g = await b.build({ y })
+      const g = await b.build({ y })`
+
+test('a process that computes exits by itself, with notices on and off', (t) => {
+  const nativePath = JSON.stringify(path.join(__dirname, '..', 'native.js'))
+  const code = `
+    ;(async () => {
+      ${averagingGraph}
       let sum = 0
       for (let k = 0; k < 10; k++) {
         const r = await context.compute(g, { x: new Float32Array(64 * 64).fill(2) }, { y: new Float32Array(64 * 64) })
@@ -135,16 +140,10 @@ test('a process that computes exits by itself, with notices on and off', (t) => 
 })
 
 test('workers that compute repeatedly finish or are terminated cleanly with notices on', async (t) => {
-  const index = JSON.stringify(path.join(__dirname, '..', 'index.js'))
   const code = `
-    const { ml, MLGraphBuilder } = require(${index})
     const { parentPort, workerData } = require('node:worker_threads')
     ;(async () => {
-      const context = await ml.createContext({ numThreads: 1 })
-      const b = new MLGraphBuilder(context)
-      let y = b.input('x', { dataType: 'float32', dimensions: [64, 64] })
-      for (let k = 0; k < 8; k++) y = b.matmul(y, b.constant({ dataType: 'float32', dimensions: [64, 64] }, new Float32Array(64 * 64).fill(1 / 64)))
-      const g = await b.build({ y })
+      ${averagingGraph}
       for (let k = 0; k < workerData.runs; k++) {
         const r = await context.compute(g, { x: new Float32Array(64 * 64).fill(3) }, { y: new Float32Array(64 * 64) })
         if (k === 3) parentPort.postMessage(r.outputs.y[0])

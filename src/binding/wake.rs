@@ -10,6 +10,10 @@
 //! to sleep. The time the wake-up takes is measured each time (`lead`), so
 //! notices come as early as the thread needs and no earlier.
 //!
+//! The CPU engine sends notices only from contexts whose pool leaves a core to
+//! the JS thread (`CpuPlan::notices`): otherwise the wait would take a core from
+//! the compute's last steps.
+//!
 //! One threadsafe function per JS environment, created with the environment's
 //! compute tracker (`InFlight`) and unreferenced, so it never keeps the process
 //! alive. `WEBNN_EARLY_WAKE=0` turns the notices off (comparisons).
@@ -40,7 +44,10 @@ static SENT: AtomicU64 = AtomicU64::new(0);
 static WAITED: AtomicU64 = AtomicU64::new(0);
 static LONGEST_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 
-/// The counters above, for tests: `{ sent, waited, longestWaitUs }`.
+/// The counters above, for tests: `{ sent, waited, longestWaitUs }`. (Only JS
+/// calls it, through the addon's registration, which the Rust test build leaves
+/// out: hence the allowances.)
+#[cfg_attr(test, allow(dead_code))]
 #[napi_derive::napi(object)]
 pub struct WakeStats {
     pub sent: f64,
@@ -48,6 +55,7 @@ pub struct WakeStats {
     pub longest_wait_us: f64,
 }
 
+#[cfg_attr(test, allow(dead_code))]
 #[napi_derive::napi]
 pub fn wake_stats() -> WakeStats {
     WakeStats {

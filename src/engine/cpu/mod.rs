@@ -10,6 +10,7 @@
 //! do not allocate.
 
 mod early;
+mod pin;
 pub mod epilogue;
 pub mod fused;
 pub mod kernels;
@@ -50,6 +51,7 @@ fn shared_pool(threads: usize) -> Result<Arc<ThreadPool>> {
     let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("webnn-cpu-{i}"))
+        .start_handler(move |i| pin::worker_started(i, threads))
         .build()
         .map_err(|e| WebnnError::NotSupported(format!("cannot start {threads} CPU threads: {e}")))?;
     let pool = Arc::new(pool);

@@ -7,7 +7,8 @@
 //! two-thread compute then runs at one-thread speed. Measured on the 2-vCPU
 //! machine, MobileNetV2 on 2 threads right after an onnxruntime run: 4.77 /
 //! 4.82 ms unpinned, 3.08 / 3.08 ms pinned (onnxruntime's own runs 3.35-3.37
-//! either way); alone, 2.65-2.70 ms either way.
+//! either way); in a slower minute 4.62 / 4.69 -> 4.05 / 4.05 (onnxruntime
+//! 4.02-4.07); computing alone, 3.82-3.86 ms either way.
 //!
 //! Only a pool with one thread per allowed CPU is pinned, each thread to its
 //! own CPU: the pools are shared per thread count, so no two pinned threads

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::*;
 use napi::sys;
 
-use crate::engine::EarlyNotice;
+use crate::engine::cpu::kernels::simd;
+use crate::engine::{nanos, running_average, EarlyNotice};
 
 /// The first estimate of the wake-up's duration, before any was measured.
 const FIRST_LATENCY: Duration = Duration::from_micros(80);
@@ -67,8 +68,8 @@ pub fn wake_stats() -> WakeStats {
 
 /// Whether compute() asks for notices (`WEBNN_EARLY_WAKE=0`: no).
 pub(super) fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("WEBNN_EARLY_WAKE").map_or(true, |v| v != "0"))
+    static OFF: OnceLock<bool> = OnceLock::new();
+    !simd::env_is(&OFF, "WEBNN_EARLY_WAKE", "0")
 }
 
 /// One JS environment's wake-up channel.
@@ -118,7 +119,7 @@ impl Waker {
             ))?;
             check(sys::napi_unref_threadsafe_function(raw, tsfn))?;
         }
-        Ok(Waker { tsfn, latency_ns: Arc::new(AtomicU64::new(FIRST_LATENCY.as_nanos() as u64)) })
+        Ok(Waker { tsfn, latency_ns: Arc::new(AtomicU64::new(nanos(FIRST_LATENCY))) })
     }
 
     /// The notice of one compute.
@@ -194,8 +195,7 @@ unsafe extern "C" fn on_js_thread(env: sys::napi_env, _js: sys::napi_value, _ctx
     }
     let latency = item.sent.elapsed();
     let old = item.latency_ns.load(Ordering::Relaxed);
-    let new = (old.saturating_mul(3).saturating_add(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX))) / 4;
-    item.latency_ns.store(new, Ordering::Relaxed);
+    item.latency_ns.store(running_average(old, nanos(latency)), Ordering::Relaxed);
     let wait = (item.remaining.saturating_sub(latency) * 2 + Duration::from_micros(20)).min(MAX_WAIT);
     if item.done.load(Ordering::Acquire) {
         return;
@@ -208,5 +208,5 @@ unsafe extern "C" fn on_js_thread(env: sys::napi_env, _js: sys::napi_value, _ctx
         }
     }
     WAITED.fetch_add(1, Ordering::Relaxed);
-    LONGEST_WAIT_NS.fetch_max(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    LONGEST_WAIT_NS.fetch_max(nanos(start.elapsed()), Ordering::Relaxed);
 }

@@ -52,6 +52,18 @@ pub trait EarlyNotice: Send + Sync {
     fn soon(&self, remaining: std::time::Duration);
 }
 
+/// A duration in whole nanoseconds, saturating (the unit of `running_average`).
+pub(crate) fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `average` moved a quarter of the way to `sample`: the running averages behind
+/// an `EarlyNotice` (each step's time in the CPU plan, the wake-up's time in the
+/// binding).
+pub(crate) fn running_average(average: u64, sample: u64) -> u64 {
+    average.saturating_mul(3).saturating_add(sample) / 4
+}
+
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 
 pub trait Engine: Send + Sync {

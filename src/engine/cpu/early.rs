@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::engine::EarlyNotice;
+use crate::engine::{nanos, running_average, EarlyNotice};
 
 /// Computes of a plan that only measure before notices start.
 const WARM_UP: u64 = 2;
@@ -33,7 +33,7 @@ impl StepTimes {
         let early = early?;
         let warm = self.runs.fetch_add(1, Ordering::Relaxed) >= WARM_UP;
         let remaining = self.ns.iter().map(|t| t.load(Ordering::Relaxed)).sum();
-        let lead = u64::try_from(early.lead().as_nanos()).unwrap_or(u64::MAX);
+        let lead = nanos(early.lead());
         Some(Tracker { times: self, early, lead, remaining, armed: warm })
     }
 }
@@ -66,7 +66,7 @@ impl Tracker<'_> {
     pub(super) fn after(&mut self, i: usize, ns: u64) {
         let Some(slot) = self.times.ns.get(i) else { return };
         let old = slot.load(Ordering::Relaxed);
-        let new = if old == 0 { ns } else { (old.saturating_mul(3)).saturating_add(ns) / 4 };
+        let new = if old == 0 { ns } else { running_average(old, ns) };
         slot.store(new, Ordering::Relaxed);
         self.remaining = self.remaining.saturating_sub(old);
     }

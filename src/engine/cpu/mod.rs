@@ -501,7 +501,7 @@ impl CpuPlan {
             }
             run_op(&step.op, &ins, &mut outs, step.in_place)?;
             if let Some(t) = started {
-                let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let ns = super::nanos(t.elapsed());
                 if let Some(tr) = &mut tracker {
                     tr.after(i, ns);
                 }

@@ -22,9 +22,9 @@
 //! The filter is packed (`pack`) in blocks of `CB` output channels, tap by tap:
 //! at build time by the prepack pass when the filter is constant, else per call.
 //!
-//! An epilogue of a residual add and relu or clamp (`Post`, the GEMM's store
-//! form) is applied to each register tile as it is stored; any other runs as a
-//! pass over each finished block of channels while it is in cache. The store
+//! An epilogue of a residual add and relu or clamp (`store_post`, the GEMM's
+//! store form) is applied to each register tile as it is stored; any other runs
+//! as a pass over each finished block of channels while it is in cache. The store
 //! form against the pass (one Zen 5 core, warm bench, ms): 3 -> 64 3x3 stride 2
 //! at 224 0.266-0.271 -> 0.242-0.249, 64 at 56 0.98 -> 0.94-0.96, 16 -> 64 at 55
 //! 0.258 -> 0.244-0.252; SqueezeNet 1.1 one thread 0.03-0.1 ms faster in each of
@@ -40,6 +40,7 @@ use rayon::prelude::*;
 use super::depthwise::deal_phases;
 use super::{finish_nchw_block, Geometry, RawOut};
 use crate::engine::cpu::epilogue::Epi;
+use crate::engine::cpu::kernels::gemm::Post;
 use crate::engine::cpu::kernels::gemm_core::alloc_f32;
 use crate::engine::cpu::kernels::simd::{self, Level};
 use crate::error::{Result, WebnnError};
@@ -344,44 +345,22 @@ struct Slot {
     nseg: usize,
 }
 
-/// The epilogue as the register tiles apply it while storing: the residual
-/// (`add`, laid out as the output, or null) added, then clamped to [lo, hi]
-/// (max then min, which keep a NaN).
-#[derive(Clone, Copy)]
-struct Post {
-    add: *const f32,
-    lo: f32,
-    hi: f32,
-}
-
-// SAFETY: `add` points into an input tensor that outlives the convolution and
-// that nothing writes while it runs.
-unsafe impl Send for Post {}
-unsafe impl Sync for Post {}
-
-impl Post {
-    /// `epi` in that form (`Epi::as_clamp`), with a residual of the output's
-    /// `len` elements; `None` for any other (or an empty) epilogue.
-    fn of(epi: &Epi, len: usize) -> Option<Post> {
-        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        if epi.is_empty() || simd::env_is(&OFF, "WEBNN_CPU_DIRECT_POST", "0") {
-            return None;
-        }
-        let (add, lo, hi) = epi.as_clamp()?;
-        match add {
-            Some(a) if a.len() != len => None,
-            Some(a) => Some(Post { add: a.as_ptr(), lo, hi }),
-            None => Some(Post { add: std::ptr::null(), lo, hi }),
-        }
+/// The epilogue in the form the register tiles apply while storing, that of the
+/// GEMM kernels (`Post`, with no bias: the tiles start from it): a residual of
+/// the output's `len` elements, laid out as the output, added, then a clamp;
+/// `None` for any other (or an empty) epilogue.
+fn store_post(epi: &Epi, len: usize) -> Option<Post> {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if epi.is_empty() || simd::env_is(&OFF, "WEBNN_CPU_DIRECT_POST", "0") {
+        return None;
     }
-
-    /// One value as the tiles store it.
-    fn apply(&self, v: f32, at: usize) -> f32 {
-        // SAFETY: `at` indexes the output, which `add` (when set) matches.
-        let v = if self.add.is_null() { v } else { v + unsafe { *self.add.add(at) } };
-        let v = if v.is_nan() || v >= self.lo { v } else { self.lo };
-        if v.is_nan() || v <= self.hi { v } else { self.hi }
-    }
+    let (add, lo, hi) = epi.as_clamp()?;
+    let add = match add {
+        Some(a) if a.len() != len => return None,
+        Some(a) => a.as_ptr(),
+        None => std::ptr::null(),
+    };
+    Some(Post { bias: std::ptr::null(), add, lo, hi })
 }
 
 /// conv2d by the direct kernel (see the module comment); the filter packed at
@@ -418,8 +397,8 @@ pub(super) fn conv_nchw(
     let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
     let level = simd::level();
     // An epilogue of a residual add and a clamp (relu) is applied as each tile
-    // is stored (`Post`); any other runs as a pass over each finished block.
-    let post = Post::of(epi, dst.len());
+    // is stored (`store_post`); any other runs as a pass over each finished block.
+    let post = store_post(epi, dst.len());
     let task = |scratch: &mut Vec<f32>, slots: &mut Vec<Slot>, t: usize| -> Result<()> {
         if scratch.len() != band.len {
             *scratch = alloc_f32(band.len)?;
@@ -592,7 +571,9 @@ unsafe fn tile_portable(
                 row.copy_from_slice(&a[lo..hi]);
                 if let Some(p) = &post {
                     for (k, v) in row.iter_mut().enumerate() {
-                        *v = p.apply(*v, start as usize + k);
+                        // SAFETY: the element lies in the output, which the
+                        // residual (when set) matches; there is no bias row.
+                        *v = unsafe { p.scalar(*v, 0, start as usize + k) };
                     }
                 }
             }

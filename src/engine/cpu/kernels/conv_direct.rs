@@ -918,11 +918,13 @@ mod bench {
     /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`
     /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes;
     /// `BENCH_EPI=1` adds bias and relu, `BENCH_ACC=1` adds the results to the
-    /// output, as a conv2d written over its residual does).
+    /// output, as a conv2d written over its residual does; `BENCH_THREADS=2`
+    /// runs every path on a pool of two threads).
     #[test]
     #[ignore]
     fn conv_direct_bench() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let threads = std::env::var("BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         let mut flush = vec![0f32; 12 << 20];
         let shapes = [
             (3, 64, 224, 7, 2, 3),

@@ -9,6 +9,7 @@
 //! large work across that same pool. Arenas are pooled per plan so repeated computes
 //! do not allocate.
 
+mod awake;
 mod early;
 mod pin;
 pub mod epilogue;
@@ -551,7 +552,10 @@ impl Executable for CpuPlan {
     fn execute(self: Arc<Self>, bindings: Bindings, done: Completion) {
         let pool = self.pool.clone();
         pool.spawn(move || {
+            // The pool's other threads stay awake for the steps (`awake`).
+            let awake = awake::start();
             let result = self.run_guarded(&bindings);
+            drop(awake);
             done(result);
         });
     }

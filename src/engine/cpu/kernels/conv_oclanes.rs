@@ -457,7 +457,8 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                     tile(level, src, px, &taps, wb, bb, &mut tmp, if i == t0 { pf } else { 0 });
                     #[cfg(target_arch = "x86_64")]
                     if level == Level::Avx512 && nch == C && C % VL == 0 && !scalar_store() {
-                        // SAFETY: AVX-512 (`level`); task t alone writes output
+                        // SAFETY: AVX-512 F, VL and DQ (`Level::Avx512` requires
+                        // them all, `simd::detect`); task t alone writes output
                         // channels [c0, c0 + channels) at the pixels of its tiles,
                         // and channel c's px.len() pixels from ob + c * plane + p0
                         // lie in the output (checked: the last channel's end).

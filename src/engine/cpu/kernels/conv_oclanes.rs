@@ -88,6 +88,13 @@ const MAX_PLANE_1X1: usize = 64;
 /// at 7x7 then ran 0.072-0.075 ms warm / 0.110 cold against the GEMM's 0.083 /
 /// 0.122, and 0.105 -> 0.088 ms in the model (each of three; 256 before).
 const MIN_TAPS_1X1: usize = 128;
+/// 1x1 filters at planes up to 14x14 with at least 512 input channels, for the
+/// same reason (ResNet-50's 512 -> 1024 projection at 14x14: 1.05 -> 0.94-0.97
+/// ms in the model, one thread; warm bench 0.94-1.01 vs 0.90-0.92). With 256
+/// input channels the GEMM stays ahead (256 -> 1024 at 14: 0.44-0.47 vs
+/// 0.49-0.50).
+const MAX_PLANE_1X1_DEEP: usize = 196;
+const MIN_TAPS_1X1_DEEP: usize = 512;
 /// 1x1 filters at any plane that reduce the channels at least twofold, from at
 /// least this many: the GEMM would pack the large input (K x pixels) for few
 /// output rows. One Zen 5 core, median ms warm, this kernel vs the GEMM:
@@ -147,7 +154,8 @@ const PAD_BUDGET: usize = 1 << 21;
 /// budget, and with AVX2 the rule of `AVX2_MIN_TAPS`; with AVX-512 either a
 /// filter of more than one tap with an output plane of at most
 /// `MAX_PLANE` pixels and at least `MIN_TAPS` taps, or a 1x1 filter either at
-/// 7x7 with `MIN_TAPS_1X1` input channels or strided with `MIN_TAPS` (with at most
+/// 7x7 with `MIN_TAPS_1X1` input channels, at 14x14 with `MIN_TAPS_1X1_DEEP`, or
+/// strided with `MIN_TAPS` (with at most
 /// `MAX_FILTER_CHUNKED` floats when the input is read in chunks), or one that
 /// reduces the channels (`MIN_TAPS_REDUCE`). Checked before
 /// the pixels-along-lanes kernel.
@@ -190,7 +198,7 @@ pub(super) fn suits(g: &Geometry) -> bool {
         let chunked = chunk_rows(g, &pad).is_some();
         g.cig >= MIN_TAPS && (!chunked || g.cig.saturating_mul(g.cog) <= MAX_FILTER_CHUNKED)
     } else if g.k_h * g.k_w == 1 {
-        (g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS_1X1) || (g.cig >= MIN_TAPS_REDUCE && g.cig >= 2 * g.cog)
+        (g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS_1X1) || (g.cig >= MIN_TAPS_REDUCE && g.cig >= 2 * g.cog) || (g.out_plane() <= MAX_PLANE_1X1_DEEP && g.cig >= MIN_TAPS_1X1_DEEP)
     } else {
         g.out_plane() <= MAX_PLANE && taps >= MIN_TAPS
     };
@@ -942,6 +950,8 @@ mod tests {
         assert_eq!(suits(&geo(256, 64, 56, 1)), avx512);
         assert_eq!(suits(&geo(192, 32, 28, 1)), avx512);
         assert!(!suits(&geo(256, 1024, 14, 1)));
+        assert_eq!(suits(&geo(512, 1024, 14, 1)), avx512);
+        assert!(!suits(&geo(512, 1024, 28, 1)));
         assert!(!suits(&geo(64, 64, 56, 1)));
         assert!(!suits(&geo(96, 32, 56, 1)));
         // Strided 1x1 with 256 input channels or more; read in chunks, only with

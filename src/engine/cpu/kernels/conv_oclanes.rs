@@ -198,7 +198,9 @@ pub(super) fn suits(g: &Geometry) -> bool {
         let chunked = chunk_rows(g, &pad).is_some();
         g.cig >= MIN_TAPS && (!chunked || g.cig.saturating_mul(g.cog) <= MAX_FILTER_CHUNKED)
     } else if g.k_h * g.k_w == 1 {
-        (g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS_1X1) || (g.cig >= MIN_TAPS_REDUCE && g.cig >= 2 * g.cog) || (g.out_plane() <= MAX_PLANE_1X1_DEEP && g.cig >= MIN_TAPS_1X1_DEEP)
+        (g.out_plane() <= MAX_PLANE_1X1 && g.cig >= MIN_TAPS_1X1)
+            || (g.out_plane() <= MAX_PLANE_1X1_DEEP && g.cig >= MIN_TAPS_1X1_DEEP)
+            || (g.cig >= MIN_TAPS_REDUCE && g.cig >= 2 * g.cog)
     } else {
         g.out_plane() <= MAX_PLANE && taps >= MIN_TAPS
     };
@@ -439,6 +441,9 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     let pf = if prefetch_off() { 0 } else { PF_TAPS };
     // The output holds a tensor to add to (`Epi::accumulating`).
     let accumulate = epi.accumulates();
+    // Whole blocks of channels are stored through registers (`avx512::store_transposed`).
+    #[cfg(target_arch = "x86_64")]
+    let transposed = level == Level::Avx512 && C % VL == 0 && !scalar_store();
     let task = |t: usize| {
         let (nb, run, part) = (t / (runs * parts), t / parts % runs, t % parts);
         let (n, grp) = (nb / g.groups, nb % g.groups);
@@ -469,7 +474,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                     // memory (cold): it prefetches ahead.
                     tile(level, src, px, &taps, wb, bb, &mut tmp, if i == t0 { pf } else { 0 });
                     #[cfg(target_arch = "x86_64")]
-                    if level == Level::Avx512 && nch == C && C % VL == 0 && !scalar_store() {
+                    if transposed && nch == C {
                         // SAFETY: AVX-512 F, VL and DQ (`Level::Avx512` requires
                         // them all, `simd::detect`); task t alone writes output
                         // channels [c0, c0 + channels) at the pixels of its tiles,
@@ -568,6 +573,7 @@ fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize],
 }
 
 /// `WEBNN_CPU_OCLANES_STORE=scalar` stores tiles element by element (A/B).
+#[cfg(target_arch = "x86_64")]
 fn scalar_store() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     simd::env_is(&OFF, "WEBNN_CPU_OCLANES_STORE", "scalar")
@@ -614,14 +620,10 @@ mod avx512 {
             });
             // u[k] (k < 4): channel 4L + k of pixels 0-3 in lane L; u[k + 4]:
             // of pixels 4-7.
-            let quad = |a: __m512, b: __m512, k: usize| match k {
-                0 => _mm512_shuffle_ps::<0x44>(a, b),
-                _ => _mm512_shuffle_ps::<0xEE>(a, b),
-            };
             let u: [__m512; 8] = std::array::from_fn(|i| {
                 let (k, half) = (i % 4, i / 4);
                 let (a, b) = (t[half * 4 + k / 2], t[half * 4 + 2 + k / 2]);
-                quad(a, b, k % 2)
+                if k % 2 == 0 { _mm512_shuffle_ps::<0x44>(a, b) } else { _mm512_shuffle_ps::<0xEE>(a, b) }
             });
             for k in 0..4 {
                 // Channels base + k (lower 8) and base + 4 + k (upper 8), then

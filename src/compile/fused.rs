@@ -7,6 +7,7 @@
 
 use crate::ops::conv::{Conv2dAttrs, ConvTranspose2dAttrs};
 use crate::ops::matmul::GemmOptions;
+use crate::ops::pooling::Pool2d;
 use crate::ops::{Activation, BinaryKind, UnaryKind};
 
 /// One element-wise float function of an epilogue or a chain, applied in float32.
@@ -129,6 +130,30 @@ pub enum FusedOp {
     /// those strides that `compile::subsample` turned into unit-stride ones. Its
     /// epilogue stays empty (nothing is fused into it).
     Subsample { strides: [usize; 2], epilogue: Epilogue },
+    /// An operator on channel-blocked activations (`compile::blocked`; float32
+    /// nchw tensors stored as nChw16c: channel c of pixel p of image n at
+    /// `((n * C / 16 + c / 16) * H * W + p) * 16 + c % 16`). `input`: its data
+    /// inputs (and the tensors its epilogue adds) are blocked; `output`: its
+    /// output is. Shapes stay the logical nchw ones. Inputs: those of `op`'s
+    /// operator, then one per `Stage::AddTensor` of the epilogue.
+    Blocked { op: BlockedOp, input: bool, output: bool, epilogue: Epilogue },
+}
+
+/// The operators `FusedOp::Blocked` computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockedOp {
+    /// conv2d (input, filter, [bias]): one group, oihw filter.
+    Conv2d(Conv2dAttrs),
+    /// `FusedOp::ConcatConv2d`'s parts; every part's channels a multiple of 16
+    /// when the output is blocked.
+    ConcatConv2d(Vec<ConcatPart>),
+    /// maxPool2d (blocked input and output).
+    MaxPool(Pool2d),
+    /// averagePool2d over whole planes (blocked input; its [n, c, 1, 1] output
+    /// is the same bytes in either layout).
+    GlobalAveragePool(Pool2d),
+    /// `FusedOp::Subsample` (blocked input and output).
+    Subsample([usize; 2]),
 }
 
 /// A conv2d operator's attributes and epilogue (plain or already fused), when
@@ -159,6 +184,11 @@ impl FusedOp {
             FusedOp::PointwiseDepthwise { .. } => "conv2d 1x1 + depthwise conv2d (fused)",
             FusedOp::ConcatConv2d { .. } => "conv2d into concat (fused)",
             FusedOp::Subsample { .. } => "subsample (conv2d input)",
+            FusedOp::Blocked { op: BlockedOp::Conv2d(_), .. } => "conv2d (blocked)",
+            FusedOp::Blocked { op: BlockedOp::ConcatConv2d(_), .. } => "conv2d into concat (blocked)",
+            FusedOp::Blocked { op: BlockedOp::MaxPool(_), .. } => "maxPool2d (blocked)",
+            FusedOp::Blocked { op: BlockedOp::GlobalAveragePool(_), .. } => "averagePool2d (blocked)",
+            FusedOp::Blocked { op: BlockedOp::Subsample(_), .. } => "subsample (blocked)",
         }
     }
 
@@ -171,6 +201,7 @@ impl FusedOp {
             | FusedOp::PointwiseDepthwise { epilogue, .. }
             | FusedOp::ConcatConv2d { epilogue, .. }
             | FusedOp::Subsample { epilogue, .. }
+            | FusedOp::Blocked { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }
@@ -184,6 +215,7 @@ impl FusedOp {
             | FusedOp::PointwiseDepthwise { epilogue, .. }
             | FusedOp::ConcatConv2d { epilogue, .. }
             | FusedOp::Subsample { epilogue, .. }
+            | FusedOp::Blocked { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }

@@ -7,7 +7,8 @@
 //!   conv2d before it (new filter and bias constants; emits a plain conv2d);
 //! - `prepack`: constant conv2d filters, and the constant right operands of
 //!   matmul and gemm, packed once into the GEMM kernel's panel layout (kept by
-//!   `engine::cpu::kernels::prepacked`, found again by the kernels);
+//!   `engine::cpu::kernels::prepacked`, found again by the kernels), after the
+//!   last pass (`prepack::register_packed`);
 //! - `bias`: a per-channel constant add after conv2d / convTranspose2d merged into
 //!   their bias (plain operators), and after matmul / gemm into a fused bias;
 //! - `epilogue`: element-wise operators after conv2d, convTranspose2d, matmul and
@@ -20,6 +21,9 @@
 //!   straight into the concatenation (`Op::Fused`);
 //! - `subsample`: strided 1x1 conv2d operators that widen a tensor read one
 //!   subsampled copy of it at unit strides (`Op::Fused`);
+//! - `blocked`: float32 activations between convolutions stored channel-blocked
+//!   (nChw16c) where every reader takes that layout (CPU, AVX-512;
+//!   `Op::Fused`);
 //! - `widen`: float16 computed in float32 inside the graph, converted once at its
 //!   inputs, constants and outputs (CPU);
 //! - `compact`: renumbers the operand arena, dropping constants and operands no
@@ -34,6 +38,7 @@
 
 pub mod band;
 pub mod bias;
+pub mod blocked;
 pub mod bn_fold;
 pub mod chain;
 pub mod compact;
@@ -148,6 +153,14 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     let concat = passes.epilogue && std::env::var_os("WEBNN_CPU_CONCAT").is_none_or(|v| v != "0");
     pass("concat", concat, &mut g, &|g| {
         concat::run(g);
+    });
+    // `WEBNN_CPU_BLOCKED=0` keeps every activation nchw (A/B timing).
+    pass("blocked", passes.epilogue, &mut g, &|g| {
+        blocked::run(g, passes.prepack);
+    });
+    // The weights packed for the kernels the final graph runs (`prepack`).
+    pass("register", passes.prepack, &mut g, &|g| {
+        prepack::register_packed(g);
     });
     pass("dce+compact", true, &mut g, &|g| {
         dce::run(g);

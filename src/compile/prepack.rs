@@ -23,14 +23,15 @@ use crate::graph::{ConstantData, DataType, OperandDesc};
 use crate::ops::conv::{strides_at, Conv2dFilterLayout, InputLayout};
 use crate::ops::Op;
 
+/// The first step (filters reordered); the CPU pipeline runs the second
+/// (`register_packed`) on the graph its last pass leaves, so that weights are
+/// packed once, for the kernel that will read them.
 pub fn run(g: &mut Graph) -> usize {
-    let n = rewrite_all(g, find);
-    register_packed(g);
-    n
+    rewrite_all(g, find)
 }
 
 /// A float constant's values as float32 (float16 widened exactly).
-fn f32_values(data: &[u8], t: DataType) -> Option<Vec<f32>> {
+pub(crate) fn f32_values(data: &[u8], t: DataType) -> Option<Vec<f32>> {
     match t {
         DataType::Float32 => Some(data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
         DataType::Float16 => {
@@ -52,7 +53,8 @@ pub fn register_packed(g: &Graph) -> usize {
     // Packing touches every weight once: the operators are packed in parallel
     // (rayon's global pool; build runs off the JS thread), then registered.
     use rayon::prelude::*;
-    let packed: Vec<_> = g.operators.par_iter().filter_map(|op| pack_one(g, op)).collect();
+    let jobs: Vec<_> = g.operators.iter().flat_map(|op| jobs(g, op)).collect();
+    let packed: Vec<_> = jobs.into_par_iter().filter_map(|(op, at)| pack_one(g, op, at)).collect();
     let mut count = 0;
     for (bytes, what, p) in packed {
         if let Ok(p) = p {
@@ -63,14 +65,68 @@ pub fn register_packed(g: &Graph) -> usize {
     count
 }
 
-/// The packed form of operator `op`'s constant GEMM operand, if it has one.
-fn pack_one<'g>(g: &'g Graph, op: &Operator) -> Option<(&'g ConstantData, What, crate::error::Result<Packed>)> {
-    let &b = op.inputs.get(1)?;
+/// A conv2d and where its operands are: (attributes, input slot of its input
+/// (its filter follows), its output's shape).
+type ConvAt<'g> = (&'g crate::ops::conv::Conv2dAttrs, usize, Vec<usize>);
+
+/// The convolutions and products of `op` whose constant operand may be packed:
+/// the operator and, for a conv2d, where it is (a fused operator may hold
+/// several: the parts of a concatenation, a pointwise conv before a depthwise
+/// one). Operators on blocked activations register their filters themselves
+/// (`blocked`).
+fn jobs<'g>(g: &'g Graph, op: &'g Operator) -> Vec<(&'g Operator, Option<ConvAt<'g>>)> {
+    use super::fused::FusedOp;
+    let out = || op.outputs.first().map(|&y| desc(g, y).shape.clone());
+    match &op.op {
+        Op::Conv2d(a) | Op::Fused(FusedOp::Conv2d { attrs: a, .. }) => out().map(|s| vec![(op, Some((a, 0, s)))]).unwrap_or_default(),
+        Op::Fused(FusedOp::ConcatConv2d { parts, .. }) => {
+            let mut at = 0;
+            let mut v = Vec::new();
+            for p in parts {
+                let x = op.inputs.get(at).map(|&x| &desc(g, x).shape);
+                let f = op.inputs.get(at + 1).map(|&f| &desc(g, f).shape);
+                if let Some(s) = x.zip(f).and_then(|(x, f)| conv_out_shape(&p.attrs, x, f)) {
+                    v.push((op, Some((&p.attrs, at, s))));
+                }
+                at += if p.attrs.has_bias { 3 } else { 2 };
+            }
+            v
+        }
+        Op::Fused(FusedOp::PointwiseDepthwise { pointwise, .. }) => {
+            let x = op.inputs.first().map(|&x| &desc(g, x).shape);
+            let f = op.inputs.get(1).map(|&f| &desc(g, f).shape);
+            x.zip(f).and_then(|(x, f)| conv_out_shape(pointwise, x, f)).map(|s| vec![(op, Some((pointwise, 0, s)))]).unwrap_or_default()
+        }
+        Op::Matmul | Op::Fused(FusedOp::Matmul { .. }) | Op::Gemm(_) | Op::Fused(FusedOp::Gemm { .. }) => vec![(op, None)],
+        _ => Vec::new(),
+    }
+}
+
+/// The output shape of an nchw conv2d (oihw filter) of input `x` and filter
+/// `f`, from its attributes.
+pub(crate) fn conv_out_shape(a: &crate::ops::conv::Conv2dAttrs, x: &[usize], f: &[usize]) -> Option<Vec<usize>> {
+    if a.input_layout != InputLayout::Nchw || a.filter_layout != Conv2dFilterLayout::Oihw || x.len() != 4 || f.len() != 4 {
+        return None;
+    }
+    let size = |i: usize, k: usize, p0: usize, p1: usize, s: usize, d: usize| {
+        let eff = k.checked_sub(1)?.checked_mul(d)? + 1;
+        (i + p0 + p1).checked_sub(eff).and_then(|v| v.checked_div(s)).map(|v| v + 1)
+    };
+    let oh = size(x[2], f[2], a.padding[0], a.padding[1], a.strides[0], a.dilations[0])?;
+    let ow = size(x[3], f[3], a.padding[2], a.padding[3], a.strides[1], a.dilations[1])?;
+    Some(vec![x[0], f[0], oh, ow])
+}
+
+/// The packed form of the constant GEMM operand of `op` (of its conv2d `conv`,
+/// see `jobs`), if it has one.
+fn pack_one<'g>(g: &'g Graph, op: &Operator, conv: Option<ConvAt>) -> Option<(&'g ConstantData, What, crate::error::Result<Packed>)> {
+    let at = conv.as_ref().map_or(0, |c| c.1);
+    let &b = op.inputs.get(at + 1)?;
     let bytes = constant(g, b)?;
     let d = desc(g, b);
     let shape = &d.shape;
-    let (what, packed) = match &op.op {
-        Op::Conv2d(attrs) => {
+    let (what, packed) = match (&op.op, conv) {
+        (_, Some((attrs, _, out_shape))) => {
             if attrs.filter_layout != native_layout(attrs.input_layout) || shape.len() != 4 {
                 return None;
             }
@@ -89,11 +145,10 @@ fn pack_one<'g>(g: &'g Graph, op: &Operator) -> Option<(&'g ConstantData, What, 
             };
             let w = f32_values(bytes, d.data_type)?;
             // The input and output shapes pick the kernel, hence the packing.
-            let x_shape = &desc(g, *op.inputs.first()?).shape;
-            let out_shape = &desc(g, *op.outputs.first()?).shape;
-            (what, conv::pack_filter_for(attrs, x_shape, out_shape, dims, &w))
+            let x_shape = &desc(g, *op.inputs.get(at)?).shape;
+            (what, conv::pack_filter_for(attrs, x_shape, &out_shape, dims, &w))
         }
-        Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }) => {
+        (Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }), _) => {
             let r = shape.len();
             if r < 2 || shape[..r - 2].iter().product::<usize>() != 1 {
                 return None;
@@ -102,7 +157,7 @@ fn pack_one<'g>(g: &'g Graph, op: &Operator) -> Option<(&'g ConstantData, What, 
             let w = f32_values(bytes, d.data_type)?;
             (What::Matmul { k, n }, matmul::pack_rhs(k, n, &w, Mat::rows(0, n)))
         }
-        Op::Gemm(o) => {
+        (Op::Gemm(o) | Op::Fused(crate::compile::fused::FusedOp::Gemm { options: o, .. }), _) => {
             let [r0, r1] = shape[..] else { return None };
             let (k, n, view) = if o.b_transpose { (r1, r0, Mat::cols(0, r1)) } else { (r0, r1, Mat::rows(0, r1)) };
             let w = f32_values(bytes, d.data_type)?;

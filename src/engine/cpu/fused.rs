@@ -7,8 +7,10 @@ use rayon::prelude::*;
 
 use super::epilogue::{Bias, Epi};
 use super::kernels::element::{as_elems, as_elems_mut};
-use super::kernels::{conv, matmul, movement, Tensor};
-use crate::compile::fused::{ConcatPart, Epilogue, FusedOp, Stage};
+use super::kernels::conv::Layouts;
+use super::kernels::{blocked, conv, matmul, movement, Tensor};
+use crate::compile::fused::{BlockedOp, ConcatPart, Epilogue, FusedOp, Stage};
+use crate::ops::conv::Conv2dAttrs;
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
 
@@ -25,7 +27,9 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
     let epilogue = f.epilogue();
     let (stages, extra) = match (in_place, f, epilogue.stages.split_first()) {
         (false, ..) => (&epilogue.stages[..], epilogue.extra_inputs()),
-        (true, FusedOp::Conv2d { .. }, Some((Stage::AddTensor, rest))) => (rest, epilogue.extra_inputs() - 1),
+        (true, FusedOp::Conv2d { .. } | FusedOp::Blocked { op: BlockedOp::Conv2d(_), .. }, Some((Stage::AddTensor, rest))) => {
+            (rest, epilogue.extra_inputs() - 1)
+        }
         (true, ..) => return Err(WebnnError::Operation(format!("internal: {} cannot add to its output in place", f.name()))),
     };
     if inputs.len() < extra {
@@ -55,7 +59,8 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
         }
         (FusedOp::Chain(_), [x]) => chain(x, &epi, out),
         (FusedOp::Subsample { strides, .. }, [x]) if epi.is_empty() => movement::subsample_nchw(x, *strides, out, out_shape),
-        (FusedOp::ConcatConv2d { parts, epilogue }, own) if extra == 0 => concat_convs(parts, epilogue, own, out, out_shape),
+        (FusedOp::ConcatConv2d { parts, epilogue }, own) if extra == 0 => concat_convs(parts, epilogue, own, out, out_shape, &conv::conv2d_fused),
+        (FusedOp::Blocked { op, input, output, .. }, own) => blocked(op, Layouts { input: *input, output: *output }, own, &epi, out, out_shape),
         (FusedOp::PointwiseDepthwise { pointwise, pointwise_epilogue, depthwise, .. }, own) if extra == 0 && pointwise_epilogue.extra_inputs() == 0 => {
             let epi1 = Epi::new(&pointwise_epilogue.stages, &[])?;
             let (x, w1, b1, rest) = match (pointwise.has_bias, own) {
@@ -74,10 +79,43 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
     }
 }
 
+/// A conv2d kernel: (input, filter, bias, attributes, epilogue, output, output shape).
+type ConvFn<'f> = dyn Fn(&Tensor, &Tensor, Option<&Tensor>, &Conv2dAttrs, &Epi, &mut [u8], &[usize]) -> Result<()> + 'f;
+
+/// An operator on channel-blocked activations (`FusedOp::Blocked`).
+fn blocked(op: &BlockedOp, layouts: Layouts, own: &[Tensor], epi: &Epi, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let internal = |what: &str| WebnnError::Operation(format!("internal: blocked operator: {what}"));
+    let conv = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, a: &Conv2dAttrs, e: &Epi, o: &mut [u8], s: &[usize]| {
+        conv::conv2d_blocked(x, w, b, a, e, o, s, layouts)
+    };
+    match (op, own) {
+        (BlockedOp::Conv2d(attrs), [x, w]) if !attrs.has_bias => conv(x, w, None, attrs, epi, out, out_shape),
+        (BlockedOp::Conv2d(attrs), [x, w, b]) if attrs.has_bias => conv(x, w, Some(b), attrs, epi, out, out_shape),
+        // The parts' channel runs lie where they do in nchw: every part's
+        // channels are whole blocks.
+        (BlockedOp::ConcatConv2d(parts), own) => concat_convs(parts, &Epilogue::default(), own, out, out_shape, &conv),
+        (pool, [x]) if epi.is_empty() && layouts.input => {
+            let (&[n, c, h, w], &[on, oc, oh, ow]) = (x.shape, out_shape) else { return Err(internal("rank")) };
+            if x.data_type != DataType::Float32 || (on, oc) != (n, c) {
+                return Err(internal("operands"));
+            }
+            let (xs, dst) = (as_elems::<f32>(x.data)?, as_elems_mut::<f32>(out)?);
+            match pool {
+                BlockedOp::MaxPool(p) if layouts.output => blocked::max_pool(xs, n, c, h, w, p, oh, ow, dst),
+                BlockedOp::GlobalAveragePool(_) if (oh, ow) == (1, 1) => blocked::avg_pool_global(xs, n, c, h * w, dst),
+                BlockedOp::Subsample(s) if layouts.output => blocked::subsample(xs, n, c, h, w, *s, oh, ow, dst),
+                _ => Err(internal("layouts")),
+            }
+        }
+        _ => Err(internal("operands")),
+    }
+}
+
 /// conv2d parts computed into their channels of the concatenation `out` (nchw,
-/// `out_shape`), image by image (each part's channels of one image are one
-/// contiguous run): part stages, then the concat's own `epilogue`.
-fn concat_convs(parts: &[ConcatPart], epilogue: &Epilogue, own: &[Tensor], out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+/// `out_shape`; or blocked, with whole blocks per part), image by image (each
+/// part's channels of one image are one contiguous run) by `conv`: part stages,
+/// then the concat's own `epilogue`.
+fn concat_convs(parts: &[ConcatPart], epilogue: &Epilogue, own: &[Tensor], out: &mut [u8], out_shape: &[usize], conv: &ConvFn) -> Result<()> {
     let internal = |what: &str| WebnnError::Operation(format!("internal: conv2d into concat (fused): {what}"));
     let [n, channels, h, w] = match out_shape {
         &[n, c, h, w] => [n, c, h, w],
@@ -107,7 +145,7 @@ fn concat_convs(parts: &[ConcatPart], epilogue: &Epilogue, own: &[Tensor], out: 
             let xi = Tensor { data: &x.data[img * x_image..][..x_image], shape: &x_shape, data_type: x.data_type };
             let at = (img * channels + c0) * plane;
             let dst = out.get_mut(at..at + oc * plane).ok_or_else(|| internal("output size"))?;
-            conv::conv2d_fused(&xi, f, mine.get(2), &part.attrs, &epi, dst, &[1, oc, h, w])?;
+            conv(&xi, f, mine.get(2), &part.attrs, &epi, dst, &[1, oc, h, w])?;
         }
         c0 += oc;
     }

@@ -87,6 +87,12 @@ impl CpuEngine {
         Ok(Arc::new(CpuPlan::new(graph, self.pool.clone(), passes.in_place)?))
     }
 
+    /// The graph as this engine's pipeline compiles it (tests of the passes).
+    #[cfg(test)]
+    pub fn pipeline(&self, graph: Graph, passes: Passes) -> Graph {
+        self.pool.install(|| compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs)))
+    }
+
     /// Computes one operator on constant inputs: constant folding's evaluator.
     pub fn evaluate(&self, op: &Op, inputs: &[(&OperandDesc, &[u8])], outputs: &[OperandDesc]) -> Result<Vec<Vec<u8>>> {
         // Kernels read their inputs as typed slices: give each an aligned copy.
@@ -194,8 +200,12 @@ fn in_place_residual(
     slots: &HashMap<OperandId, Slot>,
 ) -> Option<usize> {
     let operator = &graph.operators[s];
-    let Op::Fused(crate::compile::fused::FusedOp::Conv2d { attrs, epilogue }) = &operator.op else {
-        return None;
+    use crate::compile::fused::{BlockedOp, FusedOp};
+    // (The blocked kernel adds to its output on every path.)
+    let (attrs, epilogue, blocked) = match &operator.op {
+        Op::Fused(FusedOp::Conv2d { attrs, epilogue }) => (attrs, epilogue, false),
+        Op::Fused(FusedOp::Blocked { op: BlockedOp::Conv2d(attrs), epilogue, .. }) => (attrs, epilogue, true),
+        _ => return None,
     };
     if epilogue.stages.first() != Some(&crate::compile::fused::Stage::AddTensor) {
         return None;
@@ -210,7 +220,7 @@ fn in_place_residual(
         && !slots.contains_key(&o)
         && desc(r) == desc(o)
         && operator.inputs.len() >= 2
-        && kernels::conv::accumulates(desc(operator.inputs[0]), desc(operator.inputs[1]), attrs, desc(o));
+        && (blocked || kernels::conv::accumulates(desc(operator.inputs[0]), desc(operator.inputs[1]), attrs, desc(o)));
     ok.then_some(at)
 }
 

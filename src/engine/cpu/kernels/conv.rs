@@ -387,6 +387,55 @@ pub fn conv2d_fused(
     conv2d_with(x, f, bias, attrs, epi, out, out_shape, COL_BUDGET, true)
 }
 
+pub use oclanes::{Layouts, BLOCK};
+
+/// conv2d on channel-blocked activations (`compile::blocked`): float32, one
+/// group, nchw semantics and an oihw filter, with the input and/or the output
+/// in the blocked layout (`layouts`; `out_shape` is the logical nchw shape).
+/// Computed by the channels-along-lanes kernel with its filter packed at build
+/// time (`pack_filter_blocked`) when the compiler registered it.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_blocked(
+    x: &Tensor,
+    f: &Tensor,
+    bias: Option<&Tensor>,
+    attrs: &Conv2dAttrs,
+    epi: &Epi,
+    out: &mut [u8],
+    out_shape: &[usize],
+    layouts: Layouts,
+) -> Result<()> {
+    let bad = || crate::error::WebnnError::Operation("internal: blocked conv2d takes float32 nchw operands and an oihw filter".into());
+    if x.data_type != DataType::Float32 || attrs.input_layout != InputLayout::Nchw || attrs.filter_layout != crate::ops::conv::Conv2dFilterLayout::Oihw || f.shape.len() != 4 || x.shape.len() != 4 {
+        return Err(bad());
+    }
+    let [o, cig, k_h, k_w] = pick(f.shape, attrs.filter_layout.axes());
+    let g = Geometry::conv2d(attrs, x.shape, out_shape, [cig, k_h, k_w]);
+    let xs = f32_input(x)?;
+    let bs = bias.map(f32_input).transpose()?;
+    let what = What::Conv2dBlocked { dims: [o, cig, k_h, k_w], cb: oclanes::block_of_blocked(&g) };
+    let packed = prepacked::lookup(f.data, what);
+    let ahead = match packed.as_deref() {
+        Some(Packed::OcLanes { w, cb }) if oclanes::fits_blocked(&g, w, *cb) => Some((&w[..], *cb)),
+        _ => None,
+    };
+    let fs = match ahead {
+        Some(_) => std::borrow::Cow::Borrowed(&[][..]),
+        None => f32_input(f)?,
+    };
+    let f_strides = strides_at(f.shape, attrs.filter_layout.axes());
+    with_f32_output(out, x.data_type, |dst| oclanes::conv_blocked(&xs, ahead, &fs, f_strides, &g, bs.as_deref(), epi, dst, layouts))
+}
+
+/// The filter of a blocked conv2d (`conv2d_blocked`) packed for its kernel,
+/// and how it is registered (its block size depends on the pool's threads).
+pub fn pack_filter_blocked(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4], w: &[f32]) -> Result<(What, Packed)> {
+    let [_, i, h, kw] = dims;
+    let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);
+    let (w, cb) = oclanes::pack_for_blocked(w, [i * h * kw, h * kw, kw, 1], &g)?;
+    Ok((What::Conv2dBlocked { dims, cb }, Packed::OcLanes { w, cb }))
+}
+
 /// Whether `conv2d_fused` can take an accumulating epilogue (`Epi::accumulating`:
 /// the output holds, on entry, a tensor to add to the results) for these
 /// operands: float32 nchw on the GEMM paths and the channels-along-lanes

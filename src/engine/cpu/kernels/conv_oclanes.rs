@@ -241,44 +241,46 @@ impl Pad {
         Some(Pad { w, chan: h.checked_mul(w)?, in_place: false })
     }
 
-    /// Offset of each tap (ci, ky, kx) from the window of output (0, 0).
-    fn taps(&self, g: &Geometry) -> Vec<usize> {
+    /// Offset of each tap (ci, ky, kx) from the window of output (0, 0); with
+    /// `lanes` = `BLOCK` in blocked planes (16 floats per pixel per block).
+    fn taps(&self, g: &Geometry, lanes: usize) -> Vec<usize> {
         let mut taps = Vec::with_capacity(g.cig * g.k_h * g.k_w);
         for ci in 0..g.cig {
+            let (blk, lane) = (ci / lanes, ci % lanes);
             for ky in 0..g.k_h {
                 for kx in 0..g.k_w {
-                    taps.push(ci * self.chan + ky * g.dilation[0] * self.w + kx * g.dilation[1]);
+                    taps.push((blk * self.chan + ky * g.dilation[0] * self.w + kx * g.dilation[1]) * lanes + lane);
                 }
             }
         }
         taps
     }
 
-    /// Offset of each output pixel's window (row-major).
-    fn pixels(&self, g: &Geometry) -> Vec<usize> {
+    /// Offset of each output pixel's window (row-major), `lanes` floats per pixel.
+    fn pixels(&self, g: &Geometry, lanes: usize) -> Vec<usize> {
         let mut pix = Vec::with_capacity(g.out_plane());
         for oy in 0..g.out_h {
             for ox in 0..g.out_w {
-                pix.push(oy * g.stride[0] * self.w + ox * g.stride[1]);
+                pix.push((oy * g.stride[0] * self.w + ox * g.stride[1]) * lanes);
             }
         }
         pix
     }
 
-    /// Copies input channel `c` (over all batches: batch * in_c + channel) into
-    /// its padded plane `dst`.
-    fn fill(&self, x: &[f32], g: &Geometry, c: usize, dst: &mut [f32]) {
+    /// Copies input plane `c` (over all batches: batch * in_c / lanes + channel
+    /// or channel block) of `lanes` floats per pixel into its padded plane `dst`.
+    fn fill(&self, x: &[f32], g: &Geometry, c: usize, lanes: usize, dst: &mut [f32]) {
         let (pt, pl) = (g.pad[0], g.pad[1]);
         // Input columns that land in a padded row (the rest no tap reads).
         let cols = g.in_w.min(self.w.saturating_sub(pl));
-        let src = &x[c * g.in_plane()..][..g.in_plane()];
-        for (r, row) in dst.chunks_exact_mut(self.w).enumerate() {
+        let src = &x[c * g.in_plane() * lanes..][..g.in_plane() * lanes];
+        for (r, row) in dst.chunks_exact_mut(self.w * lanes).enumerate() {
             row.fill(0.0);
             let iy = r as isize - pt as isize;
             if iy < 0 || iy as usize >= g.in_h || cols == 0 {
                 continue;
             }
-            row[pl..pl + cols].copy_from_slice(&src[iy as usize * g.in_w..][..cols]);
+            row[pl * lanes..(pl + cols) * lanes].copy_from_slice(&src[iy as usize * g.in_w * lanes..][..cols * lanes]);
         }
     }
 }
@@ -332,6 +334,33 @@ pub(super) fn block_of(g: &Geometry) -> usize {
     }
 }
 
+/// Lanes of a channel block of the blocked activation layout (nChw16c:
+/// channel c of pixel p of image n at `((n * C / 16 + c / 16) * plane + p) *
+/// 16 + c % 16`, `compile::blocked`).
+pub const BLOCK: usize = VL;
+
+/// The activation layouts of one call: whether the input and the output are
+/// channel-blocked (`BLOCK`) rather than nchw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Layouts {
+    pub input: bool,
+    pub output: bool,
+}
+
+/// Output channels per filter block when either side is blocked: `WIDE` for
+/// 1x1 filters at unit strides (as `block_of`), else `CB`, or one vector where
+/// the channels are not a multiple of `CB` (SqueezeNet's 16 and 48).
+pub(super) fn block_of_blocked(g: &Geometry) -> usize {
+    let even = (g.cog / WIDE) % rayon::current_num_threads().max(1) == 0;
+    if g.cog % WIDE == 0 && even && g.k_h * g.k_w == 1 && g.stride == [1, 1] {
+        WIDE
+    } else if g.cog % CB == 0 || g.cog > 2 * CB {
+        CB
+    } else {
+        VL
+    }
+}
+
 /// Whether `w`, packed at build time in blocks of `cb` channels, is what this
 /// convolution reads.
 pub(super) fn packed_fits(g: &Geometry, w: &[f32], cb: usize) -> bool {
@@ -370,14 +399,64 @@ pub(super) fn conv_nchw(
         _ => std::borrow::Cow::Owned(pack(fs, f_strides, g)?.0),
     };
     if block_of(g) == WIDE {
-        conv_blocks::<WIDE>(x, &w, g, bias, epi, dst)
+        conv_blocks::<WIDE>(x, &w, g, bias, epi, dst, Layouts::default())
     } else {
-        conv_blocks::<CB>(x, &w, g, bias, epi, dst)
+        conv_blocks::<CB>(x, &w, g, bias, epi, dst, Layouts::default())
+    }
+}
+
+/// Whether `w`, packed in blocks of `cb` channels, is what `conv_blocked`
+/// reads for this convolution.
+pub fn fits_blocked(g: &Geometry, w: &[f32], cb: usize) -> bool {
+    cb == block_of_blocked(g) && blocked_len(g, cb) == Some(w.len())
+}
+
+/// The filter packed for `conv_blocked` (blocks of `block_of_blocked`
+/// channels), with that block size.
+pub fn pack_for_blocked(fs: &[f32], st: [usize; 4], g: &Geometry) -> Result<(Vec<f32>, usize)> {
+    let cb = block_of_blocked(g);
+    Ok((pack_blocks(fs, st, g, cb)?, cb))
+}
+
+/// conv2d (one group) by this kernel with a channel-blocked input and/or
+/// output (`layouts`; see `BLOCK`): the input read through blocked tap
+/// offsets, the tiles stored as blocked rows of 16 channels (no transpose).
+/// A blocked side needs its channels a multiple of `BLOCK`. The filter packed
+/// at build time (`packed`, by `pack_for_blocked`) or `fs` with (o, i, h, w)
+/// element strides `f_strides`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_blocked(
+    x: &[f32],
+    packed: Option<(&[f32], usize)>,
+    fs: &[f32],
+    f_strides: [usize; 4],
+    g: &Geometry,
+    bias: Option<&[f32]>,
+    epi: &Epi,
+    dst: &mut [f32],
+    layouts: Layouts,
+) -> Result<()> {
+    if g.groups != 1 || (layouts.input && g.cig % BLOCK != 0) || (layouts.output && g.cog % BLOCK != 0) {
+        return Err(WebnnError::Operation("internal: blocked conv2d needs one group and whole channel blocks".into()));
+    }
+    if dst.is_empty() {
+        return Ok(());
+    }
+    let cb = block_of_blocked(g);
+    let w = match packed {
+        Some((p, c)) if fits_blocked(g, p, c) => std::borrow::Cow::Borrowed(p),
+        _ if blocked_len(g, 1).is_none_or(|n| fs.len() < n) => return Err(WebnnError::Operation("internal: blocked conv2d without its filter".into())),
+        _ => std::borrow::Cow::Owned(pack_blocks(fs, f_strides, g, cb)?),
+    };
+    match cb {
+        WIDE => conv_blocks::<WIDE>(x, &w, g, bias, epi, dst, layouts),
+        CB => conv_blocks::<CB>(x, &w, g, bias, epi, dst, layouts),
+        _ => conv_blocks::<VL>(x, &w, g, bias, epi, dst, layouts),
     }
 }
 
 /// `conv_nchw` with the filter `w` packed in blocks of `C` channels.
-fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32]) -> Result<()> {
+fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32], layouts: Layouts) -> Result<()> {
     let plane = g.out_plane();
     if dst.len() != g.batches * g.out_c * plane || x.len() != g.batches * g.in_c * g.in_plane() {
         return Err(WebnnError::Operation("internal: conv2d sizes disagree".into()));
@@ -385,6 +464,9 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     let pad = Pad::new(g).ok_or_else(too_big)?;
     let per_plane = pad.chan.checked_mul(g.cig).ok_or_else(too_big)?;
     let planes = g.batches * g.groups;
+    // A blocked input's padded copy is one plane of `BLOCK` lanes per channel
+    // block, and its offsets step `BLOCK` floats per pixel.
+    let lanes = if layouts.input { BLOCK } else { 1 };
     // (Batch, group) planes in order, each of its group's input channels: padded
     // plane i is input channel i of the batch-major [batches * in_c] channels.
     // Without padding the input itself is that (`Pad::in_place`).
@@ -392,17 +474,18 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
         None
     } else {
         let mut padded = alloc_f32(per_plane.checked_mul(planes).ok_or_else(too_big)?)?;
-        let fill = |(c, chunk): (usize, &mut [f32])| pad.fill(x, g, c, chunk);
+        let fill = |(c, chunk): (usize, &mut [f32])| pad.fill(x, g, c, lanes, chunk);
+        let chan = pad.chan * lanes;
         if rayon::current_num_threads() > 1 {
-            padded.par_chunks_exact_mut(pad.chan).enumerate().with_min_len(16).for_each(fill);
+            padded.par_chunks_exact_mut(chan).enumerate().with_min_len(16 / lanes).for_each(fill);
         } else {
-            padded.chunks_exact_mut(pad.chan).enumerate().for_each(fill);
+            padded.chunks_exact_mut(chan).enumerate().for_each(fill);
         }
         Some(padded)
     };
     let padded = padded.as_deref().unwrap_or(x);
-    let taps = pad.taps(g);
-    let pix = pad.pixels(g);
+    let taps = pad.taps(g, lanes);
+    let pix = pad.pixels(g, lanes);
     let blocks = g.cog.div_ceil(C);
     let mut b = alloc_f32(g.groups * blocks * C)?;
     if let Some(bias) = bias {
@@ -444,6 +527,9 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     // Whole blocks of channels are stored through registers (`avx512::store_transposed`).
     #[cfg(target_arch = "x86_64")]
     let transposed = level == Level::Avx512 && C % VL == 0 && !scalar_store();
+    // A blocked output takes the epilogue in its stores where it is an added
+    // tensor and a clamp (`Epi::as_clamp`), else in a pass after each task.
+    let in_store = if layouts.output { epi.as_clamp() } else { None };
     let task = |t: usize| {
         let (nb, run, part) = (t / (runs * parts), t / parts % runs, t % parts);
         let (n, grp) = (nb / g.groups, nb % g.groups);
@@ -473,6 +559,21 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                     // The chunk's first tile of a block reads its filter from
                     // memory (cold): it prefetches ahead.
                     tile(level, src, px, &taps, wb, bb, &mut tmp, if i == t0 { pf } else { 0 });
+                    if layouts.output {
+                        // Channel c of pixel p at ob + (c / 16 * plane + p) * 16
+                        // + c % 16: each pixel's 16 channels one row.
+                        let end = ob + (nch - BLOCK) * plane + (p0 + px.len()) * BLOCK;
+                        assert!(end <= raw.len, "internal: conv2d blocked store out of bounds");
+                        for sb in 0..nch / BLOCK {
+                            let at = ob + sb * BLOCK * plane + p0 * BLOCK;
+                            // SAFETY: task t alone writes output channels [c0, c0 +
+                            // channels) at the pixels of its tiles; within the
+                            // output (checked above).
+                            let rows = unsafe { raw.slice(at, px.len() * BLOCK) };
+                            store_blocked(&tmp, sb * BLOCK, rows, accumulate, in_store.map(|(add, lo, hi)| (add.map(|a| &a[at..at + px.len() * BLOCK]), lo, hi)));
+                        }
+                        continue;
+                    }
                     #[cfg(target_arch = "x86_64")]
                     if transposed && nch == C {
                         // SAFETY: AVX-512 F, VL and DQ (`Level::Avx512` requires
@@ -506,7 +607,12 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
             }
         }
         let (p0, p1) = (tile0 * plane / ntiles, tile1 * plane / ntiles);
-        finish_nchw_block(raw, first + p0, channels, p1 - p0, plane, grp * g.cog + c0, None, epi);
+        if !layouts.output {
+            finish_nchw_block(raw, first + p0, channels, p1 - p0, plane, grp * g.cog + c0, None, epi);
+        } else if in_store.is_none() {
+            // Blocked: each block of 16 channels is a row of plane x 16 floats.
+            finish_nchw_block(raw, first + p0 * BLOCK, channels / BLOCK, (p1 - p0) * BLOCK, plane * BLOCK, 0, None, epi);
+        }
     };
     if tasks == 1 || threads == 1 {
         (0..tasks).for_each(task);
@@ -550,6 +656,7 @@ fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize],
     #[cfg(target_arch = "x86_64")]
     if level == Level::Avx512 && w.len() == taps.len() * C {
         match C {
+            VL => by_pixels!(avx512, 1: 1 2 3 4 5 6 7 8),
             CB => by_pixels!(avx512, 2: 1 2 3 4 5 6 7 8),
             WIDE => by_pixels!(avx512, 4: 1 2 3 4 5 6),
             _ => {}
@@ -569,6 +676,40 @@ fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize],
             }
         }
         tmp[j] = acc;
+    }
+}
+
+/// Channels `c0..c0 + BLOCK` of a finished tile's pixels into `rows` (pixel j's
+/// 16 channels at `rows[16 j..]`), added to what is there when `accumulate`,
+/// then `post`: (an added tensor's matching rows, lo, hi) clamps `v + add`.
+fn store_blocked<const C: usize>(tmp: &[[f32; C]; PX], c0: usize, rows: &mut [f32], accumulate: bool, post: Option<(Option<&[f32]>, f32, f32)>) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::level() == Level::Avx512 && c0 + BLOCK <= C && rows.len() <= PX * BLOCK && post.is_none_or(|(a, ..)| a.is_none_or(|a| a.len() == rows.len())) {
+        // SAFETY: AVX-512F (`level`); every row read or written lies in `tmp`,
+        // `rows` or the added rows (lengths checked above).
+        unsafe { avx512::store_blocked(tmp, c0, rows, accumulate, post) };
+        return;
+    }
+    for (j, row) in rows.chunks_exact_mut(BLOCK).enumerate() {
+        let t = &tmp[j][c0..c0 + BLOCK];
+        if accumulate {
+            for (o, v) in row.iter_mut().zip(t) {
+                *o += v;
+            }
+        } else {
+            row.copy_from_slice(t);
+        }
+        if let Some((add, lo, hi)) = post {
+            if let Some(a) = add {
+                for (o, v) in row.iter_mut().zip(&a[j * BLOCK..(j + 1) * BLOCK]) {
+                    *o += v;
+                }
+            }
+            // The element second: a NaN stays NaN, as the GEMM's stores do.
+            for o in row.iter_mut() {
+                *o = hi.min(lo.max(*o));
+            }
+        }
     }
 }
 
@@ -635,6 +776,33 @@ mod avx512 {
                 put(base + 8 + k, _mm512_castps512_ps256(z1));
                 put(base + 12 + k, _mm512_extractf32x8_ps::<1>(z1));
             }
+        }
+    }
+
+    /// `super::store_blocked` with one vector per pixel.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `c0 + 16 <= C`; `rows` holds at most `PX` rows of
+    /// 16 floats, and the added rows (if any) as many.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn store_blocked<const C: usize>(tmp: &[[f32; C]; PX], c0: usize, rows: &mut [f32], accumulate: bool, post: Option<(Option<&[f32]>, f32, f32)>) {
+        let (lo, hi) = post.map_or((f32::NEG_INFINITY, f32::INFINITY), |(_, lo, hi)| (lo, hi));
+        let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
+        let add = post.and_then(|(a, ..)| a);
+        for j in 0..rows.len() / VL {
+            let o = rows.as_mut_ptr().add(j * VL);
+            let mut v = _mm512_loadu_ps(tmp[j].as_ptr().add(c0));
+            if accumulate {
+                v = _mm512_add_ps(v, _mm512_loadu_ps(o));
+            }
+            if let Some(a) = add {
+                v = _mm512_add_ps(v, _mm512_loadu_ps(a.as_ptr().add(j * VL)));
+            }
+            if post.is_some() {
+                // The element second: a NaN stays NaN.
+                v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+            }
+            _mm512_storeu_ps(o, v);
         }
     }
 
@@ -969,5 +1137,156 @@ mod tests {
         assert!(!suits(&geo(16, 64, 55, 3)));
         assert!(!suits(&geo(16, 64, 7, 3)));
         assert!(!suits(&geo(512, 40, 7, 3)));
+    }
+
+    /// nchw -> blocked (nChw16c) by the layout's index formula.
+    fn blocked_of(x: &[f32], n: usize, c: usize, plane: usize) -> Vec<f32> {
+        let mut out = vec![f32::NAN; x.len()];
+        for b in 0..n {
+            for ch in 0..c {
+                for p in 0..plane {
+                    out[((b * c / BLOCK + ch / BLOCK) * plane + p) * BLOCK + ch % BLOCK] = x[(b * c + ch) * plane + p];
+                }
+            }
+        }
+        out
+    }
+
+    /// The blocked conv (`conv_blocked`) for every pair of layouts but nchw ->
+    /// nchw, against a float64 sum from the definition (inputs and outputs
+    /// converted by the layout's index formula): plain, with bias and clamp, with
+    /// a residual add then relu (in the store), with the residual already in the
+    /// output (accumulating) and relu, and with an epilogue the store cannot
+    /// take (a pass after). Block sizes 64 (1x1), 32 and 16 (16 and 48
+    /// channels), strides, padding, dilation, batch 2, on one and two threads,
+    /// the filter packed ahead and not.
+    #[test]
+    fn blocked_layouts_match_float64() {
+        use crate::compile::fused::Stage;
+        use crate::ops::{Activation, UnaryKind};
+        // (input [n, c, h, w], out channels, filter, stride, dilation, padding [t, l, b, r])
+        let cases: &[([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2], [usize; 4])] = &[
+            ([1, 32, 7, 9], 128, [1, 1], [1, 1], [1, 1], [0; 4]),
+            ([2, 16, 6, 5], 64, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            ([1, 48, 11, 10], 32, [3, 3], [2, 2], [1, 1], [1, 0, 1, 0]),
+            ([1, 16, 9, 9], 48, [3, 3], [1, 1], [2, 1], [2, 1, 2, 1]),
+            ([2, 32, 5, 7], 16, [1, 1], [2, 2], [1, 1], [0; 4]),
+            ([1, 3, 17, 15], 64, [7, 7], [2, 2], [1, 1], [3, 3, 3, 3]),
+            ([1, 32, 13, 13], 40, [1, 1], [1, 1], [1, 1], [0; 4]),
+        ];
+        let mut rng = crate::engine::cpu::kernels::simd::tests::Rng(77);
+        for &(xs, oc, [kh, kw], s, d, [pt, pl, pb, pr]) in cases {
+            let [n, ci, h, w] = xs;
+            let out_h = (h + pt + pb - ((kh - 1) * d[0] + 1)) / s[0] + 1;
+            let out_w = (w + pl + pr - ((kw - 1) * d[1] + 1)) / s[1] + 1;
+            let g = Geometry {
+                batches: n, in_c: ci, in_h: h, in_w: w, out_c: oc, out_h, out_w, k_h: kh, k_w: kw,
+                groups: 1, cig: ci, cog: oc, stride: s, dilation: d, pad: [pt, pl],
+            };
+            let plane = out_h * out_w;
+            let x = rng.vec(n * ci * h * w, -1.0, 1.0);
+            let wt = rng.vec(oc * ci * kh * kw, -1.0, 1.0);
+            let b = rng.vec(oc, -1.0, 1.0);
+            let res = rng.vec(n * oc * plane, -1.0, 1.0);
+            let st = [ci * kh * kw, kh * kw, kw, 1];
+            let mut want = vec![(0f64, 0f64); n * oc * plane];
+            for bn in 0..n {
+                for o in 0..oc {
+                    for oy in 0..out_h {
+                        for ox in 0..out_w {
+                            let (mut sum, mut mag) = (b[o] as f64, (b[o] as f64).abs());
+                            for i in 0..ci {
+                                for ky in 0..kh {
+                                    for kx in 0..kw {
+                                        let iy = (oy * s[0] + ky * d[0]) as i64 - pt as i64;
+                                        let ix = (ox * s[1] + kx * d[1]) as i64 - pl as i64;
+                                        if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
+                                            continue;
+                                        }
+                                        let t = wt[((o * ci + i) * kh + ky) * kw + kx] as f64 * x[((bn * ci + i) * h + iy as usize) * w + ix as usize] as f64;
+                                        sum += t;
+                                        mag += t.abs();
+                                    }
+                                }
+                            }
+                            want[((bn * oc + o) * out_h + oy) * out_w + ox] = (sum, mag);
+                        }
+                    }
+                }
+            }
+            let tol = |mag: f64| (ci * kh * kw + 4) as f64 * f32::EPSILON as f64 * (1.0 + mag);
+            for layouts in [Layouts { input: true, output: true }, Layouts { input: false, output: true }, Layouts { input: true, output: false }] {
+                if (layouts.input && ci % BLOCK != 0) || (layouts.output && oc % BLOCK != 0) {
+                    continue;
+                }
+                let xin = if layouts.input { blocked_of(&x, n, ci, h * w) } else { x.clone() };
+                let back = |y: &[f32]| -> Vec<f32> {
+                    if !layouts.output {
+                        return y.to_vec();
+                    }
+                    let mut out = vec![f32::NAN; y.len()];
+                    for bn in 0..n {
+                        for c in 0..oc {
+                            for p in 0..plane {
+                                out[(bn * oc + c) * plane + p] = y[((bn * oc / BLOCK + c / BLOCK) * plane + p) * BLOCK + c % BLOCK];
+                            }
+                        }
+                    }
+                    out
+                };
+                let res_l = if layouts.output { blocked_of(&res, n, oc, plane) } else { res.clone() };
+                let res_bytes: Vec<u8> = res_l.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let out_shape = [n, oc, out_h, out_w];
+                let res_t = crate::engine::cpu::kernels::Tensor { data: &res_bytes, shape: &out_shape, data_type: crate::graph::DataType::Float32 };
+                let clamp = [Stage::Activation(Activation::Clamp { min: Some(-0.5), max: Some(0.75) })];
+                let add_relu = [Stage::AddTensor, Stage::Unary(UnaryKind::Relu)];
+                let relu = [Stage::Unary(UnaryKind::Relu)];
+                let sigmoid = [Stage::Unary(UnaryKind::Sigmoid)];
+                // (epilogue, output pre-filled with the residual, bias, expected from (sum, residual))
+                type Expect = fn(f64, f64) -> f64;
+                let epis: [(Epi, bool, bool, Expect); 5] = [
+                    (Epi::NONE, false, false, |v, _| v),
+                    (Epi::new(&clamp, &[]).unwrap(), false, true, |v, _| v.clamp(-0.5, 0.75)),
+                    (Epi::new(&add_relu, &[res_t]).unwrap(), false, true, |v, r| (v + r).max(0.0)),
+                    (Epi::new(&relu, &[]).unwrap().accumulating(), true, true, |v, r| (v + r).max(0.0)),
+                    (Epi::new(&sigmoid, &[]).unwrap(), false, true, |v, _| 1.0 / (1.0 + (-v).exp())),
+                ];
+                let packed = pool(1).install(|| pack_for_blocked(&wt, st, &g)).unwrap();
+                for (ei, (epi, prefill, with_bias, expect)) in epis.iter().enumerate() {
+                    for threads in [1, 2] {
+                        let what = format!("{xs:?} oc {oc} k {kh}x{kw} s {s:?} d {d:?} {layouts:?} epilogue {ei} threads {threads}");
+                        let mut got = if *prefill { res_l.clone() } else { vec![f32::NAN; want.len()] };
+                        let bias = with_bias.then_some(&b[..]);
+                        let mut got2 = got.clone();
+                        pool(threads).install(|| {
+                            conv_blocked(&xin, None, &wt, st, &g, bias, epi, &mut got, layouts).unwrap();
+                            // (Packed on a one-thread pool: on two, the block
+                            // size may differ and the filter is packed again.)
+                            let fs: &[f32] = if threads == 1 { &[] } else { &wt };
+                            conv_blocked(&xin, Some((&packed.0[..], packed.1)), fs, st, &g, bias, epi, &mut got2, layouts).unwrap();
+                        });
+                        assert!(got.iter().zip(&got2).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}: packed ahead differs");
+                        let got = back(&got);
+                        for (i, (&gv, &(sum, mag))) in got.iter().zip(&want).enumerate() {
+                            let sum = if *with_bias { sum } else { sum - b[i / plane % oc] as f64 };
+                            let wv = expect(sum, res[i] as f64);
+                            assert!((gv as f64 - wv).abs() <= tol(mag + res[i].abs() as f64), "{what}: [{i}] {gv} vs {wv}");
+                        }
+                    }
+                }
+            }
+        }
+        // A blocked side needs whole blocks, and one group.
+        let g = Geometry {
+            batches: 1, in_c: 8, in_h: 4, in_w: 4, out_c: 16, out_h: 4, out_w: 4, k_h: 1, k_w: 1,
+            groups: 1, cig: 8, cog: 16, stride: [1, 1], dilation: [1, 1], pad: [0, 0],
+        };
+        let mut y = vec![0f32; 256];
+        let both = Layouts { input: true, output: true };
+        assert!(conv_blocked(&[0.0; 128], None, &[0.0; 128], [8, 1, 1, 1], &g, None, &Epi::NONE, &mut y, both).is_err());
+    }
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
     }
 }

@@ -1,6 +1,7 @@
 //! CPU kernels, one family per file, and the dispatch from a typed `Op` to them.
 
 pub mod activation;
+pub mod blocked;
 pub mod broadcast;
 pub mod conv;
 pub mod element;

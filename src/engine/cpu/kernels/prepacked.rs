@@ -37,6 +37,10 @@ pub enum What {
         groups: usize,
         dims: [usize; 4],
     },
+    /// An oihw conv2d filter of `dims` (o, i, h, w), one group, read by the
+    /// blocked-activation kernel (`conv::conv2d_blocked`) in blocks of `cb`
+    /// output channels.
+    Conv2dBlocked { dims: [usize; 4], cb: usize },
     /// The rank-2 right operand of matmul ([k, n]).
     Matmul { k: usize, n: usize },
     /// gemm's B, read as [k, n] (transposed when `b_transpose`).

@@ -1,0 +1,442 @@
+//! Channel-blocked activations between convolutions (CPU, AVX-512): float32
+//! nchw tensors with a multiple of 16 channels that only blocked-capable
+//! operators read are stored as nChw16c instead (channel c of pixel p of image n
+//! at `((n * C / 16 + c / 16) * H * W + p) * 16 + c % 16`), and the operators
+//! around them become `FusedOp::Blocked`. The channels-along-lanes conv kernel
+//! then reads each tap's 16 input channels from one line and writes each
+//! pixel's 16 output channels as one vector, where on nchw it reads one line
+//! per input channel and transposes its tiles (or the GEMM packs the input and
+//! pads its pixel panels). onnxruntime's CPU provider does the same
+//! (NCHWc); measured below in `run`'s comment.
+//!
+//! Blocked-capable: conv2d (one group, oihw filter; either side may be blocked,
+//! so the first conv of a region reads nchw and the last may write it), the
+//! fire-module `FusedOp::ConcatConv2d` (parts of whole blocks), maxPool2d and
+//! `FusedOp::Subsample` (blocked in and out), and averagePool2d over whole
+//! planes (blocked in; its [n, c, 1, 1] output is the same bytes either way).
+//! No reorder operators are added: a tensor is blocked only when its producer
+//! can write it blocked and every reader can read it blocked (a residual a conv
+//! adds has its output's layout); graph outputs stay nchw. The shapes in the
+//! graph stay the logical nchw ones.
+
+use std::collections::HashSet;
+
+use super::fused::{BlockedOp, Epilogue, FusedOp};
+use super::{constant, desc, prepack};
+use crate::engine::cpu::kernels::prepacked;
+use crate::engine::cpu::kernels::simd::{self, Level};
+use crate::engine::cpu::kernels::conv::{self, BLOCK};
+use crate::graph::builder::{Graph, Operator};
+use crate::graph::{DataType, OperandId};
+use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
+use crate::ops::pooling::PoolKind;
+use crate::ops::Op;
+
+/// What an operator can do with blocked tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Reads input 0 either way, writes either way; its epilogue's added
+    /// tensors (the last inputs) share the output's layout.
+    Conv { extras: usize },
+    /// Reads every part's input either way (all alike), writes either way.
+    Concat,
+    /// Blocked in and out, or neither (maxPool2d, subsample).
+    Follows,
+    /// Reads input 0 either way, writes nchw (global average pool).
+    Reduces,
+}
+
+/// Whether the pass runs: AVX-512 (the kernels' vectors are 16 floats), and not
+/// turned off by `WEBNN_CPU_BLOCKED=0` (comparisons).
+pub fn enabled() -> bool {
+    simd::level() == Level::Avx512 && std::env::var_os("WEBNN_CPU_BLOCKED").is_none_or(|v| v != "0")
+}
+
+/// A conv2d the blocked kernel computes: float32 nchw, one group, oihw filter.
+fn conv_ok(g: &Graph, op: &Operator, a: &Conv2dAttrs) -> bool {
+    a.input_layout == InputLayout::Nchw
+        && a.filter_layout == Conv2dFilterLayout::Oihw
+        && a.groups == 1
+        && op.inputs.len() >= 2
+        && desc(g, op.inputs[0]).data_type == DataType::Float32
+        && desc(g, op.inputs[1]).shape.len() == 4
+}
+
+fn kind(g: &Graph, op: &Operator) -> Option<Kind> {
+    let f32_rank4 = |id: OperandId| {
+        let d = desc(g, id);
+        d.data_type == DataType::Float32 && d.shape.len() == 4
+    };
+    if op.outputs.len() != 1 || !f32_rank4(op.outputs[0]) || !op.inputs.first().is_some_and(|&x| f32_rank4(x)) {
+        return None;
+    }
+    match &op.op {
+        Op::Conv2d(a) if conv_ok(g, op, a) => Some(Kind::Conv { extras: 0 }),
+        Op::Fused(FusedOp::Conv2d { attrs, epilogue }) if conv_ok(g, op, attrs) => Some(Kind::Conv { extras: epilogue.extra_inputs() }),
+        Op::Fused(FusedOp::ConcatConv2d { parts, epilogue }) if epilogue.is_empty() => {
+            let ok = parts.iter().all(|p| {
+                let a = &p.attrs;
+                a.input_layout == InputLayout::Nchw && a.filter_layout == Conv2dFilterLayout::Oihw && a.groups == 1
+            });
+            ok.then_some(Kind::Concat)
+        }
+        Op::Pool2d(p) if p.layout == InputLayout::Nchw && op.inputs.len() == 1 => {
+            let (x, y) = (&desc(g, op.inputs[0]).shape, &desc(g, op.outputs[0]).shape);
+            let global = y[2] == 1 && y[3] == 1 && p.window == [x[2], x[3]] && p.padding == [0; 4] && p.dilations == [1, 1];
+            match p.kind {
+                PoolKind::Max => Some(Kind::Follows),
+                PoolKind::Average if global => Some(Kind::Reduces),
+                _ => None,
+            }
+        }
+        Op::Fused(FusedOp::Subsample { epilogue, .. }) if epilogue.is_empty() && op.inputs.len() == 1 => Some(Kind::Follows),
+        _ => None,
+    }
+}
+
+/// The input slots of `op` that hold activations of its kind (the others, such
+/// as filters and biases, are never blocked).
+fn data_inputs(op: &Operator, k: Kind) -> Vec<usize> {
+    match (&op.op, k) {
+        (Op::Fused(FusedOp::ConcatConv2d { parts, .. }), Kind::Concat) => {
+            let mut at = 0;
+            parts
+                .iter()
+                .map(|p| {
+                    let first = at;
+                    at += if p.attrs.has_bias { 3 } else { 2 };
+                    first
+                })
+                .collect()
+        }
+        _ => vec![0],
+    }
+}
+
+/// The layouts of `g`'s operands: the set of those that can be blocked.
+fn plan(g: &Graph, kinds: &[Option<Kind>]) -> HashSet<OperandId> {
+    let outputs: HashSet<OperandId> = g.outputs.iter().map(|(_, id)| *id).collect();
+    let mut blocked = HashSet::new();
+    // Every output a capable producer could write blocked.
+    for (op, k) in g.operators.iter().zip(kinds) {
+        let Some(k) = k else { continue };
+        let y = op.outputs[0];
+        let d = desc(g, y);
+        if k == &Kind::Reduces || outputs.contains(&y) || d.shape[1] % BLOCK != 0 {
+            continue;
+        }
+        if let Op::Fused(FusedOp::ConcatConv2d { parts, .. }) = &op.op {
+            // Each part's channels (its filter's first dimension) whole blocks.
+            let inputs = data_inputs(op, *k);
+            if parts.iter().zip(&inputs).any(|(_, &at)| desc(g, op.inputs[at + 1]).shape[0] % BLOCK != 0) {
+                continue;
+            }
+        }
+        blocked.insert(y);
+    }
+    // Then drop those some reader cannot take, until nothing changes.
+    loop {
+        let before = blocked.len();
+        for (op, k) in g.operators.iter().zip(kinds) {
+            let y = op.outputs.first().copied();
+            let Some(k) = *k else {
+                for x in &op.inputs {
+                    blocked.remove(x);
+                }
+                continue;
+            };
+            let y = y.unwrap_or(usize::MAX);
+            let data = data_inputs(op, k);
+            let extras = match k {
+                Kind::Conv { extras } => op.inputs.len().saturating_sub(extras)..op.inputs.len(),
+                _ => op.inputs.len()..op.inputs.len(),
+            };
+            for (slot, x) in op.inputs.iter().enumerate() {
+                if !data.contains(&slot) && !extras.contains(&slot) {
+                    blocked.remove(x);
+                }
+            }
+            // One layout for all data inputs, and for the output and the added
+            // tensors; maxPool2d and subsample keep their input's.
+            let all_in = data.iter().all(|&s| blocked.contains(&op.inputs[s]));
+            if !all_in {
+                for &s in &data {
+                    blocked.remove(&op.inputs[s]);
+                }
+            }
+            let mut same = extras.clone().map(|s| op.inputs[s]).collect::<Vec<_>>();
+            same.push(y);
+            if k == Kind::Follows {
+                same.push(op.inputs[0]);
+            }
+            if !same.iter().all(|x| blocked.contains(x)) {
+                for x in same {
+                    blocked.remove(&x);
+                }
+            }
+        }
+        if blocked.len() == before {
+            return blocked;
+        }
+    }
+}
+
+/// Rewrites the graph (see the module comment); returns how many operators
+/// became blocked. Registers each blocked conv's constant filter packed for
+/// its kernel when `prepack` (and drops the copy packed for the nchw kernels).
+///
+/// One Zen 5 core, the channels kernel's tiles on blocked input against the
+/// nchw kernels, warm (ms): 256 -> 1024 1x1 at 14x14 0.42 vs 0.47 (GEMM),
+/// 128 -> 512 at 28x28 0.435 vs 0.46, 1024 -> 256 at 14x14 0.42 vs 0.45,
+/// 2048 -> 512 at 7x7 0.43 vs 0.48, 512 -> 1008 at 13x13 0.69 vs 0.77 (GEMM),
+/// 64 3x3 at 56x56 0.957 vs 0.97.
+pub fn run(g: &mut Graph, prepack: bool) -> usize {
+    if !enabled() {
+        return 0;
+    }
+    let kinds: Vec<Option<Kind>> = g.operators.iter().map(|op| kind(g, op)).collect();
+    let blocked = plan(g, &kinds);
+    let mut count = 0;
+    for (i, k) in kinds.iter().enumerate() {
+        let Some(k) = *k else { continue };
+        let op = &g.operators[i];
+        let input = data_inputs(op, k).iter().all(|&s| blocked.contains(&op.inputs[s]));
+        let output = blocked.contains(&op.outputs[0]);
+        if !input && !output {
+            continue;
+        }
+        let (bop, epilogue) = match (&op.op, k) {
+            (Op::Conv2d(a), _) => (BlockedOp::Conv2d(a.clone()), Epilogue::default()),
+            (Op::Fused(FusedOp::Conv2d { attrs, epilogue }), _) => (BlockedOp::Conv2d(attrs.clone()), epilogue.clone()),
+            (Op::Fused(FusedOp::ConcatConv2d { parts, .. }), _) => (BlockedOp::ConcatConv2d(parts.clone()), Epilogue::default()),
+            (Op::Pool2d(p), Kind::Follows) => (BlockedOp::MaxPool(*p), Epilogue::default()),
+            (Op::Pool2d(p), _) => (BlockedOp::GlobalAveragePool(*p), Epilogue::default()),
+            (Op::Fused(FusedOp::Subsample { strides, .. }), _) => (BlockedOp::Subsample(*strides), Epilogue::default()),
+            _ => continue,
+        };
+        g.operators[i].op = Op::Fused(FusedOp::Blocked { op: bop, input, output, epilogue });
+        count += 1;
+    }
+    if prepack && std::env::var("WEBNN_CPU_PREPACK").map_or(true, |v| v != "0") {
+        register_filters(g);
+    }
+    count
+}
+
+/// Each blocked conv's (and concat part's) constant filter, packed for the
+/// blocked kernel and registered (`prepacked`).
+fn register_filters(g: &Graph) {
+    use rayon::prelude::*;
+    // (filter, input, output, attributes) of every blocked conv.
+    let mut convs: Vec<(OperandId, OperandId, OperandId, &Conv2dAttrs)> = Vec::new();
+    for op in &g.operators {
+        match &op.op {
+            Op::Fused(FusedOp::Blocked { op: BlockedOp::Conv2d(a), .. }) => convs.push((op.inputs[1], op.inputs[0], op.outputs[0], a)),
+            Op::Fused(FusedOp::Blocked { op: BlockedOp::ConcatConv2d(parts), .. }) => {
+                let mut at = 0;
+                for p in parts {
+                    if let (Some(&x), Some(&f)) = (op.inputs.get(at), op.inputs.get(at + 1)) {
+                        // The part's output: its channels of the concatenation.
+                        convs.push((f, x, usize::MAX, &p.attrs));
+                    }
+                    at += if p.attrs.has_bias { 3 } else { 2 };
+                }
+            }
+            _ => {}
+        }
+    }
+    let packed: Vec<_> = convs
+        .par_iter()
+        .filter_map(|&(f, x, y, a)| {
+            let bytes = constant(g, f)?;
+            let fd = desc(g, f);
+            let dims = [fd.shape[0], fd.shape[1], fd.shape[2], fd.shape[3]];
+            let w = prepack::f32_values(bytes, fd.data_type)?;
+            let x_shape = &desc(g, x).shape;
+            let out_shape = if y == usize::MAX {
+                // A concat part: its own channels at the concatenation's plane.
+                None
+            } else {
+                Some(desc(g, y).shape.clone())
+            };
+            let out_shape = match out_shape {
+                Some(s) => s,
+                None => prepack::conv_out_shape(a, x_shape, &fd.shape)?,
+            };
+            Some((bytes, conv::pack_filter_blocked(a, x_shape, &out_shape, dims, &w)))
+        })
+        .collect();
+    for (bytes, p) in packed {
+        if let Ok((what, p)) = p {
+            prepacked::register(bytes, what, p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::testing::*;
+    use crate::engine::cpu::kernels::prepacked::What;
+    use crate::compile::Passes;
+    use crate::ops::conv::Conv2dOptions;
+    use crate::ops::pooling::Pool2dOptions;
+    use crate::ops::{BinaryKind, UnaryKind};
+
+    /// The operators' layouts after the pipeline: (name, input, output) of each.
+    fn layouts(g: &Graph) -> Vec<(&'static str, bool, bool)> {
+        g.operators
+            .iter()
+            .map(|o| match &o.op {
+                Op::Fused(FusedOp::Blocked { input, output, .. }) => (o.op.name(), *input, *output),
+                op => (op.name(), false, false),
+            })
+            .collect()
+    }
+
+    fn compiled(g: &Graph) -> Graph {
+        let engine = crate::engine::cpu::CpuEngine::new(1).unwrap();
+        engine.pipeline(g.clone(), Passes::ALL)
+    }
+
+    fn conv(b: &mut Builder, x: OperandId, cin: usize, cout: usize, k: usize, stride: usize, pad: usize) -> OperandId {
+        let f = b.constant(&[cout, cin, k, k], -0.3, 0.3);
+        let bias = b.constant(&[cout], -0.2, 0.2);
+        let o = Conv2dOptions { padding: Some(vec![pad; 4]), strides: Some(vec![stride; 2]), ..Default::default() };
+        let y = b.b.conv2d(x, f, Some(bias), &o).unwrap();
+        b.b.unary(UnaryKind::Relu, y).unwrap()
+    }
+
+    /// A ResNet in miniature: stem (3 channels, nchw in), max pool, a
+    /// bottleneck with a projection and a residual add, a strided 1x1 (the
+    /// subsample), a global average pool and a reshape to the output. Every
+    /// activation between the stem and the pool is blocked; plans agree.
+    #[test]
+    fn resnet_block_runs_blocked_and_agrees() {
+        let mut b = Builder::new();
+        let x = b.input("x", &[2, 3, 30, 30]);
+        let s = conv(&mut b, x, 3, 32, 7, 2, 3);
+        let mp = Pool2dOptions { window_dimensions: Some(vec![3, 3]), strides: Some(vec![2, 2]), padding: Some(vec![1; 4]), ..Default::default() };
+        let p = b.b.pool2d(PoolKind::Max, s, &mp).unwrap();
+        let a = conv(&mut b, p, 32, 16, 1, 1, 0);
+        let a = conv(&mut b, a, 16, 16, 3, 1, 1);
+        let f = b.constant(&[64, 16, 1, 1], -0.3, 0.3);
+        let a = b.b.conv2d(a, f, None, &Conv2dOptions::default()).unwrap();
+        let f = b.constant(&[64, 32, 1, 1], -0.3, 0.3);
+        let proj = b.b.conv2d(p, f, None, &Conv2dOptions::default()).unwrap();
+        let sum = b.b.binary(BinaryKind::Add, a, proj).unwrap();
+        let r = b.b.unary(UnaryKind::Relu, sum).unwrap();
+        let d = conv(&mut b, r, 64, 48, 1, 2, 0);
+        let gp = Pool2dOptions { window_dimensions: Some(vec![4, 4]), ..Default::default() };
+        let avg = b.b.pool2d(PoolKind::Average, d, &gp).unwrap();
+        let y = b.b.reshape(avg, &[2, 48]).unwrap();
+        let g = b.b.build(&[("y".into(), y)]).unwrap();
+        assert_agree(&g, 1e-5);
+        for threads in [1, 2] {
+            let want = execute(&g, Passes::NONE, 3);
+            let got = execute_on(&g, Passes::ALL, threads, 3);
+            let scale = want[0].iter().fold(1e-6f64, |m, v| m.max(v.abs()));
+            assert!(want[0].iter().zip(&got[0]).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{threads} threads");
+        }
+        if !enabled() {
+            return;
+        }
+        let l = layouts(&compiled(&g));
+        let blocked: Vec<_> = l.iter().filter(|(n, ..)| n.ends_with("(blocked)")).collect();
+        // stem (nchw -> blocked), pool, three convs of the bottleneck, the
+        // projection, the subsample, the strided conv's unit-stride form, the
+        // global pool (blocked -> nchw).
+        assert_eq!(l.iter().filter(|(n, ..)| !n.ends_with("(blocked)")).map(|(n, ..)| *n).collect::<Vec<_>>(), ["reshape"], "{l:?}");
+        assert_eq!(blocked.first(), Some(&&("conv2d (blocked)", false, true)), "{l:?}");
+        // Every filter packed for the blocked kernel (in some block size).
+        for op in &g.operators {
+            let Some(bytes) = op.inputs.get(1).and_then(|&f| constant(&g, f)) else { continue };
+            let dims = desc(&g, op.inputs[1]).shape.clone();
+            let found = [16, 32, 64].iter().any(|&cb| prepacked::lookup(bytes, What::Conv2dBlocked { dims: [dims[0], dims[1], dims[2], dims[3]], cb }).is_some());
+            assert!(found, "filter {dims:?} not packed");
+        }
+        assert_eq!(blocked.last(), Some(&&("averagePool2d (blocked)", true, false)), "{l:?}");
+        assert!(blocked[1..blocked.len() - 1].iter().all(|&&(_, i, o)| i && o), "{l:?}");
+    }
+
+    /// A tensor some reader cannot take blocked (an element-wise operator not
+    /// fused into a conv, a graph output) stays nchw, and so does every
+    /// tensor tied to it (a residual and the conv output it is added to);
+    /// channels that are not whole blocks stay nchw; the plans agree.
+    #[test]
+    fn layouts_stop_at_readers_that_need_nchw() {
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 16, 9, 9]);
+        let a = conv(&mut b, x, 16, 32, 3, 1, 1);
+        // A graph output and a conv input at once.
+        let c = conv(&mut b, a, 32, 32, 1, 1, 0);
+        // Read by sigmoid (a chain) and by a conv.
+        let s = b.b.unary(UnaryKind::Sigmoid, c).unwrap();
+        let e = conv(&mut b, c, 32, 24, 3, 1, 1);
+        let h = conv(&mut b, e, 24, 32, 1, 1, 0);
+        let g = b.b.build(&[("a".into(), a), ("s".into(), s), ("h".into(), h)]).unwrap();
+        assert_agree(&g, 1e-5);
+        if !enabled() {
+            return;
+        }
+        let l = layouts(&compiled(&g));
+        assert!(l.iter().all(|&(_, i, o)| !i && !o), "{l:?}");
+        // The same chain with c read by convs only: c is blocked, e (24
+        // channels) is not.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 16, 9, 9]);
+        let a = conv(&mut b, x, 16, 32, 3, 1, 1);
+        let c = conv(&mut b, a, 32, 32, 1, 1, 0);
+        let e = conv(&mut b, c, 32, 24, 3, 1, 1);
+        let h = conv(&mut b, e, 24, 32, 1, 1, 0);
+        let g = b.b.build(&[("h".into(), h)]).unwrap();
+        assert_agree(&g, 1e-5);
+        let l = layouts(&compiled(&g));
+        assert_eq!(
+            l,
+            [("conv2d (blocked)", false, true), ("conv2d (blocked)", true, true), ("conv2d (blocked)", true, false), ("conv2d (fused)", false, false)]
+        );
+        // The nchw conv's filter packed for its kernel after the last pass
+        // (`prepack::register_packed` on the fused operator).
+        let dims = [32, 24, 1, 1];
+        let last = g.operators.iter().find(|o| matches!(o.op, Op::Conv2d(_)) && desc(&g, o.inputs[1]).shape == dims).unwrap();
+        let what = What::Conv2d { layout: InputLayout::Nchw, filter_layout: Conv2dFilterLayout::Oihw, groups: 1, dims };
+        assert!(prepacked::lookup(constant(&g, last.inputs[1]).unwrap(), what).is_some());
+    }
+
+    /// Fire modules (squeeze, then 1x1 and 3x3 expansions concatenated), a max
+    /// pool between them, the last conv with 40 channels (not whole blocks)
+    /// and a global average pool: blocked from the first squeeze's output to
+    /// the last conv's input; plans agree.
+    #[test]
+    fn fire_modules_run_blocked_and_agree() {
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 3, 23, 23]);
+        let s = conv(&mut b, x, 3, 32, 3, 2, 0);
+        let mut t = s;
+        let mut c = 32;
+        for (sq, ex) in [(16, 16), (16, 32)] {
+            let q = conv(&mut b, t, c, sq, 1, 1, 0);
+            let e1 = conv(&mut b, q, sq, ex, 1, 1, 0);
+            let e3 = conv(&mut b, q, sq, ex, 3, 1, 1);
+            t = b.b.concat(&[e1, e3], 1).unwrap();
+            c = 2 * ex;
+            let mp = Pool2dOptions { window_dimensions: Some(vec![3, 3]), strides: Some(vec![2, 2]), ..Default::default() };
+            t = b.b.pool2d(PoolKind::Max, t, &mp).unwrap();
+        }
+        let f = conv(&mut b, t, c, 40, 1, 1, 0);
+        let gp = Pool2dOptions { window_dimensions: Some(vec![1, 1]), ..Default::default() };
+        let y = b.b.pool2d(PoolKind::Average, f, &gp).unwrap();
+        let g = b.b.build(&[("y".into(), y)]).unwrap();
+        assert_agree(&g, 1e-5);
+        if !enabled() {
+            return;
+        }
+        let l = layouts(&compiled(&g));
+        let names: Vec<_> = l.iter().map(|(n, ..)| *n).collect();
+        assert_eq!(names.iter().filter(|n| **n == "conv2d into concat (blocked)").count(), 2, "{l:?}");
+        assert_eq!(names.iter().filter(|n| **n == "maxPool2d (blocked)").count(), 2, "{l:?}");
+        assert_eq!(l.last(), Some(&("averagePool2d", false, false)), "{l:?}");
+        assert_eq!(l[l.len() - 2], ("conv2d (blocked)", true, false), "{l:?}");
+    }
+}

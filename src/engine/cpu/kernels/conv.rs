@@ -16,7 +16,9 @@
 //! leave a quarter of the GEMM's columns (or of pixel vectors) empty, while
 //! output channels come in multiples of 32. A 1x1 convolution whose output
 //! only a depthwise convolution reads runs fused with it, in bands of rows
-//! (`conv_band.rs`).
+//! (`conv_band.rs`). Between convolutions whose tensors the compiler keeps
+//! channel-blocked (`compile::blocked`, nChw16c), `conv2d_blocked` runs the
+//! channels-along-lanes kernel on blocked taps, whatever the shape.
 //!
 //! convTranspose2d: per (batch, group) and filter tap, one GEMM of the input with
 //! that tap's [inputChannels/groups, outputChannels/groups] slice of the filter

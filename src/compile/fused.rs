@@ -133,9 +133,10 @@ pub enum FusedOp {
     /// An operator on channel-blocked activations (`compile::blocked`; float32
     /// nchw tensors stored as nChw16c: channel c of pixel p of image n at
     /// `((n * C / 16 + c / 16) * H * W + p) * 16 + c % 16`). `input`: its data
-    /// inputs (and the tensors its epilogue adds) are blocked; `output`: its
-    /// output is. Shapes stay the logical nchw ones. Inputs: those of `op`'s
-    /// operator, then one per `Stage::AddTensor` of the epilogue.
+    /// inputs are blocked; `output`: its output is, and so are the tensors its
+    /// epilogue adds (they share the output's layout). Shapes stay the logical
+    /// nchw ones. Inputs: those of `op`'s operator, then one per
+    /// `Stage::AddTensor` of the epilogue.
     Blocked { op: BlockedOp, input: bool, output: bool, epilogue: Epilogue },
 }
 

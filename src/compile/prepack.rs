@@ -51,7 +51,9 @@ pub fn register_packed(g: &Graph) -> usize {
         return 0;
     }
     // Packing touches every weight once: the operators are packed in parallel
-    // (rayon's global pool; build runs off the JS thread), then registered.
+    // (on the current pool: the engine's when it compiles, whose threads some
+    // kernels' block sizes follow; build runs off the JS thread), then
+    // registered.
     use rayon::prelude::*;
     let jobs: Vec<_> = g.operators.iter().flat_map(|op| jobs(g, op)).collect();
     let packed: Vec<_> = jobs.into_par_iter().filter_map(|(op, at)| pack_one(g, op, at)).collect();

@@ -36,8 +36,8 @@ pub struct Epi<'a> {
     extras: Vec<Cow<'a, [f32]>>,
     /// The destination holds, on entry, a tensor that the kernel adds to its
     /// results before the bias and the stages (a residual the output replaces in
-    /// place: see the CPU plan). Only the kernels that `conv::accumulates` names
-    /// take such an epilogue.
+    /// place: see the CPU plan). Only the kernels that `conv::accumulates` names,
+    /// and the blocked conv (`conv::conv2d_blocked`), take such an epilogue.
     accumulate: bool,
 }
 

@@ -187,7 +187,7 @@ struct Step {
 
 /// Whether operator `s` may write its output over the tensor its epilogue adds,
 /// and which input that is: a fused conv2d (float32, on a kernel that can add to
-/// its output: `conv::accumulates`) whose epilogue starts with the add, of a
+/// its output: `conv::accumulates`, or blocked) whose epilogue starts with the add, of a
 /// tensor of the output's type and shape that lives in the arena, that this
 /// operator reads last, and only once. ResNet's and MobileNetV2's blocks end in
 /// such a conv; writing over the residual, the conv reads and writes the same
@@ -538,6 +538,12 @@ impl CpuPlan {
 }
 
 impl CpuPlan {
+    /// How many steps write their output over the residual they add (tests).
+    #[cfg(test)]
+    pub(crate) fn in_place_steps(&self) -> usize {
+        self.steps.iter().filter(|s| s.in_place).count()
+    }
+
     /// `run_guarded` on the plan's pool (tests: the kernels split their work as
     /// in a compute).
     #[cfg(test)]
@@ -665,8 +671,7 @@ mod tests {
     }
 
     fn in_place_steps(g: &Graph, passes: Passes) -> usize {
-        let plan = CpuEngine::new(1).unwrap().compile_with(g.clone(), passes).unwrap();
-        plan.steps.iter().filter(|s| s.in_place).count()
+        CpuEngine::new(1).unwrap().compile_with(g.clone(), passes).unwrap().in_place_steps()
     }
 
     /// Output 0 of `want` and `got` agree within 1e-5 of the largest magnitude.

@@ -880,6 +880,9 @@ mod tests {
     fn max_pool_agrees_with_nchw_kernel() {
         use crate::engine::cpu::kernels::{pooling, Tensor};
         use crate::graph::DataType;
+        // The SIMD level held: both kernels read it more than once per call,
+        // and another test may force a level meanwhile.
+        let _level = crate::engine::cpu::kernels::simd::tests::FORCE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         for case in [max_cases()[4], max_cases()[14], max_cases()[10], max_cases()[5]] {
             let ([n, c, h, w], window, padding, strides, dilations, ceil) = case;
             let p = pool(window, padding, strides, dilations);

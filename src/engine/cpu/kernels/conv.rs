@@ -415,7 +415,7 @@ pub fn conv2d_blocked(
     let g = Geometry::conv2d(attrs, x.shape, out_shape, [cig, k_h, k_w]);
     let xs = f32_input(x)?;
     let bs = bias.map(f32_input).transpose()?;
-    let what = What::Conv2dBlocked { dims: [o, cig, k_h, k_w], cb: oclanes::block_of_blocked(&g) };
+    let what = blocked_what(attrs, x.shape, out_shape, [o, cig, k_h, k_w]);
     let packed = prepacked::lookup(f.data, what);
     let ahead = match packed.as_deref() {
         Some(Packed::OcLanes { w, cb }) if oclanes::fits_blocked(&g, w, *cb) => Some((&w[..], *cb)),
@@ -429,8 +429,21 @@ pub fn conv2d_blocked(
     with_f32_output(out, x.data_type, |dst| oclanes::conv_blocked(&xs, ahead, &fs, f_strides, &g, bs.as_deref(), epi, dst, layouts))
 }
 
+/// How `conv2d_blocked` looks up this conv's packed filter (of `dims`, oihw):
+/// its block size depends on the current pool's threads.
+pub fn blocked_what(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4]) -> What {
+    let g = Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]);
+    What::Conv2dBlocked { dims, cb: oclanes::block_of_blocked(&g) }
+}
+
+/// Whether `conv2d_blocked` takes this conv2d (one group, a padded copy of
+/// reasonable size), for the compiler's choice of layouts.
+pub fn blocked_suits(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4]) -> bool {
+    x_shape.len() == 4 && out_shape.len() == 4 && oclanes::blocked_suits(&Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]))
+}
+
 /// The filter of a blocked conv2d (`conv2d_blocked`) packed for its kernel,
-/// and how it is registered (its block size depends on the pool's threads).
+/// and how it is registered (`blocked_what`).
 pub fn pack_filter_blocked(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4], w: &[f32]) -> Result<(What, Packed)> {
     let [_, i, h, kw] = dims;
     let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);

@@ -40,7 +40,9 @@
 //! at 56x56 0.96 vs 0.97. Element-wise loops for that store (the crate is built
 //! for baseline x86-64) cost ResNet-50 1.5 ms; it is written with AVX-512.
 //!
-//! The filter is packed (`pack`) in blocks of `CB` output channels, tap by tap:
+//! The filter is packed (`pack`) in blocks of `CB` output channels (`WIDE`,
+//! or one vector on blocked activations: `block_of`, `block_of_blocked`), tap
+//! by tap:
 //! at build time by the prepack pass when the filter is constant, else per call.
 //!
 //! The register kernel has an AVX-512 form (tiles of 8 pixels by 32 channels)
@@ -358,8 +360,10 @@ pub struct Layouts {
 }
 
 /// Output channels per filter block when either side is blocked: `WIDE` for
-/// 1x1 filters at unit strides (as `block_of`), else `CB`, or one vector where
-/// the channels are not a multiple of `CB` (SqueezeNet's 16 and 48).
+/// 1x1 filters at unit strides (as `block_of`; `WEBNN_CPU_OCLANES_WIDE=0`
+/// does not apply here), else `CB`, or one vector for 16 and 48 channels (SqueezeNet's:
+/// 48 as two vectors would leave a quarter of the lanes empty; 80 and more
+/// take `CB` with a partial last block).
 pub(super) fn block_of_blocked(g: &Geometry) -> usize {
     let even = (g.cog / WIDE) % rayon::current_num_threads().max(1) == 0;
     if g.cog % WIDE == 0 && even && g.k_h * g.k_w == 1 && g.stride == [1, 1] {
@@ -413,6 +417,13 @@ fn block_for(g: &Geometry, layouts: Layouts) -> usize {
     }
 }
 
+/// Whether `conv_blocked` takes this convolution: one group and a padded input
+/// copy within `PAD_BUDGET` (huge dilations or padding would allocate far more
+/// than the input on every call; the nchw kernels take those).
+pub fn blocked_suits(g: &Geometry) -> bool {
+    g.groups == 1 && Pad::new(g).is_some_and(|pad| pad.in_place || pad.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
+}
+
 /// Whether `w`, packed in blocks of `cb` channels, is what `conv_blocked`
 /// reads for this convolution with a blocked side.
 pub fn fits_blocked(g: &Geometry, w: &[f32], cb: usize) -> bool {
@@ -454,7 +465,7 @@ pub fn conv_blocked(
     let cb = block_for(g, layouts);
     let w = match packed {
         Some((p, c)) if c == cb && blocked_len(g, cb) == Some(p.len()) => std::borrow::Cow::Borrowed(p),
-        _ if blocked_len(g, 1).is_none_or(|n| fs.len() < n) => return Err(WebnnError::Operation("internal: blocked conv2d without its filter".into())),
+        _ if blocked_len(g, 1).is_none_or(|n| fs.len() < n) => return Err(WebnnError::Operation("internal: conv2d (channels kernel) without its filter".into())),
         _ => std::borrow::Cow::Owned(pack_blocks(fs, f_strides, g, cb)?),
     };
     match cb {
@@ -714,8 +725,8 @@ fn store_blocked<const C: usize>(tmp: &[[f32; C]; PX], c0: usize, rows: &mut [f3
                     *o += v;
                 }
             }
-            // The element second: a NaN stays NaN, as the GEMM's stores do.
-            for o in row.iter_mut() {
+            // A NaN stays NaN, as in the GEMM's stores (f32::max would drop it).
+            for o in row.iter_mut().filter(|o| !o.is_nan()) {
                 *o = hi.min(lo.max(*o));
             }
         }
@@ -1293,6 +1304,43 @@ mod tests {
         let mut y = vec![0f32; 256];
         let both = Layouts { input: true, output: true };
         assert!(conv_blocked(&[0.0; 128], None, &[0.0; 128], [8, 1, 1, 1], &g, None, &Epi::NONE, &mut y, both).is_err());
+    }
+
+    /// The blocked store at every level: accumulating, adding a tensor and
+    /// clamping as asked, and a NaN (in the tile, the output or the added
+    /// tensor) stays NaN through the clamp, as in the GEMM's stores.
+    #[test]
+    fn blocked_store_keeps_nan_and_clamps() {
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|level| {
+            let mut tmp = [[0f32; CB]; PX];
+            for (j, row) in tmp.iter_mut().enumerate() {
+                for (c, v) in row.iter_mut().enumerate() {
+                    *v = (j * CB + c) as f32 * 0.25 - 30.0;
+                }
+            }
+            tmp[1][BLOCK + 3] = f32::NAN;
+            for npx in [1, 5, 8] {
+                let add: Vec<f32> = (0..npx * BLOCK).map(|i| if i == 2 * BLOCK + 5 { f32::NAN } else { i as f32 * 0.5 }).collect();
+                for (accumulate, with_add, lo, hi) in [(false, false, 0.0, f32::INFINITY), (true, true, -1.0, 2.0), (true, false, f32::NEG_INFINITY, f32::INFINITY)] {
+                    let mut rows: Vec<f32> = (0..npx * BLOCK).map(|i| if i == 4 * BLOCK { f32::NAN } else { 1.0 - i as f32 * 0.125 }).collect();
+                    let before = rows.clone();
+                    let post = Some((with_add.then_some(&add[..]), lo, hi));
+                    store_blocked(&tmp, BLOCK, &mut rows, accumulate, post);
+                    for (i, &got) in rows.iter().enumerate() {
+                        let (j, c) = (i / BLOCK, i % BLOCK);
+                        let mut v = tmp[j][BLOCK + c] as f64;
+                        if accumulate {
+                            v += before[i] as f64;
+                        }
+                        if with_add {
+                            v += add[i] as f64;
+                        }
+                        let want = if v.is_nan() { v } else { v.max(lo as f64).min(hi as f64) };
+                        assert!(got.to_bits() == (want as f32).to_bits() || (got.is_nan() && want.is_nan()), "{level:?} {npx} px acc {accumulate} add {with_add} [{i}]: {got} vs {want}");
+                    }
+                }
+            }
+        });
     }
 
     fn pool(threads: usize) -> rayon::ThreadPool {

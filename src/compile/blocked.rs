@@ -21,9 +21,8 @@
 
 use std::collections::HashSet;
 
-use super::fused::{BlockedOp, Epilogue, FusedOp};
-use super::{constant, desc, prepack};
-use crate::engine::cpu::kernels::prepacked;
+use super::fused::{part_slots, BlockedOp, Epilogue, FusedOp};
+use super::{desc, prepack};
 use crate::engine::cpu::kernels::simd::{self, Level};
 use crate::engine::cpu::kernels::conv::{self, BLOCK};
 use crate::graph::builder::{Graph, Operator};
@@ -87,12 +86,7 @@ fn kind(g: &Graph, op: &Operator) -> Option<Kind> {
             Some(Kind::Conv { extras: epilogue.extra_inputs() })
         }
         Op::Fused(FusedOp::ConcatConv2d { parts, epilogue }) if epilogue.is_empty() => {
-            let mut at = 0;
-            let ok = parts.iter().all(|p| {
-                let ok = conv_ok(g, op, &p.attrs, at, None);
-                at += if p.attrs.has_bias { 3 } else { 2 };
-                ok
-            });
+            let ok = parts.iter().zip(part_slots(parts)).all(|(p, at)| conv_ok(g, op, &p.attrs, at, None));
             ok.then_some(Kind::Concat)
         }
         Op::Pool2d(p) if p.layout == InputLayout::Nchw && op.inputs.len() == 1 => {
@@ -113,17 +107,7 @@ fn kind(g: &Graph, op: &Operator) -> Option<Kind> {
 /// as filters and biases, are never blocked).
 fn data_inputs(op: &Operator, k: Kind) -> Vec<usize> {
     match (&op.op, k) {
-        (Op::Fused(FusedOp::ConcatConv2d { parts, .. }), Kind::Concat) => {
-            let mut at = 0;
-            parts
-                .iter()
-                .map(|p| {
-                    let first = at;
-                    at += if p.attrs.has_bias { 3 } else { 2 };
-                    first
-                })
-                .collect()
-        }
+        (Op::Fused(FusedOp::ConcatConv2d { parts, .. }), Kind::Concat) => part_slots(parts),
         _ => vec![0],
     }
 }
@@ -142,8 +126,7 @@ fn plan(g: &Graph, kinds: &[Option<Kind>]) -> HashSet<OperandId> {
         }
         if let Op::Fused(FusedOp::ConcatConv2d { parts, .. }) = &op.op {
             // Each part's channels (its filter's first dimension) whole blocks.
-            let inputs = data_inputs(op, *k);
-            if parts.iter().zip(&inputs).any(|(_, &at)| desc(g, op.inputs[at + 1]).shape[0] % BLOCK != 0) {
+            if part_slots(parts).iter().any(|&at| desc(g, op.inputs[at + 1]).shape[0] % BLOCK != 0) {
                 continue;
             }
         }
@@ -197,16 +180,15 @@ fn plan(g: &Graph, kinds: &[Option<Kind>]) -> HashSet<OperandId> {
 }
 
 /// Rewrites the graph (see the module comment); returns how many operators
-/// became blocked. Registers each blocked conv's constant filter packed for
-/// its kernel when `prepack` (`prepack::register_packed`, run after this pass,
-/// packs the other operators' weights).
+/// became blocked. (`prepack::register_packed`, run after this pass, packs
+/// their filters for the blocked kernel.)
 ///
 /// One Zen 5 core, the channels kernel's tiles on blocked input against the
 /// nchw kernels, warm (ms): 256 -> 1024 1x1 at 14x14 0.42 vs 0.47 (GEMM),
 /// 128 -> 512 at 28x28 0.435 vs 0.46, 1024 -> 256 at 14x14 0.42 vs 0.45,
 /// 2048 -> 512 at 7x7 0.43 vs 0.48, 512 -> 1008 at 13x13 0.69 vs 0.77 (GEMM),
 /// 64 3x3 at 56x56 0.957 vs 0.97.
-pub fn run(g: &mut Graph, prepack: bool) -> usize {
+pub fn run(g: &mut Graph) -> usize {
     if !enabled() {
         return 0;
     }
@@ -233,67 +215,15 @@ pub fn run(g: &mut Graph, prepack: bool) -> usize {
         g.operators[i].op = Op::Fused(FusedOp::Blocked { op: bop, input, output, epilogue });
         count += 1;
     }
-    if prepack && std::env::var("WEBNN_CPU_PREPACK").map_or(true, |v| v != "0") {
-        register_filters(g);
-    }
     count
-}
-
-/// Each blocked conv's (and concat part's) constant filter, packed for the
-/// blocked kernel and registered (`prepacked`).
-fn register_filters(g: &Graph) {
-    use rayon::prelude::*;
-    // (filter, input, output, attributes) of every blocked conv.
-    let mut convs: Vec<(OperandId, OperandId, OperandId, &Conv2dAttrs)> = Vec::new();
-    for op in &g.operators {
-        match &op.op {
-            Op::Fused(FusedOp::Blocked { op: BlockedOp::Conv2d(a), .. }) => convs.push((op.inputs[1], op.inputs[0], op.outputs[0], a)),
-            Op::Fused(FusedOp::Blocked { op: BlockedOp::ConcatConv2d(parts), .. }) => {
-                let mut at = 0;
-                for p in parts {
-                    if let (Some(&x), Some(&f)) = (op.inputs.get(at), op.inputs.get(at + 1)) {
-                        // The part's output: its channels of the concatenation.
-                        convs.push((f, x, usize::MAX, &p.attrs));
-                    }
-                    at += if p.attrs.has_bias { 3 } else { 2 };
-                }
-            }
-            _ => {}
-        }
-    }
-    let packed: Vec<_> = convs
-        .par_iter()
-        .filter_map(|&(f, x, y, a)| {
-            let bytes = constant(g, f)?;
-            let fd = desc(g, f);
-            let dims = [fd.shape[0], fd.shape[1], fd.shape[2], fd.shape[3]];
-            let w = prepack::f32_values(bytes, fd.data_type)?;
-            let x_shape = &desc(g, x).shape;
-            let out_shape = if y == usize::MAX {
-                // A concat part: its own channels at the concatenation's plane.
-                None
-            } else {
-                Some(desc(g, y).shape.clone())
-            };
-            let out_shape = match out_shape {
-                Some(s) => s,
-                None => prepack::conv_out_shape(a, x_shape, &fd.shape)?,
-            };
-            Some((bytes, conv::pack_filter_blocked(a, x_shape, &out_shape, dims, &w)))
-        })
-        .collect();
-    for (bytes, p) in packed {
-        if let Ok((what, p)) = p {
-            prepacked::register(bytes, what, p);
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compile::testing::*;
-    use crate::engine::cpu::kernels::prepacked::What;
+    use crate::compile::constant;
+    use crate::engine::cpu::kernels::prepacked::{self, What};
     use crate::compile::Passes;
     use crate::ops::conv::Conv2dOptions;
     use crate::ops::pooling::Pool2dOptions;

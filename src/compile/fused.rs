@@ -174,6 +174,30 @@ pub struct ConcatPart {
     pub epilogue: Epilogue,
 }
 
+impl ConcatPart {
+    /// The inputs this part takes: input, filter, [bias].
+    pub fn inputs(&self) -> usize {
+        if self.attrs.has_bias {
+            3
+        } else {
+            2
+        }
+    }
+}
+
+/// The input slot of each part's input (its filter follows) among the inputs
+/// of a `ConcatConv2d`, which are the parts' own in order.
+pub fn part_slots(parts: &[ConcatPart]) -> Vec<usize> {
+    parts
+        .iter()
+        .scan(0, |at, p| {
+            let first = *at;
+            *at += p.inputs();
+            Some(first)
+        })
+        .collect()
+}
+
 impl FusedOp {
     pub fn name(&self) -> &'static str {
         match self {

@@ -156,7 +156,7 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     });
     // `WEBNN_CPU_BLOCKED=0` keeps every activation nchw (A/B timing).
     pass("blocked", passes.epilogue, &mut g, &|g| {
-        blocked::run(g, passes.prepack);
+        blocked::run(g);
     });
     // The weights packed for the kernels the final graph runs (`prepack`).
     pass("register", passes.prepack, &mut g, &|g| {

@@ -67,37 +67,50 @@ pub fn register_packed(g: &Graph) -> usize {
     count
 }
 
-/// A conv2d and where its operands are: (attributes, input slot of its input
-/// (its filter follows), its output's shape).
-type ConvAt<'g> = (&'g crate::ops::conv::Conv2dAttrs, usize, Vec<usize>);
+/// A conv2d and where its operands are: its attributes, the input slot of its
+/// input (its filter follows), its output's shape, and whether it runs on
+/// blocked activations (`blocked`), whose kernel reads its filter in another
+/// order.
+struct ConvAt<'g> {
+    attrs: &'g crate::ops::conv::Conv2dAttrs,
+    at: usize,
+    out: Vec<usize>,
+    blocked: bool,
+}
 
 /// The convolutions and products of `op` whose constant operand may be packed:
 /// the operator and, for a conv2d, where it is (a fused operator may hold
 /// several: the parts of a concatenation, a pointwise conv before a depthwise
-/// one). Operators on blocked activations register their filters themselves
-/// (`blocked`).
+/// one).
 fn jobs<'g>(g: &'g Graph, op: &'g Operator) -> Vec<(&'g Operator, Option<ConvAt<'g>>)> {
-    use super::fused::FusedOp;
+    use super::fused::{part_slots, BlockedOp, FusedOp};
     let out = || op.outputs.first().map(|&y| desc(g, y).shape.clone());
-    match &op.op {
-        Op::Conv2d(a) | Op::Fused(FusedOp::Conv2d { attrs: a, .. }) => out().map(|s| vec![(op, Some((a, 0, s)))]).unwrap_or_default(),
-        Op::Fused(FusedOp::ConcatConv2d { parts, .. }) => {
-            let mut at = 0;
-            let mut v = Vec::new();
-            for p in parts {
-                let x = op.inputs.get(at).map(|&x| &desc(g, x).shape);
-                let f = op.inputs.get(at + 1).map(|&f| &desc(g, f).shape);
-                if let Some(s) = x.zip(f).and_then(|(x, f)| conv_out_shape(&p.attrs, x, f)) {
-                    v.push((op, Some((&p.attrs, at, s))));
-                }
-                at += if p.attrs.has_bias { 3 } else { 2 };
+    let whole = |attrs, blocked| out().map(|out| vec![(op, Some(ConvAt { attrs, at: 0, out, blocked }))]).unwrap_or_default();
+    // Each part's output: its own channels at the concatenation's plane.
+    let parts = |parts: &'g [super::fused::ConcatPart], blocked| {
+        let slots = part_slots(parts);
+        let mut v = Vec::new();
+        for (p, at) in parts.iter().zip(slots) {
+            let x = op.inputs.get(at).map(|&x| &desc(g, x).shape);
+            let f = op.inputs.get(at + 1).map(|&f| &desc(g, f).shape);
+            if let Some(out) = x.zip(f).and_then(|(x, f)| conv_out_shape(&p.attrs, x, f)) {
+                v.push((op, Some(ConvAt { attrs: &p.attrs, at, out, blocked })));
             }
-            v
         }
+        v
+    };
+    match &op.op {
+        Op::Conv2d(a) | Op::Fused(FusedOp::Conv2d { attrs: a, .. }) => whole(a, false),
+        Op::Fused(FusedOp::Blocked { op: BlockedOp::Conv2d(a), .. }) => whole(a, true),
+        Op::Fused(FusedOp::ConcatConv2d { parts: ps, .. }) => parts(ps, false),
+        Op::Fused(FusedOp::Blocked { op: BlockedOp::ConcatConv2d(ps), .. }) => parts(ps, true),
         Op::Fused(FusedOp::PointwiseDepthwise { pointwise, .. }) => {
             let x = op.inputs.first().map(|&x| &desc(g, x).shape);
             let f = op.inputs.get(1).map(|&f| &desc(g, f).shape);
-            x.zip(f).and_then(|(x, f)| conv_out_shape(pointwise, x, f)).map(|s| vec![(op, Some((pointwise, 0, s)))]).unwrap_or_default()
+            x.zip(f)
+                .and_then(|(x, f)| conv_out_shape(pointwise, x, f))
+                .map(|out| vec![(op, Some(ConvAt { attrs: pointwise, at: 0, out, blocked: false }))])
+                .unwrap_or_default()
         }
         Op::Matmul | Op::Fused(FusedOp::Matmul { .. }) | Op::Gemm(_) | Op::Fused(FusedOp::Gemm { .. }) => vec![(op, None)],
         _ => Vec::new(),
@@ -122,13 +135,13 @@ pub(crate) fn conv_out_shape(a: &crate::ops::conv::Conv2dAttrs, x: &[usize], f: 
 /// The packed form of the constant GEMM operand of `op` (of its conv2d `conv`,
 /// see `jobs`), if it has one.
 fn pack_one<'g>(g: &'g Graph, op: &Operator, conv: Option<ConvAt>) -> Option<(&'g ConstantData, What, crate::error::Result<Packed>)> {
-    let at = conv.as_ref().map_or(0, |c| c.1);
+    let at = conv.as_ref().map_or(0, |c| c.at);
     let &b = op.inputs.get(at + 1)?;
     let bytes = constant(g, b)?;
     let d = desc(g, b);
     let shape = &d.shape;
     let (what, packed) = match (&op.op, conv) {
-        (_, Some((attrs, _, out_shape))) => {
+        (_, Some(ConvAt { attrs, out, blocked, .. })) => {
             if attrs.filter_layout != native_layout(attrs.input_layout) || shape.len() != 4 {
                 return None;
             }
@@ -139,16 +152,20 @@ fn pack_one<'g>(g: &'g Graph, op: &Operator, conv: Option<ConvAt>) -> Option<(&'
             if attrs.groups == in_c && attrs.groups == dims[0] {
                 return None;
             }
-            let what = What::Conv2d {
-                layout: attrs.input_layout,
-                filter_layout: attrs.filter_layout,
-                groups: attrs.groups,
-                dims,
-            };
             let w = f32_values(bytes, d.data_type)?;
             // The input and output shapes pick the kernel, hence the packing.
             let x_shape = &desc(g, *op.inputs.get(at)?).shape;
-            (what, conv::pack_filter_for(attrs, x_shape, &out_shape, dims, &w))
+            if blocked {
+                (conv::blocked_what(attrs, x_shape, &out, dims), conv::pack_filter_blocked(attrs, x_shape, &out, dims, &w))
+            } else {
+                let what = What::Conv2d {
+                    layout: attrs.input_layout,
+                    filter_layout: attrs.filter_layout,
+                    groups: attrs.groups,
+                    dims,
+                };
+                (what, conv::pack_filter_for(attrs, x_shape, &out, dims, &w))
+            }
         }
         (Op::Matmul | Op::Fused(crate::compile::fused::FusedOp::Matmul { .. }), _) => {
             let r = shape.len();

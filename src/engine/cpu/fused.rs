@@ -126,7 +126,7 @@ fn concat_convs(parts: &[ConcatPart], epilogue: &Epilogue, own: &[Tensor], out: 
     let mut rest = own;
     let mut c0 = 0;
     for part in parts {
-        let k = if part.attrs.has_bias { 3 } else { 2 };
+        let k = part.inputs();
         if rest.len() < k {
             return Err(internal("inputs"));
         }

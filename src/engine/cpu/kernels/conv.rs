@@ -442,13 +442,13 @@ pub fn blocked_suits(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize]
     x_shape.len() == 4 && out_shape.len() == 4 && oclanes::blocked_suits(&Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]))
 }
 
-/// The filter of a blocked conv2d (`conv2d_blocked`) packed for its kernel,
-/// and how it is registered (`blocked_what`).
-pub fn pack_filter_blocked(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4], w: &[f32]) -> Result<(What, Packed)> {
+/// The filter of a blocked conv2d (`conv2d_blocked`) packed for its kernel, to
+/// be registered under `blocked_what`.
+pub fn pack_filter_blocked(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4], w: &[f32]) -> Result<Packed> {
     let [_, i, h, kw] = dims;
     let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);
     let (w, cb) = oclanes::pack_for_blocked(w, [i * h * kw, h * kw, kw, 1], &g)?;
-    Ok((What::Conv2dBlocked { dims, cb }, Packed::OcLanes { w, cb }))
+    Ok(Packed::OcLanes { w, cb })
 }
 
 /// Whether `conv2d_fused` can take an accumulating epilogue (`Epi::accumulating`:

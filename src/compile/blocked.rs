@@ -90,7 +90,7 @@ fn kind(g: &Graph, op: &Operator) -> Option<Kind> {
             ok.then_some(Kind::Concat)
         }
         Op::Pool2d(p) if p.layout == InputLayout::Nchw && op.inputs.len() == 1 => {
-            let (x, y) = (&desc(g, op.inputs[0]).shape, &desc(g, op.outputs[0]).shape);
+            let x = &desc(g, op.inputs[0]).shape;
             let global = y[2] == 1 && y[3] == 1 && p.window == [x[2], x[3]] && p.padding == [0; 4] && p.dilations == [1, 1];
             match p.kind {
                 PoolKind::Max => Some(Kind::Follows),

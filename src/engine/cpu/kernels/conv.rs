@@ -415,10 +415,9 @@ pub fn conv2d_blocked(
     let g = Geometry::conv2d(attrs, x.shape, out_shape, [cig, k_h, k_w]);
     let xs = f32_input(x)?;
     let bs = bias.map(f32_input).transpose()?;
-    let what = blocked_what(attrs, x.shape, out_shape, [o, cig, k_h, k_w]);
-    let packed = prepacked::lookup(f.data, what);
+    let packed = prepacked::lookup(f.data, blocked_key(&g, [o, cig, k_h, k_w]));
     let ahead = match packed.as_deref() {
-        Some(Packed::OcLanes { w, cb }) if oclanes::fits_blocked(&g, w, *cb) => Some((&w[..], *cb)),
+        Some(Packed::OcLanes { w, cb }) if oclanes::packed_fits(&g, layouts, w, *cb) => Some((&w[..], *cb)),
         _ => None,
     };
     let fs = match ahead {
@@ -432,8 +431,11 @@ pub fn conv2d_blocked(
 /// How `conv2d_blocked` looks up this conv's packed filter (of `dims`, oihw):
 /// its block size depends on the current pool's threads.
 pub fn blocked_what(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4]) -> What {
-    let g = Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]);
-    What::Conv2dBlocked { dims, cb: oclanes::block_of_blocked(&g) }
+    blocked_key(&Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]), dims)
+}
+
+fn blocked_key(g: &Geometry, dims: [usize; 4]) -> What {
+    What::Conv2dBlocked { dims, cb: oclanes::block_of_blocked(g) }
 }
 
 /// Whether `conv2d_blocked` takes this conv2d (one group, a padded copy of
@@ -505,7 +507,7 @@ fn conv2d_with(
         let packed = prepacked::lookup(f.data, what);
         let ahead = match (packed.as_deref(), kind) {
             (Some(Packed::Direct(w)), DirectKind::Pixels) if direct::packed_fits(&g, w) => Some((&w[..], 0)),
-            (Some(Packed::OcLanes { w, cb }), DirectKind::Channels) if oclanes::packed_fits(&g, w, *cb) => Some((&w[..], *cb)),
+            (Some(Packed::OcLanes { w, cb }), DirectKind::Channels) if oclanes::packed_fits(&g, Layouts::default(), w, *cb) => Some((&w[..], *cb)),
             _ => None,
         };
         let fs = match ahead {

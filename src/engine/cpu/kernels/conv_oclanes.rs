@@ -376,9 +376,9 @@ pub(super) fn block_of_blocked(g: &Geometry) -> usize {
 }
 
 /// Whether `w`, packed at build time in blocks of `cb` channels, is what this
-/// convolution reads.
-pub(super) fn packed_fits(g: &Geometry, w: &[f32], cb: usize) -> bool {
-    cb == block_of(g) && blocked_len(g, cb) == Some(w.len())
+/// convolution reads with these layouts.
+pub(super) fn packed_fits(g: &Geometry, layouts: Layouts, w: &[f32], cb: usize) -> bool {
+    cb == block_for(g, layouts) && blocked_len(g, cb) == Some(w.len())
 }
 
 /// The filter (values `fs` with (o, i, h, w) element strides `st`) as the tiles
@@ -424,12 +424,6 @@ pub fn blocked_suits(g: &Geometry) -> bool {
     g.groups == 1 && Pad::new(g).is_some_and(|pad| pad.in_place || pad.chan.checked_mul(g.cig).is_some_and(|n| n <= PAD_BUDGET))
 }
 
-/// Whether `w`, packed in blocks of `cb` channels, is what `conv_blocked`
-/// reads for this convolution with a blocked side.
-pub fn fits_blocked(g: &Geometry, w: &[f32], cb: usize) -> bool {
-    cb == block_of_blocked(g) && blocked_len(g, cb) == Some(w.len())
-}
-
 /// The filter packed for `conv_blocked` (blocks of `block_of_blocked`
 /// channels), with that block size.
 pub fn pack_for_blocked(fs: &[f32], st: [usize; 4], g: &Geometry) -> Result<(Vec<f32>, usize)> {
@@ -464,7 +458,7 @@ pub fn conv_blocked(
     }
     let cb = block_for(g, layouts);
     let w = match packed {
-        Some((p, c)) if c == cb && blocked_len(g, cb) == Some(p.len()) => std::borrow::Cow::Borrowed(p),
+        Some((p, c)) if packed_fits(g, layouts, p, c) => std::borrow::Cow::Borrowed(p),
         _ if blocked_len(g, 1).is_none_or(|n| fs.len() < n) => return Err(WebnnError::Operation("internal: conv2d (channels kernel) without its filter".into())),
         _ => std::borrow::Cow::Owned(pack_blocks(fs, f_strides, g, cb)?),
     };
@@ -590,7 +584,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                             // channels) at the pixels of its tiles; within the
                             // output (checked above).
                             let rows = unsafe { raw.slice(at, px.len() * BLOCK) };
-                            store_blocked(&tmp, sb * BLOCK, rows, accumulate, in_store.map(|(add, lo, hi)| (add.map(|a| &a[at..at + px.len() * BLOCK]), lo, hi)));
+                            store_blocked(level, &tmp, sb * BLOCK, rows, accumulate, in_store.map(|(add, lo, hi)| (add.map(|a| &a[at..at + px.len() * BLOCK]), lo, hi)));
                         }
                         continue;
                     }
@@ -702,10 +696,11 @@ fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize],
 /// Channels `c0..c0 + BLOCK` of a finished tile's pixels into `rows` (pixel j's
 /// 16 channels at `rows[16 j..]`), added to what is there when `accumulate`,
 /// then `post`: (an added tensor's matching rows, lo, hi) clamps `v + add`.
-fn store_blocked<const C: usize>(tmp: &[[f32; C]; PX], c0: usize, rows: &mut [f32], accumulate: bool, post: Option<(Option<&[f32]>, f32, f32)>) {
+/// With AVX-512 at `level` (the caller's, read once per call).
+fn store_blocked<const C: usize>(level: Level, tmp: &[[f32; C]; PX], c0: usize, rows: &mut [f32], accumulate: bool, post: Option<(Option<&[f32]>, f32, f32)>) {
     #[cfg(target_arch = "x86_64")]
-    if simd::level() == Level::Avx512 && c0 + BLOCK <= C && rows.len() <= PX * BLOCK && post.is_none_or(|(a, ..)| a.is_none_or(|a| a.len() == rows.len())) {
-        // SAFETY: AVX-512F (`level`); every row read or written lies in `tmp`,
+    if level == Level::Avx512 && c0 + BLOCK <= C && rows.len() <= PX * BLOCK && post.is_none_or(|(a, ..)| a.is_none_or(|a| a.len() == rows.len())) {
+        // SAFETY: AVX-512F (`level` only reports what the CPU has); every row read or written lies in `tmp`,
         // `rows` or the added rows (lengths checked above).
         unsafe { avx512::store_blocked(tmp, c0, rows, accumulate, post) };
         return;
@@ -980,8 +975,8 @@ mod tests {
         let w = vec![0f32; 64 * 8];
         let off = std::env::var_os("WEBNN_CPU_OCLANES_WIDE").is_some();
         one.install(|| {
-            assert!(packed_fits(&g, &w, block_of(&g)));
-            assert!(!packed_fits(&g, &w, if block_of(&g) == WIDE { CB } else { WIDE }));
+            assert!(packed_fits(&g, Layouts::default(), &w, block_of(&g)));
+            assert!(!packed_fits(&g, Layouts::default(), &w, if block_of(&g) == WIDE { CB } else { WIDE }));
             assert!(off || (block_of(&g) == WIDE) == (simd::level() == Level::Avx512));
             assert_eq!(block_of(&Geometry { k_h: 3, k_w: 3, pad: [1, 1], ..g }), CB);
         });
@@ -1325,7 +1320,7 @@ mod tests {
                     let mut rows: Vec<f32> = (0..npx * BLOCK).map(|i| if i == 4 * BLOCK { f32::NAN } else { 1.0 - i as f32 * 0.125 }).collect();
                     let before = rows.clone();
                     let post = Some((with_add.then_some(&add[..]), lo, hi));
-                    store_blocked(&tmp, BLOCK, &mut rows, accumulate, post);
+                    store_blocked(level, &tmp, BLOCK, &mut rows, accumulate, post);
                     for (i, &got) in rows.iter().enumerate() {
                         let (j, c) = (i / BLOCK, i % BLOCK);
                         let mut v = tmp[j][BLOCK + c] as f64;

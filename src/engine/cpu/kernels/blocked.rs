@@ -66,24 +66,9 @@ fn check_len(op: &str, name: &str, len: usize, want: usize) -> Result<()> {
 /// channels at 27x27, 43 K outputs, would split 158 rows to 50).
 const TASK_MIN: usize = 1 << 13;
 
-/// Runs `f(rows, chunk)` over `out` split into rows of `inner` floats: in
-/// chunks of whole rows on the current rayon pool (a few per thread, at least
-/// `TASK_MIN` floats each) when the pool has several threads and the work is
-/// large enough, on the calling thread otherwise.
+/// `broadcast::par_rows` with `TASK_MIN`.
 fn split_rows(out: &mut [f32], inner: usize, f: impl Fn(Range<usize>, &mut [f32]) + Sync + Send) {
-    use rayon::prelude::*;
-    let inner = inner.max(1);
-    let rows = out.len() / inner;
-    let threads = rayon::current_num_threads();
-    if threads <= 1 || out.len() < 2 * TASK_MIN || rows < 2 {
-        f(0..rows, out);
-        return;
-    }
-    let per_task = rows.div_ceil(threads * 4).max(TASK_MIN.div_ceil(inner));
-    out.par_chunks_mut(per_task * inner).enumerate().for_each(|(i, chunk)| {
-        let start = i * per_task;
-        f(start..start + chunk.len() / inner, chunk);
-    });
+    super::broadcast::par_rows_from(out, inner, 2 * TASK_MIN, TASK_MIN, f)
 }
 
 /// Converts NCHW `x` (`[n, c, plane]`, plane = H * W) to nChw16c in `out` (same

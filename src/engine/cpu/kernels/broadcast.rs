@@ -104,15 +104,23 @@ impl<const N: usize> Broadcast<N> {
 /// `f(row_range, chunk)` on each, in parallel on the current rayon pool when the
 /// work is large enough.
 pub fn par_rows<O: Send>(out: &mut [O], inner: usize, f: impl Fn(Range<usize>, &mut [O]) + Sync + Send) {
+    par_rows_from(out, inner, PARALLEL_MIN_ELEMENTS, PARALLEL_MIN_ELEMENTS, f)
+}
+
+/// `par_rows` with its thresholds: on the calling thread below `start`
+/// elements (or on a pool of one thread), else in chunks of at least
+/// `min_chunk` elements (for kernels whose elements cost more than a few
+/// operations each).
+pub fn par_rows_from<O: Send>(out: &mut [O], inner: usize, start: usize, min_chunk: usize, f: impl Fn(Range<usize>, &mut [O]) + Sync + Send) {
     let inner = inner.max(1);
     let rows = out.len() / inner;
-    if out.len() < PARALLEL_MIN_ELEMENTS || rows < 2 {
+    let threads = rayon::current_num_threads().max(1);
+    if threads == 1 || out.len() < start || rows < 2 {
         f(0..rows, out);
         return;
     }
-    let threads = rayon::current_num_threads().max(1);
     // A few chunks per thread balance load; never chunks smaller than the threshold.
-    let min_rows = PARALLEL_MIN_ELEMENTS.div_ceil(inner);
+    let min_rows = min_chunk.div_ceil(inner);
     let rows_per_chunk = rows.div_ceil(threads * 4).max(min_rows);
     out.par_chunks_mut(rows_per_chunk * inner).enumerate().for_each(|(i, chunk)| {
         let start = i * rows_per_chunk;

@@ -122,9 +122,11 @@ class MLContext {
   compute (graph, inputs, outputs) {
     return promiseStep(() => {
       if (!(graph instanceof MLGraph)) throw new TypeError(`compute: graph ${describe(graph)} is not an MLGraph`)
+      const parts = MLGraph._parts(graph)
+      // Wake the engine's thread while the arguments are checked.
+      parts.native.prepare()
       const inViews = toRecord(inputs, 'compute: inputs', toArrayBufferView)
       const outViews = toRecord(outputs, 'compute: outputs', toArrayBufferView)
-      const parts = MLGraph._parts(graph)
       // Step 3.
       if (parts.context !== this) throw new TypeError('compute: the graph was built for another MLContext')
       // Step 5.

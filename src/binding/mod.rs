@@ -475,6 +475,12 @@ impl NativeGraph {
         self.outputs.clone()
     }
 
+    /// A compute of this graph is about to start (see `Executable::prepare`).
+    #[napi]
+    pub fn prepare(&self) {
+        self.exec.prepare();
+    }
+
     /// Runs the graph. `inputs` are Uint8Array views (graph input order) and
     /// `outputs` Uint8Array views or null (graph output order) over buffers the
     /// facade has transferred and keeps alive until the returned promise settles.

@@ -84,4 +84,8 @@ pub trait Executable: Send + Sync {
 
     /// Runs the execution on the calling thread.
     fn run_inline(&self, bindings: &Bindings) -> Result<()>;
+
+    /// An execution is about to start (its caller is still checking the
+    /// arguments): the engine may wake the threads it will run on.
+    fn prepare(&self) {}
 }

@@ -40,10 +40,25 @@ fn run_op(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])], in_
     }
 }
 
+/// A rayon pool, and whether one of its threads is already awake waiting for a
+/// compute (`awake::ready`).
+pub(super) struct Pool {
+    threads: ThreadPool,
+    waiting: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::ops::Deref for Pool {
+    type Target = ThreadPool;
+
+    fn deref(&self) -> &ThreadPool {
+        &self.threads
+    }
+}
+
 /// Thread pools shared by every context asking for the same size, so many contexts
 /// (or worker threads) do not multiply OS threads.
-fn shared_pool(threads: usize) -> Result<Arc<ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+fn shared_pool(threads: usize) -> Result<Arc<Pool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<Pool>>>> = OnceLock::new();
     let pools = POOLS.get_or_init(Default::default);
     let mut pools = pools.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = pools.get(&threads) {
@@ -55,7 +70,7 @@ fn shared_pool(threads: usize) -> Result<Arc<ThreadPool>> {
         .start_handler(move |i| pin::worker_started(i, threads))
         .build()
         .map_err(|e| WebnnError::NotSupported(format!("cannot start {threads} CPU threads: {e}")))?;
-    let pool = Arc::new(pool);
+    let pool = Arc::new(Pool { threads: pool, waiting: Default::default() });
     pools.insert(threads, pool.clone());
     Ok(pool)
 }
@@ -65,7 +80,7 @@ pub fn available_threads() -> usize {
 }
 
 pub struct CpuEngine {
-    pool: Arc<ThreadPool>,
+    pool: Arc<Pool>,
 }
 
 impl CpuEngine {
@@ -225,7 +240,7 @@ fn in_place_residual(
 }
 
 pub struct CpuPlan {
-    pool: Arc<ThreadPool>,
+    pool: Arc<Pool>,
     slots: HashMap<OperandId, Slot>,
     descs: HashMap<OperandId, OperandDesc>,
     steps: Vec<Step>,
@@ -364,7 +379,7 @@ impl ArenaPlanner {
 impl CpuPlan {
     /// `in_place`: let conv2d outputs take their residual's buffer
     /// (`in_place_residual`).
-    fn new(graph: Graph, pool: Arc<ThreadPool>, in_place: bool) -> Result<Self> {
+    fn new(graph: Graph, pool: Arc<Pool>, in_place: bool) -> Result<Self> {
         let mut slots: HashMap<OperandId, Slot> = HashMap::new();
         let mut descs = HashMap::new();
         for (i, (_, id)) in graph.inputs.iter().enumerate() {
@@ -583,6 +598,12 @@ impl Executable for CpuPlan {
     fn run_inline(&self, bindings: &Bindings) -> Result<()> {
         // Kernels of this size never split work, so nothing reaches a rayon pool.
         self.run_guarded(bindings)
+    }
+
+    fn prepare(&self) {
+        if !self.prefers_inline() {
+            awake::ready(&self.pool);
+        }
     }
 }
 

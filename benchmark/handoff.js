@@ -1,11 +1,14 @@
 'use strict'
-// compute() round trip with and without the early wake-up of the JS thread
-// (src/binding/wake.rs; WEBNN_EARLY_WAKE=0 turns it off). The switch is read
-// once per process, so each setting runs in its own child process, the two
-// alternating (order swapped each round) within one run of this script:
+// compute() round trip with and without one of the hand-off's helpers: the
+// early wake-up of the JS thread (src/binding/wake.rs; WEBNN_EARLY_WAKE=0 turns
+// it off) or the pool thread woken as compute() starts (src/engine/cpu/awake.rs,
+// `ready`; WEBNN_CPU_READY=0). Each setting runs in its own child process (the
+// early wake-up's switch is read once per process), the two alternating (order
+// swapped each round) within one run of this script:
 //
 //   node benchmark/handoff.js                       a 20-step matmul chain (~1-2 ms) and MobileNetV2, 1 thread
 //   node benchmark/handoff.js --graph chain --threads 2 --rounds 4 --iters 400
+//   node benchmark/handoff.js --switch WEBNN_CPU_READY --graph squeezenet,mobilenetv2
 //
 // Prints each child's median round trip and, per graph, the mean of the
 // medians per setting and their difference.
@@ -58,16 +61,18 @@ function parent () {
   const threads = arg('threads', '1')
   const rounds = Number(arg('rounds', '3'))
   const iters = arg('iters', '300')
+  const name = arg('switch', 'WEBNN_EARLY_WAKE')
+  if (!['WEBNN_EARLY_WAKE', 'WEBNN_CPU_READY'].includes(name)) throw new Error(`--switch: ${name}; one of WEBNN_EARLY_WAKE, WEBNN_CPU_READY`)
   for (const graph of graphs) {
     const medians = { 0: [], 1: [] }
     for (let r = 0; r < rounds; r++) {
       for (const flag of r % 2 ? ['1', '0'] : ['0', '1']) {
         const out = execFileSync(process.execPath, [__filename, '--child', graph, '--threads', threads, '--iters', iters], {
-          env: { ...process.env, WEBNN_EARLY_WAKE: flag }
+          env: { ...process.env, [name]: flag }
         })
         const res = JSON.parse(out.toString())
         medians[flag].push(res.median)
-        console.log(`${graph} ${threads}t WEBNN_EARLY_WAKE=${flag}: median ${res.median.toFixed(3)} ms, p10 ${res.p10.toFixed(3)} ms (${res.sent} notices)`)
+        console.log(`${graph} ${threads}t ${name}=${flag}: median ${res.median.toFixed(3)} ms, p10 ${res.p10.toFixed(3)} ms (${res.sent} notices)`)
       }
     }
     const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length

@@ -71,9 +71,10 @@ const READY_LIMIT: Duration = Duration::from_micros(400);
 /// `READY_LIMIT` (compute() threw, or was called off). Measured on SqueezeNet,
 /// one thread, interleaved with onnxruntime (three rounds, alternating builds):
 /// the time outside the engine's run, from the call to the awaited result,
-/// 124 / 152 / 129 -> 91 / 128 / 86 us.
+/// 124 / 152 / 129 -> 91 / 128 / 86 us. `WEBNN_CPU_READY=0` turns it off (read
+/// at each call, like `WEBNN_CPU_KEEP_AWAKE`).
 pub(super) fn ready(pool: &super::Pool) {
-    if pool.waiting.swap(true, Ordering::AcqRel) {
+    if std::env::var_os("WEBNN_CPU_READY").is_some_and(|v| v == "0") || pool.waiting.swap(true, Ordering::AcqRel) {
         return;
     }
     let waiting = pool.waiting.clone();

@@ -189,12 +189,19 @@ enum Slot {
     Arena { offset: usize },
 }
 
+/// An operand as a step finds it: its buffer and what it holds, resolved when
+/// the plan is made (a compute looks nothing up).
+struct Bound {
+    slot: Slot,
+    desc: OperandDesc,
+}
+
 struct Step {
     op: Op,
     /// The operands the step reads: the operator's inputs, less the tensor its
     /// epilogue adds when `in_place`.
-    inputs: Vec<OperandId>,
-    outputs: Vec<OperandId>,
+    inputs: Vec<Bound>,
+    outputs: Vec<Bound>,
     /// The output took the buffer of the tensor the epilogue adds (see
     /// `in_place_residual`), and the kernel adds to what it finds there.
     in_place: bool,
@@ -241,8 +248,6 @@ fn in_place_residual(
 
 pub struct CpuPlan {
     pool: Arc<Pool>,
-    slots: HashMap<OperandId, Slot>,
-    descs: HashMap<OperandId, OperandDesc>,
     steps: Vec<Step>,
     /// (from, to): graph output `to` names the same operand as output `from`.
     output_copies: Vec<(usize, usize)>,
@@ -309,7 +314,7 @@ impl Profile {
                 .inputs
                 .iter()
                 .chain(&step.outputs)
-                .map(|i| format!("{:?}", plan.descs[i].shape))
+                .map(|b| format!("{:?}", b.desc.shape))
                 .collect();
             let label: String = dbg.chars().take(70).collect();
             rows.push((t, format!("{label} {}", shapes.join(" "))));
@@ -404,7 +409,8 @@ impl CpuPlan {
             }
         }
         let mut planner = ArenaPlanner::default();
-        let mut steps = Vec::with_capacity(graph.operators.len());
+        // Each step's input and output operands (and whether it is in place).
+        let mut ids = Vec::with_capacity(graph.operators.len());
         for (s, operator) in graph.operators.iter().enumerate() {
             for &i in &operator.inputs {
                 let operand = &graph.operands[i];
@@ -440,9 +446,30 @@ impl CpuPlan {
                     }
                 }
             }
-            steps.push(Step { op: operator.op.clone(), inputs, outputs: operator.outputs.clone(), in_place: residual.is_some() });
+            ids.push((inputs, operator.outputs.clone(), residual.is_some()));
         }
         let touched_bytes = descs.values().map(|d| d.byte_length()).sum();
+        // Every operand's slot is final now (a step's output may have taken its
+        // residual's): bind the steps to them.
+        let bind = |id: &OperandId| -> Result<Bound> {
+            match (slots.get(id), descs.get(id)) {
+                (Some(slot), Some(desc)) => Ok(Bound { slot: slot.clone(), desc: desc.clone() }),
+                _ => Err(WebnnError::Operation(format!("internal: operand {id} has no buffer in the CPU plan"))),
+            }
+        };
+        let steps = graph
+            .operators
+            .iter()
+            .zip(ids)
+            .map(|(operator, (inputs, outputs, in_place))| {
+                Ok(Step {
+                    op: operator.op.clone(),
+                    inputs: inputs.iter().map(bind).collect::<Result<_>>()?,
+                    outputs: outputs.iter().map(bind).collect::<Result<_>>()?,
+                    in_place,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let profile = Profile::from_env(steps.len());
         Ok(CpuPlan {
             _purge: PurgePacked,
@@ -451,8 +478,6 @@ impl CpuPlan {
             notices: pool.current_num_threads() < available_threads(),
             touched_bytes,
             pool,
-            slots,
-            descs,
             steps,
             output_copies,
             output_bytes,
@@ -483,9 +508,9 @@ impl CpuPlan {
             .collect();
         let arena_ptr = arena.ptr();
         let arena_len = arena.len();
-        let locate = |id: OperandId| -> Result<(*mut u8, usize)> {
-            let len = self.descs[&id].byte_length();
-            let (ptr, cap) = match &self.slots[&id] {
+        let locate = |b: &Bound| -> Result<(*mut u8, usize)> {
+            let len = b.desc.byte_length();
+            let (ptr, cap) = match &b.slot {
                 Slot::Input(i) => (bindings.inputs[*i].ptr, bindings.inputs[*i].len),
                 Slot::Output(j) => (outputs[*j].ptr, outputs[*j].len),
                 Slot::Constant(bytes) => (bytes.as_ptr() as *mut u8, bytes.len()),
@@ -493,7 +518,7 @@ impl CpuPlan {
                 Slot::Arena { offset } => (unsafe { arena_ptr.add(*offset) }, arena_len - offset),
             };
             if cap < len || (ptr.is_null() && len > 0) {
-                return Err(WebnnError::Operation(format!("internal: buffer of operand {id} is too small")));
+                return Err(WebnnError::Operation(format!("internal: buffer of an operand of shape {:?} is too small", b.desc.shape)));
             }
             Ok((ptr, len))
         };
@@ -509,21 +534,20 @@ impl CpuPlan {
                 return Err(WebnnError::Operation("compute cancelled: the JS environment is shutting down".into()));
             }
             let mut ins = Vec::with_capacity(step.inputs.len());
-            for &i in &step.inputs {
-                let (ptr, len) = locate(i)?;
+            for b in &step.inputs {
+                let (ptr, len) = locate(b)?;
                 // SAFETY: the slot holds `len` valid bytes and no output of this step
                 // overlaps it (the planner frees inputs only after placing outputs,
                 // and caller buffers were transferred, so they are distinct).
                 let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-                let d = &self.descs[&i];
-                ins.push(Tensor { data, shape: &d.shape, data_type: d.data_type });
+                ins.push(Tensor { data, shape: &b.desc.shape, data_type: b.desc.data_type });
             }
             let mut outs = Vec::with_capacity(step.outputs.len());
-            for &o in &step.outputs {
-                let (ptr, len) = locate(o)?;
+            for b in &step.outputs {
+                let (ptr, len) = locate(b)?;
                 // SAFETY: as above; distinct outputs of one step have distinct slots.
                 let data = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                outs.push((data, self.descs[&o].shape.as_slice()));
+                outs.push((data, b.desc.shape.as_slice()));
             }
             run_op(&step.op, &ins, &mut outs, step.in_place)?;
             if let Some(t) = started {

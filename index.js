@@ -76,16 +76,19 @@ class MLGraph {
   #native
   #inputs
   #outputs
+  #handsOff
   constructor (token, context, nativeGraph) {
     if (token !== kToken) illegal()
     this.#context = context
     this.#native = nativeGraph
     this.#inputs = nativeGraph.inputs
     this.#outputs = nativeGraph.outputs
+    // Tiny graphs run on the calling thread: compute() wakes no engine thread.
+    this.#handsOff = !nativeGraph.runsInline
   }
 
   static _parts (graph) {
-    return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs }
+    return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs, handsOff: graph.#handsOff }
   }
 
   get [Symbol.toStringTag] () { return 'MLGraph' }
@@ -124,7 +127,7 @@ class MLContext {
       if (!(graph instanceof MLGraph)) throw new TypeError(`compute: graph ${describe(graph)} is not an MLGraph`)
       const parts = MLGraph._parts(graph)
       // Wake the engine's thread while the arguments are checked.
-      parts.native.prepare()
+      if (parts.handsOff) parts.native.prepare()
       const inViews = toRecord(inputs, 'compute: inputs', toArrayBufferView)
       const outViews = toRecord(outputs, 'compute: outputs', toArrayBufferView)
       // Step 3.

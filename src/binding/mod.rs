@@ -475,6 +475,13 @@ impl NativeGraph {
         self.outputs.clone()
     }
 
+    /// Whether computes of this graph run on the calling thread (tiny graphs:
+    /// `Executable::prefers_inline`).
+    #[napi(getter)]
+    pub fn runs_inline(&self) -> bool {
+        self.exec.prefers_inline()
+    }
+
     /// A compute of this graph is about to start (see `Executable::prepare`).
     #[napi]
     pub fn prepare(&self) {

@@ -136,14 +136,14 @@ fn plan(g: &Graph, kinds: &[Option<Kind>]) -> HashSet<OperandId> {
     loop {
         let before = blocked.len();
         for (op, k) in g.operators.iter().zip(kinds) {
-            let y = op.outputs.first().copied();
             let Some(k) = *k else {
                 for x in &op.inputs {
                     blocked.remove(x);
                 }
                 continue;
             };
-            let y = y.unwrap_or(usize::MAX);
+            // One output (`kind`).
+            let y = op.outputs[0];
             let data = data_inputs(op, k);
             let extras = match k {
                 Kind::Conv { extras } => op.inputs.len().saturating_sub(extras)..op.inputs.len(),
@@ -294,7 +294,8 @@ mod tests {
         if !enabled() {
             return;
         }
-        let l = layouts(&compiled(&g));
+        let c = compiled(&g);
+        let l = layouts(&c);
         let blocked: Vec<_> = l.iter().filter(|(n, ..)| n.ends_with("(blocked)")).collect();
         // stem (nchw -> blocked), pool, three convs of the bottleneck, the
         // projection, the subsample, the strided conv's unit-stride form, the
@@ -303,7 +304,6 @@ mod tests {
         assert_eq!(blocked.first(), Some(&&("conv2d (blocked)", false, true)), "{l:?}");
         // Every filter packed for the blocked kernel, found as the kernel looks
         // it up on the plan's pool (one thread).
-        let c = compiled(&g);
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         let mut convs = 0;
         for op in &c.operators {

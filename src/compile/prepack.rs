@@ -86,32 +86,22 @@ fn jobs<'g>(g: &'g Graph, op: &'g Operator) -> Vec<(&'g Operator, Option<ConvAt<
     use super::fused::{part_slots, BlockedOp, FusedOp};
     let out = || op.outputs.first().map(|&y| desc(g, y).shape.clone());
     let whole = |attrs, blocked| out().map(|out| vec![(op, Some(ConvAt { attrs, at: 0, out, blocked }))]).unwrap_or_default();
-    // Each part's output: its own channels at the concatenation's plane.
+    // A conv inside the operator, reading input slot `at` (its filter at `at +
+    // 1`): its output is its own channels at that input's plane.
+    let inner = |attrs: &'g crate::ops::conv::Conv2dAttrs, at: usize, blocked| {
+        let x = &desc(g, *op.inputs.get(at)?).shape;
+        let f = &desc(g, *op.inputs.get(at + 1)?).shape;
+        conv_out_shape(attrs, x, f).map(|out| (op, Some(ConvAt { attrs, at, out, blocked })))
+    };
     let parts = |parts: &'g [super::fused::ConcatPart], blocked| {
-        let slots = part_slots(parts);
-        let mut v = Vec::new();
-        for (p, at) in parts.iter().zip(slots) {
-            let x = op.inputs.get(at).map(|&x| &desc(g, x).shape);
-            let f = op.inputs.get(at + 1).map(|&f| &desc(g, f).shape);
-            if let Some(out) = x.zip(f).and_then(|(x, f)| conv_out_shape(&p.attrs, x, f)) {
-                v.push((op, Some(ConvAt { attrs: &p.attrs, at, out, blocked })));
-            }
-        }
-        v
+        parts.iter().zip(part_slots(parts)).filter_map(|(p, at)| inner(&p.attrs, at, blocked)).collect()
     };
     match &op.op {
         Op::Conv2d(a) | Op::Fused(FusedOp::Conv2d { attrs: a, .. }) => whole(a, false),
         Op::Fused(FusedOp::Blocked { op: BlockedOp::Conv2d(a), .. }) => whole(a, true),
         Op::Fused(FusedOp::ConcatConv2d { parts: ps, .. }) => parts(ps, false),
         Op::Fused(FusedOp::Blocked { op: BlockedOp::ConcatConv2d(ps), .. }) => parts(ps, true),
-        Op::Fused(FusedOp::PointwiseDepthwise { pointwise, .. }) => {
-            let x = op.inputs.first().map(|&x| &desc(g, x).shape);
-            let f = op.inputs.get(1).map(|&f| &desc(g, f).shape);
-            x.zip(f)
-                .and_then(|(x, f)| conv_out_shape(pointwise, x, f))
-                .map(|out| vec![(op, Some(ConvAt { attrs: pointwise, at: 0, out, blocked: false }))])
-                .unwrap_or_default()
-        }
+        Op::Fused(FusedOp::PointwiseDepthwise { pointwise, .. }) => inner(pointwise, 0, false).into_iter().collect(),
         Op::Matmul | Op::Fused(FusedOp::Matmul { .. }) | Op::Gemm(_) | Op::Fused(FusedOp::Gemm { .. }) => vec![(op, None)],
         _ => Vec::new(),
     }

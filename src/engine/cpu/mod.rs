@@ -96,14 +96,12 @@ impl CpuEngine {
     /// Compiles with the given compiler passes (on this engine's pool, where
     /// constant folding runs its kernels).
     pub fn compile_with(&self, graph: Graph, passes: Passes) -> Result<Arc<CpuPlan>> {
-        let graph = self
-            .pool
-            .install(|| compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs)));
+        let graph = self.pipeline(graph, passes);
         Ok(Arc::new(CpuPlan::new(graph, self.pool.clone(), passes.in_place)?))
     }
 
-    /// The graph as this engine's pipeline compiles it (tests of the passes).
-    #[cfg(test)]
+    /// The graph as this engine's pipeline compiles it (`compile_with`; the
+    /// passes' tests read it).
     pub fn pipeline(&self, graph: Graph, passes: Passes) -> Graph {
         self.pool.install(|| compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs)))
     }

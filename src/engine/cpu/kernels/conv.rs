@@ -431,7 +431,12 @@ pub fn conv2d_blocked(
 /// How `conv2d_blocked` looks up this conv's packed filter (of `dims`, oihw):
 /// its block size depends on the current pool's threads.
 pub fn blocked_what(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4]) -> What {
-    blocked_key(&Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]), dims)
+    blocked_key(&blocked_geometry(attrs, x_shape, out_shape, dims), dims)
+}
+
+/// The geometry of a blocked conv2d from its shapes (filter `dims`, oihw).
+fn blocked_geometry(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4]) -> Geometry {
+    Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]])
 }
 
 fn blocked_key(g: &Geometry, dims: [usize; 4]) -> What {
@@ -441,14 +446,14 @@ fn blocked_key(g: &Geometry, dims: [usize; 4]) -> What {
 /// Whether `conv2d_blocked` takes this conv2d (one group, a padded copy of
 /// reasonable size), for the compiler's choice of layouts.
 pub fn blocked_suits(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4]) -> bool {
-    x_shape.len() == 4 && out_shape.len() == 4 && oclanes::blocked_suits(&Geometry::conv2d(attrs, x_shape, out_shape, [dims[1], dims[2], dims[3]]))
+    x_shape.len() == 4 && out_shape.len() == 4 && oclanes::blocked_suits(&blocked_geometry(attrs, x_shape, out_shape, dims))
 }
 
 /// The filter of a blocked conv2d (`conv2d_blocked`) packed for its kernel, to
 /// be registered under `blocked_what`.
 pub fn pack_filter_blocked(attrs: &Conv2dAttrs, x_shape: &[usize], out_shape: &[usize], dims: [usize; 4], w: &[f32]) -> Result<Packed> {
     let [_, i, h, kw] = dims;
-    let g = Geometry::conv2d(attrs, x_shape, out_shape, [i, h, kw]);
+    let g = blocked_geometry(attrs, x_shape, out_shape, dims);
     let (w, cb) = oclanes::pack_for_blocked(w, [i * h * kw, h * kw, kw, 1], &g)?;
     Ok(Packed::OcLanes { w, cb })
 }

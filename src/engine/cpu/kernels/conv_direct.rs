@@ -913,7 +913,9 @@ mod bench {
     use crate::engine::cpu::kernels::prepacked::Packed;
     use crate::ops::conv::InputLayout;
 
-    /// Times the direct kernel and the GEMM path on model shapes (one thread),
+    /// Times the direct kernel, the GEMM path, the channels-along-lanes kernel
+    /// on nchw and on channel-blocked activations (both sides nChw16c, as the
+    /// models run it, where the channels allow) on model shapes (one thread),
     /// warm and with the caches flushed before each run, best and median of 25:
     /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`
     /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes;
@@ -982,6 +984,14 @@ mod bench {
             (48, 192, 13, 1, 1, 0),
             (16, 64, 55, 1, 1, 0),
             (128, 16, 55, 1, 1, 0),
+            (64, 16, 55, 1, 1, 0),
+            (384, 48, 13, 1, 1, 0),
+            (256, 48, 13, 1, 1, 0),
+            (128, 32, 27, 1, 1, 0),
+            (384, 64, 13, 1, 1, 0),
+            (128, 16, 13, 1, 1, 0),
+            (128, 16, 27, 1, 1, 0),
+            (128, 32, 55, 1, 1, 0),
         ];
         let only = std::env::var("BENCH_ONLY").unwrap_or_default();
         for (cin, cout, hw, k, s, pad) in shapes {
@@ -999,6 +1009,10 @@ mod bench {
             let packed = pack(&w, st, &g).unwrap();
             // On the bench's pool: the block size follows the pool's threads.
             let packed_oc = pool.install(|| oclanes::pack(&w, st, &g)).unwrap();
+            // The channel-blocked path (nChw16c both sides), as the models run it.
+            let blocked_ok = cin % oclanes::BLOCK == 0 && cout % oclanes::BLOCK == 0 && oclanes::blocked_suits(&g);
+            let packed_bl = pool.install(|| oclanes::pack_for_blocked(&w, st, &g)).unwrap();
+            let both = oclanes::Layouts { input: true, output: true };
             let Ok(Packed::A(pa)) = pack_filter(InputLayout::Nchw, 1, [cout, cin, k, k], &w) else { panic!() };
             let wt = Filter { w: &[], fm: FilterMat { rs: 0, cs: 0, group: 0 }, packed: GemmWeights::A(&pa) };
             let mut dst = vec![0f32; cout * out * out];
@@ -1019,9 +1033,9 @@ mod bench {
             let kk = cin * k * k;
             let mut line = format!("{cin}->{cout} {k}x{k} s{s} @{hw} suits {} {}:", suits(&g), oclanes::suits(&g));
             pool.install(|| {
-                for path in 0..3 {
+                for path in 0..4 {
                     // The pixels kernel needs AVX-512 (`candidate`), the channels one AVX2.
-                    if (path == 0 && (k == 1 || simd::level() != Level::Avx512)) || (path == 2 && simd::level() < Level::Avx2) {
+                    if (path == 0 && (k == 1 || simd::level() != Level::Avx512)) || (path >= 2 && simd::level() < Level::Avx2) || (path == 3 && !blocked_ok) {
                         continue;
                     }
                     for cold in [false, true] {
@@ -1034,7 +1048,9 @@ mod bench {
                                 }
                             }
                             let t = std::time::Instant::now();
-                            if path == 2 {
+                            if path == 3 {
+                                oclanes::conv_blocked(&x, Some((&packed_bl.0, packed_bl.1)), &[], st, &g, bias, epi, &mut dst, both).unwrap();
+                            } else if path == 2 {
                                 oclanes::conv_nchw(&x, Some((&packed_oc.0, packed_oc.1)), &[], st, &g, bias, epi, &mut dst).unwrap();
                             } else if path == 0 {
                                 conv_nchw(&x, Some(&packed), &[], st, &g, bias, epi, &mut dst).unwrap();
@@ -1048,7 +1064,7 @@ mod bench {
                             all.push(took);
                         }
                         all.sort_by(f64::total_cmp);
-                        let name = ["direct", "gemm", "oclanes"][path];
+                        let name = ["direct", "gemm", "oclanes", "blocked"][path];
                         let cold = if cold { " cold" } else { "" };
                         line += &format!(" {name}{cold} {:.3} ms (median {:.3}) {:.0} GF/s |", best * 1e3, all[all.len() / 2] * 1e3, flops / best / 1e9);
                     }

@@ -42,7 +42,7 @@
 //!
 //! The filter is packed (`pack`) in blocks of `CB` output channels (`WIDE`,
 //! or one vector on blocked activations: `block_of`, `block_of_blocked`), tap
-//! by tap:
+//! by tap (1x1 filters in one-vector blocks: four taps at a time, `quads`):
 //! at build time by the prepack pass when the filter is constant, else per call.
 //!
 //! The register kernel has an AVX-512 form (tiles of 8 pixels by 32 channels)
@@ -428,7 +428,19 @@ pub fn blocked_suits(g: &Geometry) -> bool {
 /// channels), with that block size.
 pub fn pack_for_blocked(fs: &[f32], st: [usize; 4], g: &Geometry) -> Result<(Vec<f32>, usize)> {
     let cb = block_of_blocked(g);
-    Ok((pack_blocks(fs, st, g, cb)?, cb))
+    let mut w = pack_blocks(fs, st, g, cb)?;
+    if quads(g) {
+        quads::shuffle(&mut w, false);
+    }
+    Ok((w, cb))
+}
+
+/// Whether a blocked call packs this filter in quads (`quads`): 1x1 filters
+/// in one-vector blocks (16 or 48 output channels: SqueezeNet's squeeze
+/// convolutions). The choice depends on the geometry alone, so a filter packed
+/// at build time and the call that reads it agree at every SIMD level.
+fn quads(g: &Geometry) -> bool {
+    g.k_h * g.k_w == 1 && g.groups == 1 && g.cig % quads::K == 0 && block_of_blocked(g) == VL
 }
 
 /// `conv_nchw` with a channel-blocked input and/or output (`layouts`; see
@@ -460,17 +472,27 @@ pub fn conv_blocked(
     let w = match packed {
         Some((p, c)) if packed_fits(g, layouts, p, c) => std::borrow::Cow::Borrowed(p),
         _ if blocked_len(g, 1).is_none_or(|n| fs.len() < n) => return Err(WebnnError::Operation("internal: conv2d (channels kernel) without its filter".into())),
+        _ if blocked => std::borrow::Cow::Owned(pack_for_blocked(fs, f_strides, g)?.0),
         _ => std::borrow::Cow::Owned(pack_blocks(fs, f_strides, g, cb)?),
     };
     match cb {
-        WIDE => conv_blocks::<WIDE>(x, &w, g, bias, epi, dst, layouts),
-        CB => conv_blocks::<CB>(x, &w, g, bias, epi, dst, layouts),
-        _ => conv_blocks::<VL>(x, &w, g, bias, epi, dst, layouts),
+        WIDE => conv_blocks::<WIDE>(x, &w, g, bias, epi, dst, layouts, false),
+        CB => conv_blocks::<CB>(x, &w, g, bias, epi, dst, layouts, false),
+        // A filter packed in quads on an nchw input (whose channels are
+        // planes apart): back to tap by tap for the one-channel tiles.
+        _ if quads(g) && !layouts.input => {
+            let mut w = w.into_owned();
+            quads::shuffle(&mut w, true);
+            conv_blocks::<VL>(x, &w, g, bias, epi, dst, layouts, false)
+        }
+        _ => conv_blocks::<VL>(x, &w, g, bias, epi, dst, layouts, quads(g)),
     }
 }
 
-/// `conv_nchw` with the filter `w` packed in blocks of `C` channels.
-fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32], layouts: Layouts) -> Result<()> {
+/// `conv_nchw` with the filter `w` packed in blocks of `C` channels; in quads
+/// (`quads::tile`) where `in_quads` (one-vector blocks, a blocked input).
+#[allow(clippy::too_many_arguments)]
+fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>, epi: &Epi, dst: &mut [f32], layouts: Layouts, in_quads: bool) -> Result<()> {
     let plane = g.out_plane();
     if dst.len() != g.batches * g.out_c * plane || x.len() != g.batches * g.in_c * g.in_plane() {
         return Err(WebnnError::Operation("internal: conv2d sizes disagree".into()));
@@ -519,7 +541,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     let threads = rayon::current_num_threads();
     let level = simd::level();
     let ntaps = taps.len();
-    let ntiles = plane.div_ceil(px_max(level, C));
+    let ntiles = plane.div_ceil(if in_quads { quads::PX } else { px_max(level, C) });
     // Tasks per (batch, group) to balance the pool: runs of channel blocks, and
     // when there are too few blocks (32 or 96 output channels on two threads),
     // parts of the plane too, of at least `MIN_PART_TILES` tiles.
@@ -572,7 +594,11 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                     let px = &pix[p0..p1];
                     // The chunk's first tile of a block reads its filter from
                     // memory (cold): it prefetches ahead.
-                    tile(level, src, px, &taps, wb, bb, &mut tmp, if i == t0 { pf } else { 0 });
+                    if in_quads {
+                        quads::tile(level, src, px, &taps, wb, bb, &mut tmp);
+                    } else {
+                        tile(level, src, px, &taps, wb, bb, &mut tmp, if i == t0 { pf } else { 0 });
+                    }
                     if layouts.output {
                         // Channel c of pixel p at ob + (c / 16 * plane + p) * 16
                         // + c % 16: each pixel's 16 channels one row.
@@ -733,6 +759,150 @@ fn store_blocked<const C: usize>(level: Level, tmp: &[[f32; C]; PX], c0: usize, 
 fn scalar_store() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     simd::env_is(&OFF, "WEBNN_CPU_OCLANES_STORE", "scalar")
+}
+
+/// One-vector tiles (16 output channels) of 1x1 filters over blocked inputs,
+/// four input channels at a time. With one vector of channels per pixel, the
+/// plain tile (`super::tile`) broadcasts one input value per multiply-add, and
+/// those loads, not the multiply-adds, set its pace: 128 -> 16 at 55x55 ran at
+/// 168-178 GFLOP/s on one Zen 5 core (tiles of 8 or 12 pixels alike), where
+/// 32-channel tiles reach 230-240. Here one 4-float broadcast (a blocked
+/// pixel's channels i..i+4 are adjacent) feeds four multiply-adds, one per
+/// vector of the packed quad: vector `a`'s lane `4 j + k` holds the weight of
+/// output channel `a + 4 j` for input channel `i + k`. Each pixel's four
+/// accumulators then hold, per output channel, four partial sums, added in
+/// pairs at the end (two shuffles and an add, twice) into lane `o` for output
+/// channel `o`.
+mod quads {
+    use super::{Level, VL};
+
+    /// Input channels per broadcast.
+    pub(super) const K: usize = 4;
+    /// Pixels per tile: 6 x 4 accumulators, the quad's four vectors and a
+    /// broadcast fit the 32 registers.
+    pub(super) const PX: usize = 6;
+
+    /// Reorders `w` (one-vector blocks, tap by tap: 16 floats per tap) into
+    /// quads of taps, or back when `back`.
+    pub(super) fn shuffle(w: &mut [f32], back: bool) {
+        let mut q = [0f32; K * VL];
+        for quad in w.chunks_exact_mut(K * VL) {
+            for a in 0..K {
+                for j in 0..VL / K {
+                    for k in 0..K {
+                        // Packed: vector a, lane 4j + k; tap by tap: tap k, channel a + 4j.
+                        let (packed, plain) = (a * VL + K * j + k, k * VL + a + K * j);
+                        if back {
+                            q[plain] = quad[packed];
+                        } else {
+                            q[packed] = quad[plain];
+                        }
+                    }
+                }
+            }
+            quad.copy_from_slice(&q);
+        }
+    }
+
+    /// `super::tile` for a filter packed in quads: `taps` holds each input
+    /// channel's offset, four adjacent ones per quad; `C` is one vector.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; C], tmp: &mut [[f32; C]; super::PX]) {
+        assert!(C == VL && px.len() <= PX && w.len() == taps.len() * VL && taps.len() % K == 0, "internal: conv2d quad tile sizes");
+        let bias: &[f32; VL] = bias[..VL].try_into().unwrap_or_else(|_| unreachable!());
+        #[cfg(target_arch = "x86_64")]
+        if level == Level::Avx512 {
+            macro_rules! by_pixels {
+                ($($p:literal)*) => {
+                    match px.len() {
+                        $($p => {
+                            let mut offs = [0usize; $p];
+                            offs.copy_from_slice(px);
+                            let mut out = [[0f32; VL]; $p];
+                            // SAFETY: AVX-512F (`level`); src + px[j] + taps[4 q] + 3
+                            // lies in `src` (the caller's check covers every tap), `w`
+                            // holds 16 floats per tap (asserted).
+                            unsafe { avx512::tile::<$p>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, &mut out) };
+                            for (t, o) in tmp.iter_mut().zip(&out) {
+                                t[..VL].copy_from_slice(o);
+                            }
+                            return;
+                        })*
+                        _ => {}
+                    }
+                };
+            }
+            by_pixels!(1 2 3 4 5 6);
+        }
+        let _ = level;
+        // The same sums in the same order as the vector form.
+        for (j, &p) in px.iter().enumerate() {
+            let mut part = [[0f32; K]; VL];
+            for (quad, wq) in taps.chunks_exact(K).zip(w.chunks_exact(K * VL)) {
+                let x = &src[p + quad[0]..][..K];
+                for a in 0..K {
+                    for jj in 0..VL / K {
+                        for k in 0..K {
+                            let o = a + K * jj;
+                            part[o][k] = wq[a * VL + K * jj + k].mul_add(x[k], part[o][k]);
+                        }
+                    }
+                }
+            }
+            for (o, t) in tmp[j][..VL].iter_mut().enumerate() {
+                let [p0, p1, p2, p3] = part[o];
+                *t = ((p0 + p1) + (p2 + p3)) + bias[o];
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx512 {
+        use super::{K, VL};
+        use std::arch::x86_64::*;
+
+        /// `P` pixels of one vector of channels into `out`.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512F; `s + px[j] + taps[4 q] .. + 4` is readable
+        /// for every pixel and quad; `w` holds `taps.len() * 16` floats.
+        #[target_feature(enable = "avx512f")]
+        pub(super) unsafe fn tile<const P: usize>(s: *const f32, px: &[usize; P], taps: &[usize], w: *const f32, bias: &[f32; VL], out: &mut [[f32; VL]; P]) {
+            let mut acc = [[_mm512_setzero_ps(); K]; P];
+            let mut wp = w;
+            let ahead = px[P - 1] - px[0] + VL;
+            for (q, quad) in taps.chunks_exact(K).enumerate() {
+                let wv: [__m512; K] = std::array::from_fn(|a| _mm512_loadu_ps(wp.add(a * VL)));
+                let sp = s.add(quad[0]);
+                // The next tile's pixels (as far on as this tile spans), two
+                // per quad: each of a block's four quads asks for two of its
+                // lines. (Caches flushed, median of 25: 128 -> 16 at 55x55
+                // 0.172 / 0.177 -> 0.140 / 0.131 ms; warm even.) A prefetch
+                // never faults, past the end included.
+                let j0 = (q % K) * 2;
+                for j in j0..(j0 + 2).min(P) {
+                    _mm_prefetch::<_MM_HINT_T0>(sp.wrapping_add(px[j] + ahead) as *const i8);
+                }
+                for j in 0..P {
+                    let xb = _mm512_broadcast_f32x4(_mm_loadu_ps(sp.add(px[j])));
+                    for a in 0..K {
+                        acc[j][a] = _mm512_fmadd_ps(wv[a], xb, acc[j][a]);
+                    }
+                }
+                wp = wp.add(K * VL);
+            }
+            let b = _mm512_loadu_ps(bias.as_ptr());
+            for j in 0..P {
+                let [a0, a1, a2, a3] = acc[j];
+                // Per 128-bit lane: [a0 k0+k1, a0 k2+k3, a1 k0+k1, a1 k2+k3], ...
+                let t01 = _mm512_add_ps(_mm512_shuffle_ps::<0x88>(a0, a1), _mm512_shuffle_ps::<0xDD>(a0, a1));
+                let t23 = _mm512_add_ps(_mm512_shuffle_ps::<0x88>(a2, a3), _mm512_shuffle_ps::<0xDD>(a2, a3));
+                // ... then [a0, a1, a2, a3] whole: lane 4 j + a, output channel a + 4 j.
+                let u = _mm512_add_ps(_mm512_shuffle_ps::<0x88>(t01, t23), _mm512_shuffle_ps::<0xDD>(t01, t23));
+                _mm512_storeu_ps(out[j].as_mut_ptr(), _mm512_add_ps(u, b));
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1299,6 +1469,109 @@ mod tests {
         let mut y = vec![0f32; 256];
         let both = Layouts { input: true, output: true };
         assert!(conv_blocked(&[0.0; 128], None, &[0.0; 128], [8, 1, 1, 1], &g, None, &Epi::NONE, &mut y, both).is_err());
+    }
+
+    /// 1x1 filters in one-vector blocks (16, 48 and 40 output channels) take the
+    /// quad tiles: at every level, against a float64 sum, with a blocked input
+    /// read in place and through a padded copy (padding, stride 2), tiles of 1
+    /// to 6 pixels, batch 2; the filter packed ahead (in quads) and per call
+    /// alike, and bit for bit across levels (the portable loops add in the
+    /// vector form's order). On an nchw input the quads are unpacked for the
+    /// plain tiles.
+    #[test]
+    fn quad_tiles_match_float64_at_each_level() {
+        // (input [n, c, h, w], out channels, stride, padding)
+        let cases: &[([usize; 4], usize, usize, usize)] = &[
+            ([2, 32, 5, 7], 16, 1, 0),
+            ([1, 64, 13, 13], 48, 1, 0),
+            ([1, 16, 6, 6], 16, 2, 1),
+            ([1, 48, 3, 1], 16, 1, 0),
+            ([1, 32, 9, 9], 40, 1, 0),
+        ];
+        let mut rng = crate::engine::cpu::kernels::simd::tests::Rng(5);
+        for &([n, ci, h, w], oc, s, p) in cases {
+            let (out_h, out_w) = ((h + 2 * p - 1) / s + 1, (w + 2 * p - 1) / s + 1);
+            let g = Geometry {
+                batches: n, in_c: ci, in_h: h, in_w: w, out_c: oc, out_h, out_w, k_h: 1, k_w: 1,
+                groups: 1, cig: ci, cog: oc, stride: [s, s], dilation: [1, 1], pad: [p, p],
+            };
+            assert!(quads(&g), "{g:?}");
+            let plane = out_h * out_w;
+            let x = rng.vec(n * ci * h * w, -1.0, 1.0);
+            let wt = rng.vec(oc * ci, -1.0, 1.0);
+            let b = rng.vec(oc, -1.0, 1.0);
+            let mut want = vec![(0f64, 0f64); n * oc * plane];
+            for bn in 0..n {
+                for o in 0..oc {
+                    for oy in 0..out_h {
+                        for ox in 0..out_w {
+                            let (iy, ix) = ((oy * s) as i64 - p as i64, (ox * s) as i64 - p as i64);
+                            let (mut sum, mut mag) = (b[o] as f64, (b[o] as f64).abs());
+                            if iy >= 0 && ix >= 0 && iy < h as i64 && ix < w as i64 {
+                                for i in 0..ci {
+                                    let t = wt[o * ci + i] as f64 * x[((bn * ci + i) * h + iy as usize) * w + ix as usize] as f64;
+                                    sum += t;
+                                    mag += t.abs();
+                                }
+                            }
+                            want[((bn * oc + o) * out_h + oy) * out_w + ox] = (sum, mag);
+                        }
+                    }
+                }
+            }
+            let packed = pack_for_blocked(&wt, [ci, 1, 1, 1], &g).unwrap();
+            let mut first: Option<Vec<f32>> = None;
+            crate::engine::cpu::kernels::simd::tests::at_each_level(|level| {
+                for layouts in [Layouts { input: true, output: true }, Layouts { input: false, output: true }, Layouts { input: true, output: false }] {
+                    if layouts.output && oc % BLOCK != 0 {
+                        continue;
+                    }
+                    let xin = if layouts.input { blocked_of(&x, n, ci, h * w) } else { x.clone() };
+                    for ahead in [true, false] {
+                        let mut got = vec![f32::NAN; want.len()];
+                        let (pk, fs) = if ahead { (Some((&packed.0[..], packed.1)), &[][..]) } else { (None, &wt[..]) };
+                        conv_blocked(&xin, pk, fs, [ci, 1, 1, 1], &g, Some(&b), &Epi::NONE, &mut got, layouts).unwrap();
+                        if layouts.output {
+                            let mut back = vec![f32::NAN; got.len()];
+                            for bn in 0..n {
+                                for c in 0..oc {
+                                    for q in 0..plane {
+                                        back[(bn * oc + c) * plane + q] = got[((bn * oc / BLOCK + c / BLOCK) * plane + q) * BLOCK + c % BLOCK];
+                                    }
+                                }
+                            }
+                            got = back;
+                        }
+                        let what = format!("{level:?} {:?} oc {oc} s {s} p {p} {layouts:?} ahead {ahead}", [n, ci, h, w]);
+                        for (i, (&gv, &(sum, mag))) in got.iter().zip(&want).enumerate() {
+                            assert!((gv as f64 - sum).abs() <= (ci + 4) as f64 * f32::EPSILON as f64 * (1.0 + mag), "{what}: [{i}] {gv} vs {sum}");
+                        }
+                        if layouts == (Layouts { input: true, output: true }) {
+                            match &first {
+                                None => first = Some(got),
+                                Some(f) => assert!(f.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}: differs from the first level's bits"),
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        // The packed quads: weight (o, i) at vector a = o % 4, lane 4 (o / 4) + i % 4
+        // of quad i / 4; and back.
+        let g = Geometry {
+            batches: 1, in_c: 8, in_h: 1, in_w: 1, out_c: 16, out_h: 1, out_w: 1, k_h: 1, k_w: 1,
+            groups: 1, cig: 8, cog: 16, stride: [1, 1], dilation: [1, 1], pad: [0, 0],
+        };
+        let wt: Vec<f32> = (0..16 * 8).map(|v| v as f32).collect();
+        let (mut q, cb) = pack_for_blocked(&wt, [8, 1, 1, 1], &g).unwrap();
+        assert_eq!(cb, VL);
+        for o in 0..16 {
+            for i in 0..8 {
+                assert_eq!(q[(i / 4) * 64 + (o % 4) * 16 + 4 * (o / 4) + i % 4], wt[o * 8 + i], "o {o} i {i}");
+            }
+        }
+        quads::shuffle(&mut q, true);
+        assert_eq!(q, pack_blocks(&wt, [8, 1, 1, 1], &g, VL).unwrap());
     }
 
     /// The blocked store at every level: accumulating, adding a tensor and

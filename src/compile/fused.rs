@@ -155,6 +155,9 @@ pub enum BlockedOp {
     GlobalAveragePool(Pool2d),
     /// `FusedOp::Subsample` (blocked input and output).
     Subsample([usize; 2]),
+    /// depthwise conv2d (input, filter, [bias]): groups = channels, oihw filter
+    /// (blocked input and output).
+    Depthwise(Conv2dAttrs),
 }
 
 /// A conv2d operator's attributes and epilogue (plain or already fused), when
@@ -214,6 +217,7 @@ impl FusedOp {
             FusedOp::Blocked { op: BlockedOp::MaxPool(_), .. } => "maxPool2d (blocked)",
             FusedOp::Blocked { op: BlockedOp::GlobalAveragePool(_), .. } => "averagePool2d (blocked)",
             FusedOp::Blocked { op: BlockedOp::Subsample(_), .. } => "subsample (blocked)",
+            FusedOp::Blocked { op: BlockedOp::Depthwise(_), .. } => "depthwise conv2d (blocked)",
         }
     }
 

@@ -101,6 +101,7 @@ fn jobs<'g>(g: &'g Graph, op: &'g Operator) -> Vec<(&'g Operator, Option<ConvAt<
         Op::Fused(FusedOp::Blocked { op: BlockedOp::Conv2d(a), .. }) => whole(a, true),
         Op::Fused(FusedOp::ConcatConv2d { parts: ps, .. }) => parts(ps, false),
         Op::Fused(FusedOp::Blocked { op: BlockedOp::ConcatConv2d(ps), .. }) => parts(ps, true),
+        Op::Fused(FusedOp::Blocked { op: BlockedOp::Depthwise(a), .. }) => whole(a, true),
         Op::Fused(FusedOp::PointwiseDepthwise { pointwise, .. }) => inner(pointwise, 0, false).into_iter().collect(),
         Op::Matmul | Op::Fused(FusedOp::Matmul { .. }) | Op::Gemm(_) | Op::Fused(FusedOp::Gemm { .. }) => vec![(op, None)],
         _ => Vec::new(),
@@ -138,9 +139,14 @@ fn pack_one<'g>(g: &'g Graph, op: &Operator, conv: Option<ConvAt>) -> Option<(&'
             let dims = attrs.filter_layout.axes().map(|a| shape[a]);
             let in_c = dims[1] * attrs.groups;
             // Depthwise filters (groups = input channels = output channels) go to
-            // their own kernel.
+            // their own kernel, which reads them in place on nchw, packed in
+            // channel blocks on blocked activations.
             if attrs.groups == in_c && attrs.groups == dims[0] {
-                return None;
+                if !blocked {
+                    return None;
+                }
+                let w = f32_values(bytes, d.data_type)?;
+                return Some((bytes, What::DepthwiseBlocked { dims }, conv::pack_depthwise_blocked(dims, &w)));
             }
             let w = f32_values(bytes, d.data_type)?;
             // The input and output shapes pick the kernel, hence the packing.

@@ -91,6 +91,12 @@ fn blocked(op: &BlockedOp, layouts: Layouts, own: &[Tensor], epi: &Epi, out: &mu
     match (op, own) {
         (BlockedOp::Conv2d(attrs), [x, w]) if !attrs.has_bias => conv(x, w, None, attrs, epi, out, out_shape),
         (BlockedOp::Conv2d(attrs), [x, w, b]) if attrs.has_bias => conv(x, w, Some(b), attrs, epi, out, out_shape),
+        (BlockedOp::Depthwise(attrs), [x, w]) if !attrs.has_bias && layouts.input && layouts.output => {
+            conv::depthwise_blocked(x, w, None, attrs, epi, out, out_shape)
+        }
+        (BlockedOp::Depthwise(attrs), [x, w, b]) if attrs.has_bias && layouts.input && layouts.output => {
+            conv::depthwise_blocked(x, w, Some(b), attrs, epi, out, out_shape)
+        }
         // The parts' channel runs lie where they do in nchw: every part's
         // channels are whole blocks.
         (BlockedOp::ConcatConv2d(parts), own) => concat_convs(parts, &Epilogue::default(), own, out, out_shape, &conv),

@@ -19,6 +19,9 @@
 //! - [`avg_pool_global`] is averagePool2d over whole planes into `[N, C]`.
 //! - [`subsample`] takes every `strides`-th pixel (a 1x1 convolution's or a 1x1
 //!   pool's input at stride > 1).
+//! - [`depthwise`] is a depthwise conv2d (one filter per channel, any window,
+//!   padding, strides and dilations) from nChw16c to nChw16c, with bias and a
+//!   clamp; its filter packed by [`pack_depthwise`].
 //!
 //! Every function checks its sizes first and returns an `OperationError`
 //! ("internal: blocked <op>: ...") rather than panicking on a mismatch. The hot
@@ -464,6 +467,196 @@ pub fn subsample(x: &[f32], n: usize, c: usize, h: usize, w: usize, strides: [us
     Ok(())
 }
 
+/// A depthwise conv2d's window, as [`depthwise`] takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct DwWindow {
+    /// [kh, kw].
+    pub window: [usize; 2],
+    /// [top, bottom, left, right].
+    pub padding: [usize; 4],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+}
+
+/// A depthwise filter (`[c, 1, kh, kw]`, oihw: each channel's `taps` = kh * kw
+/// weights in a row) in the order [`depthwise`] reads it: per block of 16
+/// channels, per tap (ky, kx) in row-major order, the block's 16 weights.
+pub fn pack_depthwise(f: &[f32], c: usize, taps: usize) -> Result<Vec<f32>> {
+    const OP: &str = "pack_depthwise";
+    let nb = blocks(OP, c)?;
+    let len = product(OP, &[c, taps])?;
+    check_len(OP, "filter", f.len(), len)?;
+    let mut out = super::gemm_core::alloc_f32(len)?;
+    for b in 0..nb {
+        for t in 0..taps {
+            for l in 0..BLOCK {
+                out[(b * taps + t) * BLOCK + l] = f[(b * BLOCK + l) * taps + t];
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What the depthwise loops need, checked once.
+struct DwGeometry<'a> {
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    kw: usize,
+    /// Channel blocks per image.
+    cblocks: usize,
+    /// Input floats between a tap's rows, and between its columns.
+    rstep: usize,
+    cstep: usize,
+    rows: Vec<Taps>,
+    cols: Vec<Taps>,
+    /// The window index of each output row's (column's) first tap.
+    row_k0: Vec<usize>,
+    col_k0: Vec<usize>,
+    /// The outputs of a row whose window covers `kw` input columns.
+    inner: Range<usize>,
+    filter: &'a [f32],
+    bias: Option<&'a [f32]>,
+    /// [lo, hi]: each output is clamped to it (a NaN stays NaN).
+    clamp: [f32; 2],
+}
+
+/// Depthwise conv2d of nChw16c `x` (`[n, c, h, w]`) into nChw16c `out`
+/// (`[n, c, oh, ow]`): output `(ch, oy, ox)` is `bias[ch]` plus the sum over
+/// the taps `(ky, kx)` that land on input cells (row `oy * sh + ky * dh - top`,
+/// column `ox * sw + kx * dw - left`) of `filter[ch][ky][kx] * x[ch][row][col]`,
+/// then clamped to `clamp` ([-inf, inf] for none; a NaN stays NaN). `filter` is
+/// packed by [`pack_depthwise`]. Each output vector is one chain of
+/// multiply-adds over its taps in row-major order; whole 3x3 windows are
+/// unrolled, four pixels at a time.
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise(x: &[f32], n: usize, c: usize, h: usize, w: usize, win: &DwWindow, filter: &[f32], bias: Option<&[f32]>, clamp: [f32; 2], oh: usize, ow: usize, out: &mut [f32]) -> Result<()> {
+    const OP: &str = "depthwise";
+    let cblocks = blocks(OP, c)?;
+    check_len(OP, "input", x.len(), product(OP, &[n, c, h, w])?)?;
+    check_len(OP, "output", out.len(), product(OP, &[n, c, oh, ow])?)?;
+    let ([kh, kw], [sh, sw], [dh, dw]) = (win.window, win.strides, win.dilations);
+    check_len(OP, "filter", filter.len(), product(OP, &[c, kh, kw])?)?;
+    if let Some(b) = bias {
+        check_len(OP, "bias", b.len(), c)?;
+    }
+    if sh == 0 || sw == 0 || dh == 0 || dw == 0 || kh == 0 || kw == 0 {
+        return Err(err(OP, format!("window {:?}, strides {:?} and dilations {:?} must be positive", win.window, win.strides, win.dilations)));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let [top, _, left, _] = win.padding;
+    let rows = taps(OP, oh, h, kh, top, sh, dh)?;
+    let cols = taps(OP, ow, w, kw, left, sw, dw)?;
+    // The first tap's window index: `taps` put it at input first = k0 * d +
+    // o * s - pad.
+    let k0 = |t: &[Taps], pad: usize, s: usize, d: usize| -> Vec<usize> {
+        t.iter().enumerate().map(|(o, t)| if t.count == 0 { 0 } else { (t.first + pad - o * s) / d }).collect()
+    };
+    let (row_k0, col_k0) = (k0(&rows, top, sh, dh), k0(&cols, left, sw, dw));
+    let lo = cols.iter().position(|t| t.count == kw).unwrap_or(ow);
+    let hi = cols[lo..].iter().position(|t| t.count != kw).map_or(ow, |i| lo + i);
+    let g = DwGeometry {
+        h, w, oh, ow, kw, cblocks, rstep: BLOCK * dh * w, cstep: BLOCK * dw,
+        rows, cols, row_k0, col_k0, inner: lo..hi, filter, bias, clamp,
+    };
+    split_rows(out, BLOCK * ow, |range, chunk| dw_rows(&g, x, range.start, chunk));
+    Ok(())
+}
+
+/// Output rows `first..` (row r: output row `r % oh` of block `r / oh`) at
+/// the CPU's level.
+fn dw_rows(g: &DwGeometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::level() == simd::Level::Avx512 {
+        // SAFETY: `level` only reports features the CPU has.
+        return unsafe { z::dw_rows_avx512(g, x, first, chunk) };
+    }
+    // SAFETY: `A16` needs no CPU feature; the sizes were checked by `depthwise`.
+    unsafe { dw_rows_with::<A16>(g, x, first, chunk) }
+}
+
+/// `dw_rows` with the vectors of `V`.
+///
+/// # Safety
+/// `V`'s instruction set is available; `g` was built by `depthwise` for `x`
+/// and the output `chunk` belongs to.
+#[inline(always)]
+unsafe fn dw_rows_with<V: V16>(g: &DwGeometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+    let row_len = BLOCK * g.ow;
+    let plane_len = BLOCK * g.h * g.w;
+    let taps = g.filter.len() / (g.cblocks * BLOCK);
+    let (lo, hi) = (V::splat(g.clamp[0]), V::splat(g.clamp[1]));
+    let (mut nb, mut oy) = (first / g.oh, first % g.oh);
+    for dst in chunk.chunks_exact_mut(row_len) {
+        // Block nb of the input's n * c / 16 planes (checked in `depthwise`).
+        let src = &x[nb * plane_len..][..plane_len];
+        let cb = nb % g.cblocks;
+        let wb = g.filter.as_ptr().add(cb * taps * BLOCK);
+        let b = match g.bias {
+            Some(b) => V::load(b.as_ptr().add(cb * BLOCK)),
+            None => V::splat(0.0),
+        };
+        let (ty, ky0) = (g.rows[oy], g.row_k0[oy]);
+        oy += 1;
+        if oy == g.oh {
+            oy = 0;
+            nb += 1;
+        }
+        let dp = dst.as_mut_ptr();
+        // Rows ty.first + ky * dh (ky < ty.count) and columns tx.first + kx * dw
+        // (kx < tx.count) are inside the plane (the `Taps` invariant); taps
+        // (ky0 + ky, kx0 + kx) inside the window.
+        let rbase = src.as_ptr().add(BLOCK * ty.first * g.w);
+        let whole3 = g.kw == 3 && taps == 9 && ty.count == 3;
+        let inner = if ty.count > 0 && whole3 { g.inner.clone() } else { 0..0 };
+        for ox in (0..inner.start).chain(inner.end..g.ow) {
+            let (tx, kx0) = (g.cols[ox], g.col_k0[ox]);
+            let mut acc = b;
+            for ky in 0..ty.count {
+                let r = rbase.add(ky * g.rstep + BLOCK * tx.first);
+                let wr = wb.add(((ky0 + ky) * g.kw + kx0) * BLOCK);
+                for kx in 0..tx.count {
+                    acc = V::fma(V::load(r.add(kx * g.cstep)), V::load(wr.add(kx * BLOCK)), acc);
+                }
+            }
+            V::store(dp.add(BLOCK * ox), V::clamp(acc, lo, hi));
+        }
+        if inner.is_empty() {
+            continue;
+        }
+        // Whole 3x3 windows: the nine weight vectors held, four pixels' chains
+        // at a time.
+        let wv: [V; 9] = std::array::from_fn(|t| V::load(wb.add(t * BLOCK)));
+        let pixel = |ox: usize| rbase.add(BLOCK * g.cols[ox].first);
+        let mut ox = inner.start;
+        while ox + 4 <= inner.end {
+            let p = [pixel(ox), pixel(ox + 1), pixel(ox + 2), pixel(ox + 3)];
+            let mut acc = [b; 4];
+            for t in 0..9 {
+                let off = (t / 3) * g.rstep + (t % 3) * g.cstep;
+                for j in 0..4 {
+                    acc[j] = V::fma(V::load(p[j].add(off)), wv[t], acc[j]);
+                }
+            }
+            for (j, a) in acc.into_iter().enumerate() {
+                V::store(dp.add(BLOCK * (ox + j)), V::clamp(a, lo, hi));
+            }
+            ox += 4;
+        }
+        for ox in ox..inner.end {
+            let p = pixel(ox);
+            let mut acc = b;
+            for (t, wt) in wv.iter().enumerate() {
+                acc = V::fma(V::load(p.add((t / 3) * g.rstep + (t % 3) * g.cstep)), *wt, acc);
+            }
+            V::store(dp.add(BLOCK * ox), V::clamp(acc, lo, hi));
+        }
+    }
+}
+
 /// The 16-lane float32 vector operations of the loops above, per instruction
 /// set. Methods are `#[inline(always)]`, so they compile inside the caller's
 /// `#[target_feature]` function.
@@ -491,6 +684,17 @@ trait V16: Copy {
     /// # Safety
     /// The instruction set is available.
     unsafe fn div(a: Self, b: Self) -> Self;
+    /// `x * w + acc`, rounded once.
+    ///
+    /// # Safety
+    /// The instruction set is available.
+    unsafe fn fma(x: Self, w: Self, acc: Self) -> Self;
+    /// `v` clamped to [lo, hi], lane-wise; a NaN stays NaN (as the epilogue's
+    /// clamp).
+    ///
+    /// # Safety
+    /// The instruction set is available.
+    unsafe fn clamp(v: Self, lo: Self, hi: Self) -> Self;
 }
 
 /// Portable vectors: 16 floats in an array (the compiler vectorizes what it
@@ -536,6 +740,17 @@ impl V16 for A16 {
     unsafe fn div(a: Self, b: Self) -> Self {
         A16(std::array::from_fn(|i| a.0[i] / b.0[i]))
     }
+    #[inline(always)]
+    unsafe fn fma(x: Self, w: Self, acc: Self) -> Self {
+        A16(std::array::from_fn(|i| x.0[i].mul_add(w.0[i], acc.0[i])))
+    }
+    #[inline(always)]
+    unsafe fn clamp(v: Self, lo: Self, hi: Self) -> Self {
+        A16(std::array::from_fn(|i| {
+            let x = if v.0[i] < lo.0[i] { lo.0[i] } else { v.0[i] };
+            if x > hi.0[i] { hi.0[i] } else { x }
+        }))
+    }
 }
 
 /// AVX-512 vectors and the loops compiled for them.
@@ -543,7 +758,17 @@ impl V16 for A16 {
 mod z {
     use std::arch::x86_64::*;
 
-    use super::{avg_blocks_with, max_rows_with, MaxGeometry, V16};
+    use super::{avg_blocks_with, dw_rows_with, max_rows_with, DwGeometry, MaxGeometry, V16};
+
+    /// `dw_rows` with AVX-512.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `g` was built by `depthwise` for `x` and the
+    /// output `chunk` belongs to.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn dw_rows_avx512(g: &DwGeometry, x: &[f32], first: usize, chunk: &mut [f32]) {
+        dw_rows_with::<Z>(g, x, first, chunk)
+    }
 
     /// `max_rows` with AVX-512.
     ///
@@ -594,6 +819,15 @@ mod z {
         #[inline(always)]
         unsafe fn div(a: Self, b: Self) -> Self {
             Z(_mm512_div_ps(a.0, b.0))
+        }
+        #[inline(always)]
+        unsafe fn fma(x: Self, w: Self, acc: Self) -> Self {
+            Z(_mm512_fmadd_ps(x.0, w.0, acc.0))
+        }
+        #[inline(always)]
+        unsafe fn clamp(v: Self, lo: Self, hi: Self) -> Self {
+            // MAXPS and MINPS return their second operand when either is NaN.
+            Z(_mm512_min_ps(hi.0, _mm512_max_ps(lo.0, v.0)))
         }
     }
 }
@@ -699,6 +933,95 @@ mod tests {
                 pool.install(|| f(&tag));
             }
         });
+    }
+
+    /// Depthwise conv2d against a float64 sum from the definition (every tap of
+    /// the window in signed coordinates, those outside the input skipped),
+    /// through `to_blocked`, `pack_depthwise`, `depthwise` and `from_blocked`:
+    /// windows 3x3 (whole windows unrolled four pixels at a time, and the
+    /// rest), 5x5, 1x3 and 2x1; strides, dilations, asymmetric padding, padding
+    /// past the window (rows and columns of no tap: bias alone), bias or none,
+    /// a clamp or none; batch 2; at each level, on one and two threads. A NaN
+    /// input makes NaN outputs through the clamp.
+    #[test]
+    fn depthwise_matches_float64() {
+        // (n, c, h, w, window, padding [t, b, l, r], strides, dilations)
+        let cases: &[(usize, usize, usize, usize, [usize; 2], [usize; 4], [usize; 2], [usize; 2])] = &[
+            (1, 16, 14, 14, [3, 3], [1, 1, 1, 1], [1, 1], [1, 1]),
+            (2, 32, 9, 11, [3, 3], [1, 1, 1, 1], [2, 2], [1, 1]),
+            (1, 48, 7, 7, [3, 3], [0, 2, 1, 0], [1, 2], [1, 1]),
+            (1, 16, 8, 9, [5, 5], [2, 2, 2, 2], [1, 1], [1, 1]),
+            (1, 16, 10, 10, [3, 3], [2, 2, 2, 2], [1, 1], [2, 2]),
+            (1, 32, 6, 13, [1, 3], [0, 0, 1, 1], [1, 1], [1, 1]),
+            (1, 16, 5, 5, [2, 1], [3, 4, 3, 0], [2, 1], [1, 1]),
+        ];
+        for (ci, &(n, c, h, w, win, pad, st, dil)) in cases.iter().enumerate() {
+            let oh = out_size(h, win[0], (pad[0], pad[1]), st[0], dil[0], false);
+            let ow = out_size(w, win[1], (pad[2], pad[3]), st[1], dil[1], false);
+            let taps = win[0] * win[1];
+            let mut x = data(n * c * h * w, 40 + ci as u64, false);
+            if ci == 0 {
+                x[nchw_index(c, h, w, 0, 3, 5, 6)] = f32::NAN;
+            }
+            let f = data(c * taps, 60 + ci as u64, false);
+            let bias = data(c, 80 + ci as u64, false);
+            let packed = pack_depthwise(&f, c, taps).unwrap();
+            let dw = DwWindow { window: win, padding: pad, strides: st, dilations: dil };
+            for (with_bias, clamp) in [(true, [-2.0, 6.0]), (false, [f32::NEG_INFINITY, f32::INFINITY])] {
+                let mut want = vec![0f64; n * c * oh * ow];
+                let mut nan = vec![false; want.len()];
+                for b in 0..n {
+                    for ch in 0..c {
+                        for oy in 0..oh {
+                            for ox in 0..ow {
+                                let mut sum = if with_bias { bias[ch] as f64 } else { 0.0 };
+                                let mut any_nan = false;
+                                for ky in 0..win[0] {
+                                    for kx in 0..win[1] {
+                                        let y = (oy * st[0] + ky * dil[0]) as i64 - pad[0] as i64;
+                                        let xx = (ox * st[1] + kx * dil[1]) as i64 - pad[2] as i64;
+                                        if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
+                                            continue;
+                                        }
+                                        let v = x[nchw_index(c, h, w, b, ch, y as usize, xx as usize)];
+                                        any_nan |= v.is_nan();
+                                        sum += f[ch * taps + ky * win[1] + kx] as f64 * v as f64;
+                                    }
+                                }
+                                let i = nchw_index(c, oh, ow, b, ch, oy, ox);
+                                want[i] = sum.max(clamp[0] as f64).min(clamp[1] as f64);
+                                nan[i] = any_nan;
+                            }
+                        }
+                    }
+                }
+                in_pools(|tag| {
+                    let mut xb = vec![0.0; x.len()];
+                    to_blocked(&x, n, c, h * w, &mut xb).unwrap();
+                    let mut ob = vec![f32::from_bits(0x7fc0_1234); want.len()];
+                    let b = with_bias.then_some(&bias[..]);
+                    depthwise(&xb, n, c, h, w, &dw, &packed, b, clamp, oh, ow, &mut ob).unwrap();
+                    let mut got = vec![0.0; ob.len()];
+                    from_blocked(&ob, n, c, oh * ow, &mut got).unwrap();
+                    for (i, (&g, &wv)) in got.iter().zip(&want).enumerate() {
+                        let what = format!("case {ci} bias {with_bias} {tag} [{i}]");
+                        if nan[i] {
+                            assert!(g.is_nan(), "{what}: {g} should be NaN");
+                        } else {
+                            assert!((g as f64 - wv).abs() <= 1e-5 * (1.0 + wv.abs()), "{what}: {g} vs {wv}");
+                        }
+                    }
+                });
+            }
+        }
+        // Channels not whole blocks, and sizes that disagree, are errors.
+        let dw = DwWindow { window: [3, 3], padding: [1; 4], strides: [1, 1], dilations: [1, 1] };
+        assert!(pack_depthwise(&[0.0; 8 * 9], 8, 9).is_err());
+        assert!(depthwise(&[0.0; 8 * 16], 1, 8, 4, 4, &dw, &[0.0; 72], None, [0.0, 1.0], 4, 4, &mut [0.0; 128]).is_err());
+        assert!(depthwise(&[0.0; 16 * 16], 1, 16, 4, 4, &dw, &[0.0; 100], None, [0.0, 1.0], 4, 4, &mut [0.0; 256]).is_err());
+        assert!(depthwise(&[0.0; 16 * 16], 1, 16, 4, 4, &dw, &[0.0; 144], None, [0.0, 1.0], 4, 5, &mut [0.0; 256]).is_err());
+        let zero = DwWindow { strides: [0, 1], ..dw };
+        assert!(depthwise(&[0.0; 16 * 16], 1, 16, 4, 4, &zero, &[0.0; 144], None, [0.0, 1.0], 4, 4, &mut [0.0; 256]).is_err());
     }
 
     #[test]

@@ -45,7 +45,7 @@ use super::gemm_core::{
     SharedMut, Threads,
 };
 use super::prepacked::{self, Packed, What};
-use super::Tensor;
+use super::{blocked, Tensor};
 use crate::engine::cpu::epilogue::{Bias, Epi};
 use crate::error::Result;
 use crate::graph::{DataType, OperandDesc};
@@ -426,6 +426,56 @@ pub fn conv2d_blocked(
     };
     let f_strides = strides_at(f.shape, attrs.filter_layout.axes());
     with_f32_output(out, x.data_type, |dst| oclanes::conv_blocked(&xs, ahead, &fs, f_strides, &g, bs.as_deref(), epi, dst, layouts))
+}
+
+/// Whether `depthwise_blocked` takes this conv2d (float32, nchw input of whole
+/// 16-channel blocks, an oihw filter of one input channel per group, as many
+/// groups as channels), for the compiler's choice of layouts.
+pub fn depthwise_blocked_suits(attrs: &Conv2dAttrs, x: &OperandDesc, f: &OperandDesc, out_shape: &[usize]) -> bool {
+    let (&[_, c, _, _], &[o, 1, _, _]) = (&x.shape[..], &f.shape[..]) else { return false };
+    x.data_type == DataType::Float32
+        && attrs.input_layout == InputLayout::Nchw
+        && attrs.filter_layout == crate::ops::conv::Conv2dFilterLayout::Oihw
+        && attrs.groups == c
+        && o == c
+        && c % BLOCK == 0
+        && out_shape.len() == 4
+        && out_shape[1] == c
+}
+
+/// A depthwise conv2d's filter (`[c, 1, kh, kw]`, oihw) packed for
+/// `depthwise_blocked`, to be registered under `What::DepthwiseBlocked`.
+pub fn pack_depthwise_blocked(dims: [usize; 4], w: &[f32]) -> Result<Packed> {
+    Ok(Packed::Direct(blocked::pack_depthwise(w, dims[0], dims[2] * dims[3])?))
+}
+
+/// Depthwise conv2d (groups = channels, oihw filter) on channel-blocked
+/// activations, input and output (`blocked::depthwise`); the filter packed at
+/// build time or now. The epilogue's clamp (or relu) runs in the kernel's
+/// stores; any other epilogue in a pass after it.
+pub fn depthwise_blocked(x: &Tensor, f: &Tensor, bias: Option<&Tensor>, attrs: &Conv2dAttrs, epi: &Epi, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let bad = || crate::error::WebnnError::Operation("internal: blocked depthwise conv2d takes float32 nchw operands and a [c, 1, kh, kw] filter".into());
+    let (&[n, c, h, w], &[o, 1, kh, kw], &[on, oc, oh, ow]) = (x.shape, f.shape, out_shape) else { return Err(bad()) };
+    if x.data_type != DataType::Float32 || attrs.input_layout != InputLayout::Nchw || attrs.filter_layout != crate::ops::conv::Conv2dFilterLayout::Oihw || attrs.groups != c || o != c || (on, oc) != (n, c) {
+        return Err(bad());
+    }
+    let dims = [c, 1, kh, kw];
+    let xs = f32_input(x)?;
+    let bs = bias.map(f32_input).transpose()?;
+    let packed = prepacked::lookup(f.data, What::DepthwiseBlocked { dims });
+    let fs = match packed.as_deref() {
+        Some(Packed::Direct(p)) if p.len() == c * kh * kw => std::borrow::Cow::Borrowed(&p[..]),
+        _ => std::borrow::Cow::Owned(blocked::pack_depthwise(&f32_input(f)?, c, kh * kw)?),
+    };
+    let win = blocked::DwWindow { window: [kh, kw], padding: attrs.padding, strides: attrs.strides, dilations: attrs.dilations };
+    let in_store = epi.as_clamp().filter(|(add, ..)| add.is_none() && !epi.accumulates()).map(|(_, lo, hi)| [lo, hi]);
+    with_f32_output(out, x.data_type, |dst| {
+        blocked::depthwise(&xs, n, c, h, w, &win, &fs, bs.as_deref(), in_store.unwrap_or([f32::NEG_INFINITY, f32::INFINITY]), oh, ow, dst)?;
+        if in_store.is_none() {
+            epi.apply(dst, 0, Bias::None);
+        }
+        Ok(())
+    })
 }
 
 /// How `conv2d_blocked` looks up this conv's packed filter (of `dims`, oihw):

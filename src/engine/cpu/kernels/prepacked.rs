@@ -41,6 +41,9 @@ pub enum What {
     /// blocked-activation kernel (`conv::conv2d_blocked`) in blocks of `cb`
     /// output channels.
     Conv2dBlocked { dims: [usize; 4], cb: usize },
+    /// A depthwise conv2d filter of `dims` ([c, 1, kh, kw], oihw) read by the
+    /// blocked depthwise kernel (`conv::depthwise_blocked`).
+    DepthwiseBlocked { dims: [usize; 4] },
     /// The rank-2 right operand of matmul ([k, n]).
     Matmul { k: usize, n: usize },
     /// gemm's B, read as [k, n] (transposed when `b_transpose`).

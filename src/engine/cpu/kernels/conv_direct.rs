@@ -914,8 +914,9 @@ mod bench {
     use crate::ops::conv::InputLayout;
 
     /// Times the direct kernel, the GEMM path, the channels-along-lanes kernel
-    /// on nchw and on channel-blocked activations (both sides nChw16c, as the
-    /// models run it, where the channels allow) on model shapes (one thread),
+    /// on nchw and on channel-blocked activations (nChw16c on each side whose
+    /// channels are whole blocks, as the models run it) on model shapes (one
+    /// thread),
     /// warm and with the caches flushed before each run, best and median of 25:
     /// `cargo test --release --lib conv_direct_bench -- --ignored --nocapture`
     /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes;
@@ -1009,10 +1010,11 @@ mod bench {
             let packed = pack(&w, st, &g).unwrap();
             // On the bench's pool: the block size follows the pool's threads.
             let packed_oc = pool.install(|| oclanes::pack(&w, st, &g)).unwrap();
-            // The channel-blocked path (nChw16c both sides), as the models run it.
-            let blocked_ok = cin % oclanes::BLOCK == 0 && cout % oclanes::BLOCK == 0 && oclanes::blocked_suits(&g);
+            // The channel-blocked path (nChw16c on each side whose channels are
+            // whole blocks), as the models run it.
+            let both = oclanes::Layouts { input: cin % oclanes::BLOCK == 0, output: cout % oclanes::BLOCK == 0 };
+            let blocked_ok = (both.input || both.output) && oclanes::blocked_suits(&g);
             let packed_bl = pool.install(|| oclanes::pack_for_blocked(&w, st, &g)).unwrap();
-            let both = oclanes::Layouts { input: true, output: true };
             let Ok(Packed::A(pa)) = pack_filter(InputLayout::Nchw, 1, [cout, cin, k, k], &w) else { panic!() };
             let wt = Filter { w: &[], fm: FilterMat { rs: 0, cs: 0, group: 0 }, packed: GemmWeights::A(&pa) };
             let mut dst = vec![0f32; cout * out * out];

@@ -282,6 +282,29 @@ mod tests {
         crate::engine::cpu::kernels::simd::tests::FORCE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The compiled plan agrees with the plain one (`assert_agree`), and on
+    /// pools of one and two threads.
+    fn agrees_on_pools(g: &Graph) {
+        assert_agree(g, 1e-5);
+        for threads in [1, 2] {
+            let want = execute(g, Passes::NONE, 3);
+            let got = execute_on(g, Passes::ALL, threads, 3);
+            let scale = want[0].iter().fold(1e-6f64, |m, v| m.max(v.abs()));
+            assert!(want[0].iter().zip(&got[0]).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{threads} threads");
+        }
+    }
+
+    /// The graph of `b` with output y: a global average pool of `x` (planes of
+    /// `hw` x `hw`) reshaped to `shape`; checked to agree (`agrees_on_pools`).
+    fn pooled_to_output(mut b: Builder, x: OperandId, hw: usize, shape: &[usize]) -> Graph {
+        let gp = Pool2dOptions { window_dimensions: Some(vec![hw, hw]), ..Default::default() };
+        let avg = b.b.pool2d(PoolKind::Average, x, &gp).unwrap();
+        let y = b.b.reshape(avg, shape).unwrap();
+        let g = b.b.build(&[("y".into(), y)]).unwrap();
+        agrees_on_pools(&g);
+        g
+    }
+
     fn compiled(g: &Graph) -> Graph {
         let engine = crate::engine::cpu::CpuEngine::new(1).unwrap();
         engine.pipeline(g.clone(), Passes::ALL)
@@ -316,17 +339,7 @@ mod tests {
         let sum = b.b.binary(BinaryKind::Add, a, proj).unwrap();
         let r = b.b.unary(UnaryKind::Relu, sum).unwrap();
         let d = conv(&mut b, r, 64, 48, 1, 2, 0);
-        let gp = Pool2dOptions { window_dimensions: Some(vec![4, 4]), ..Default::default() };
-        let avg = b.b.pool2d(PoolKind::Average, d, &gp).unwrap();
-        let y = b.b.reshape(avg, &[2, 48]).unwrap();
-        let g = b.b.build(&[("y".into(), y)]).unwrap();
-        assert_agree(&g, 1e-5);
-        for threads in [1, 2] {
-            let want = execute(&g, Passes::NONE, 3);
-            let got = execute_on(&g, Passes::ALL, threads, 3);
-            let scale = want[0].iter().fold(1e-6f64, |m, v| m.max(v.abs()));
-            assert!(want[0].iter().zip(&got[0]).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{threads} threads");
-        }
+        let g = pooled_to_output(b, d, 4, &[2, 48]);
         if !enabled() {
             return;
         }
@@ -390,17 +403,7 @@ mod tests {
         let a = block(&mut b, x, 16, 16, 1);
         let a = block(&mut b, a, 16, 32, 2);
         let a = block(&mut b, a, 32, 32, 1);
-        let gp = Pool2dOptions { window_dimensions: Some(vec![7, 7]), ..Default::default() };
-        let avg = b.b.pool2d(PoolKind::Average, a, &gp).unwrap();
-        let y = b.b.reshape(avg, &[1, 32]).unwrap();
-        let g = b.b.build(&[("y".into(), y)]).unwrap();
-        assert_agree(&g, 1e-5);
-        for threads in [1, 2] {
-            let want = execute(&g, Passes::NONE, 3);
-            let got = execute_on(&g, Passes::ALL, threads, 3);
-            let scale = want[0].iter().fold(1e-6f64, |m, v| m.max(v.abs()));
-            assert!(want[0].iter().zip(&got[0]).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{threads} threads");
-        }
+        let g = pooled_to_output(b, a, 7, &[1, 32]);
         if !enabled() {
             return;
         }

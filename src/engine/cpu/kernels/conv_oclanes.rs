@@ -677,49 +677,73 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     Ok(())
 }
 
+/// `$run!(V, P, offs)` for the tile of `px.len()` = P pixels (of the sizes
+/// listed) with `V` vectors of channels, the pixels' offsets copied into an
+/// array `offs`; true when a size matched.
+macro_rules! by_pixels {
+    ($px:expr, $run:ident, $v:literal: $($p:literal)*) => {
+        match $px.len() {
+            $($p => {
+                let mut offs = [0usize; $p];
+                offs.copy_from_slice($px);
+                $run!($v, $p, offs);
+                true
+            })*
+            _ => false,
+        }
+    };
+}
+
+/// `by_pixels` over the AVX-512 tiles of `C` channels: one, two and four
+/// vectors (up to `PX`, `PX` and `PX_WIDE` pixels).
+macro_rules! avx512_tiles {
+    ($c:expr, $px:expr, $run:ident) => {
+        match $c {
+            VL => by_pixels!($px, $run, 1: 1 2 3 4 5 6 7 8),
+            CB => by_pixels!($px, $run, 2: 1 2 3 4 5 6 7 8),
+            WIDE => by_pixels!($px, $run, 4: 1 2 3 4 5 6),
+            _ => false,
+        }
+    };
+}
+
 /// One register tile: for the pixels whose window offsets are `px` (at most
 /// `PX`), `tmp[j][c]` = bias[c] + sum over taps of w[tap][c] * src[px[j] + tap].
 /// The caller checked that every such read lies in `src`.
 #[allow(clippy::too_many_arguments)]
 fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; C], tmp: &mut [[f32; C]; PX], pf: usize) {
-    // The register kernel of `$isa` with `$v` vectors of channels for tiles of
-    // each pixel count `$p`.
+    // The register kernel of `$isa` with `$v` vectors of channels for `$p`
+    // pixels at offsets `$offs`.
     #[cfg(target_arch = "x86_64")]
-    macro_rules! by_pixels {
-        ($isa:ident, $v:literal: $($p:literal)*) => {
-            match px.len() {
-                $($p => {
-                    let mut offs = [0usize; $p];
-                    offs.copy_from_slice(px);
-                    // SAFETY: the CPU has the kernel's ISA (`level`, checked
-                    // before); src + px[j] + tap lies in `src` for every pixel
-                    // and tap (the caller's check); `w` holds C floats per tap
-                    // (checked before).
-                    unsafe {
-                        if pf > 0 {
-                            $isa::tile::<$v, $p, C, true>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, tmp, pf)
-                        } else {
-                            $isa::tile::<$v, $p, C, false>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, tmp, 0)
-                        }
-                    };
-                    return;
-                })*
-                _ => {}
+    macro_rules! run {
+        ($isa:ident, $v:literal, $p:literal, $offs:ident) => {
+            // SAFETY: the CPU has the kernel's ISA (`level`, checked before);
+            // src + px[j] + tap lies in `src` for every pixel and tap (the
+            // caller's check); `w` holds C floats per tap (checked before).
+            unsafe {
+                if pf > 0 {
+                    $isa::tile::<$v, $p, C, true>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, tmp, pf)
+                } else {
+                    $isa::tile::<$v, $p, C, false>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, tmp, 0)
+                }
             }
         };
     }
     #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx512 && w.len() == taps.len() * C {
-        match C {
-            VL => by_pixels!(avx512, 1: 1 2 3 4 5 6 7 8),
-            CB => by_pixels!(avx512, 2: 1 2 3 4 5 6 7 8),
-            WIDE => by_pixels!(avx512, 4: 1 2 3 4 5 6),
-            _ => {}
-        }
+    macro_rules! avx512 {
+        ($v:literal, $p:literal, $offs:ident) => { run!(avx512, $v, $p, $offs) };
     }
     #[cfg(target_arch = "x86_64")]
-    if level >= Level::Avx2 && C == CB && w.len() == taps.len() * C {
-        by_pixels!(avx2, 2: 1 2 3 4 5 6);
+    macro_rules! avx2 {
+        ($v:literal, $p:literal, $offs:ident) => { run!(avx2, $v, $p, $offs) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level == Level::Avx512 && w.len() == taps.len() * C && avx512_tiles!(C, px, avx512) {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level >= Level::Avx2 && C == CB && w.len() == taps.len() * C && by_pixels!(px, avx2, 2: 1 2 3 4 5 6) {
+        return;
     }
     let _ = level;
     for (j, &p) in px.iter().enumerate() {
@@ -767,35 +791,24 @@ unsafe fn tile_to_blocked<const C: usize>(level: Level, src: &[f32], px: &[usize
     #[cfg(target_arch = "x86_64")]
     {
         let add = to.add.map_or(std::ptr::null(), |a| a.as_ptr());
-        macro_rules! by_pixels {
-            ($v:literal: $($p:literal)*) => {
-                match px.len() {
-                    $($p => {
-                        let mut offs = [0usize; $p];
-                        offs.copy_from_slice(px);
-                        // SAFETY: AVX-512F (`level`); src + px[j] + tap lies in `src`
-                        // (the caller's check); `w` holds C floats per tap; every
-                        // vector stored or added lies within `to.room` / `to.add`
-                        // (checked above), and the caller's task alone accesses
-                        // those stored (this function's contract).
-                        unsafe {
-                            if pf > 0 {
-                                avx512::tile_to_blocked::<$v, $p, C, true>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, pf, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi)
-                            } else {
-                                avx512::tile_to_blocked::<$v, $p, C, false>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, 0, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi)
-                            }
-                        };
-                        return true;
-                    })*
-                    _ => {}
+        macro_rules! run {
+            ($v:literal, $p:literal, $offs:ident) => {
+                // SAFETY: AVX-512F (`level`); src + px[j] + tap lies in `src`
+                // (the caller's check); `w` holds C floats per tap; every
+                // vector stored or added lies within `to.room` / `to.add`
+                // (checked above), and the caller's task alone accesses
+                // those stored (this function's contract).
+                unsafe {
+                    if pf > 0 {
+                        avx512::tile_to_blocked::<$v, $p, C, true>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, pf, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi)
+                    } else {
+                        avx512::tile_to_blocked::<$v, $p, C, false>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, 0, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi)
+                    }
                 }
             };
         }
-        match C {
-            VL => by_pixels!(1: 1 2 3 4 5 6 7 8),
-            CB => by_pixels!(2: 1 2 3 4 5 6 7 8),
-            WIDE => by_pixels!(4: 1 2 3 4 5 6),
-            _ => {}
+        if avx512_tiles!(C, px, run) {
+            return true;
         }
     }
     let _ = (src, bias, pf);
@@ -895,27 +908,21 @@ mod quads {
         let bias: &[f32; VL] = bias[..VL].try_into().unwrap_or_else(|_| unreachable!());
         #[cfg(target_arch = "x86_64")]
         if level == Level::Avx512 {
-            macro_rules! by_pixels {
-                ($($p:literal)*) => {
-                    match px.len() {
-                        $($p => {
-                            let mut offs = [0usize; $p];
-                            offs.copy_from_slice(px);
-                            let mut out = [[0f32; VL]; $p];
-                            // SAFETY: AVX-512F (`level`); src + px[j] + taps[4 q] + 3
-                            // lies in `src` (the caller's check covers every tap), `w`
-                            // holds 16 floats per tap (asserted).
-                            unsafe { avx512::tile::<$p>(src.as_ptr(), &offs, taps, w.as_ptr(), bias, &mut out) };
-                            for (t, o) in tmp.iter_mut().zip(&out) {
-                                t[..VL].copy_from_slice(o);
-                            }
-                            return;
-                        })*
-                        _ => {}
+            macro_rules! run {
+                ($v:literal, $p:literal, $offs:ident) => {
+                    let mut out = [[0f32; VL]; $p];
+                    // SAFETY: AVX-512F (`level`); src + px[j] + taps[4 q] + 3
+                    // lies in `src` (the caller's check covers every tap), `w`
+                    // holds 16 floats per tap (asserted).
+                    unsafe { avx512::tile::<$p>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, &mut out) };
+                    for (t, o) in tmp.iter_mut().zip(&out) {
+                        t[..VL].copy_from_slice(o);
                     }
                 };
             }
-            by_pixels!(1 2 3 4 5 6);
+            if by_pixels!(px, run, 1: 1 2 3 4 5 6) {
+                return;
+            }
         }
         let _ = level;
         // The same sums in the same order as the vector form.

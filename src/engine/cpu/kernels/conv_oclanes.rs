@@ -680,6 +680,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
 /// `$run!(V, P, offs)` for the tile of `px.len()` = P pixels (of the sizes
 /// listed) with `V` vectors of channels, the pixels' offsets copied into an
 /// array `offs`; true when a size matched.
+#[cfg(target_arch = "x86_64")]
 macro_rules! by_pixels {
     ($px:expr, $run:ident, $v:literal: $($p:literal)*) => {
         match $px.len() {
@@ -696,6 +697,7 @@ macro_rules! by_pixels {
 
 /// `by_pixels` over the AVX-512 tiles of `C` channels: one, two and four
 /// vectors (up to `PX`, `PX` and `PX_WIDE` pixels).
+#[cfg(target_arch = "x86_64")]
 macro_rules! avx512_tiles {
     ($c:expr, $px:expr, $run:ident) => {
         match $c {

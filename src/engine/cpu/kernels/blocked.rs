@@ -128,13 +128,15 @@ fn transpose(src: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
 }
 
 /// The window taps of one spatial dimension that land on input cells for one
-/// output position: `count` taps, the first at input index `first`, then every
-/// `dilation`. Invariant (checked where built): when `count > 0`,
-/// `first + (count - 1) * dilation < size`.
+/// output position: `count` taps, the first (window index `k0`) at input index
+/// `first`, then every `dilation`. Invariant (checked where built): when
+/// `count > 0`, `first + (count - 1) * dilation < size` and `k0 + count <=
+/// window`.
 #[derive(Clone, Copy, Debug)]
 struct Taps {
     count: usize,
     first: usize,
+    k0: usize,
 }
 
 /// `Taps` for outputs `0..out` of a dimension of `size` input cells.
@@ -150,7 +152,7 @@ fn taps(op: &str, out: usize, size: usize, window: usize, pad: usize, stride: us
         let k1 = if start >= end { 0 } else { (end - start).div_ceil(dilation) };
         let (k0, k1) = (k0.min(window), k1.min(window));
         if k0 >= k1 {
-            taps.push(Taps { count: 0, first: 0 });
+            taps.push(Taps { count: 0, first: 0, k0: 0 });
             continue;
         }
         let count = k1 - k0;
@@ -159,9 +161,17 @@ fn taps(op: &str, out: usize, size: usize, window: usize, pad: usize, stride: us
         if last >= size {
             return Err(err(op, "window taps out of range"));
         }
-        taps.push(Taps { count, first });
+        taps.push(Taps { count, first, k0 });
     }
     Ok(taps)
+}
+
+/// The outputs whose window covers all `window` taps (`cols` from `taps`): a
+/// range, as the first tap's input index grows with the output.
+fn whole_windows(cols: &[Taps], window: usize) -> Range<usize> {
+    let lo = cols.iter().position(|t| t.count == window).unwrap_or(cols.len());
+    let hi = cols[lo..].iter().position(|t| t.count != window).map_or(cols.len(), |i| lo + i);
+    lo..hi
 }
 
 /// What the max pooling loops need, checked once.
@@ -206,9 +216,8 @@ pub fn max_pool(x: &[f32], n: usize, c: usize, h: usize, w: usize, p: &Pool2d, o
     }
     let [top, _, left, _] = p.padding;
     let cols = taps(OP, ow, w, kw, left, sw, dw)?;
-    let lo = cols.iter().position(|t| t.count == kw).unwrap_or(ow);
-    let hi = cols[lo..].iter().position(|t| t.count != kw).map_or(ow, |i| lo + i);
-    let g = MaxGeometry { h, w, oh, ow, kh, kw, dh, dw, sw, rows: taps(OP, oh, h, kh, top, sh, dh)?, cols, inner: lo..hi };
+    let inner = whole_windows(&cols, kw);
+    let g = MaxGeometry { h, w, oh, ow, kh, kw, dh, dw, sw, rows: taps(OP, oh, h, kh, top, sh, dh)?, cols, inner };
     split_rows(out, BLOCK * ow, |range, chunk| max_rows(&g, x, range.start, chunk));
     Ok(())
 }
@@ -511,9 +520,6 @@ struct DwGeometry<'a> {
     cstep: usize,
     rows: Vec<Taps>,
     cols: Vec<Taps>,
-    /// The window index of each output row's (column's) first tap.
-    row_k0: Vec<usize>,
-    col_k0: Vec<usize>,
     /// The outputs of a row whose window covers `kw` input columns.
     inner: Range<usize>,
     filter: &'a [f32],
@@ -550,18 +556,8 @@ pub fn depthwise(x: &[f32], n: usize, c: usize, h: usize, w: usize, win: &DwWind
     let [top, _, left, _] = win.padding;
     let rows = taps(OP, oh, h, kh, top, sh, dh)?;
     let cols = taps(OP, ow, w, kw, left, sw, dw)?;
-    // The first tap's window index: `taps` put it at input first = k0 * d +
-    // o * s - pad.
-    let k0 = |t: &[Taps], pad: usize, s: usize, d: usize| -> Vec<usize> {
-        t.iter().enumerate().map(|(o, t)| if t.count == 0 { 0 } else { (t.first + pad - o * s) / d }).collect()
-    };
-    let (row_k0, col_k0) = (k0(&rows, top, sh, dh), k0(&cols, left, sw, dw));
-    let lo = cols.iter().position(|t| t.count == kw).unwrap_or(ow);
-    let hi = cols[lo..].iter().position(|t| t.count != kw).map_or(ow, |i| lo + i);
-    let g = DwGeometry {
-        h, w, oh, ow, kw, cblocks, rstep: BLOCK * dh * w, cstep: BLOCK * dw,
-        rows, cols, row_k0, col_k0, inner: lo..hi, filter, bias, clamp,
-    };
+    let inner = whole_windows(&cols, kw);
+    let g = DwGeometry { h, w, oh, ow, kw, cblocks, rstep: BLOCK * dh * w, cstep: BLOCK * dw, rows, cols, inner, filter, bias, clamp };
     split_rows(out, BLOCK * ow, |range, chunk| dw_rows(&g, x, range.start, chunk));
     Ok(())
 }
@@ -599,7 +595,7 @@ unsafe fn dw_rows_with<V: V16>(g: &DwGeometry, x: &[f32], first: usize, chunk: &
             Some(b) => V::load(b.as_ptr().add(cb * BLOCK)),
             None => V::splat(0.0),
         };
-        let (ty, ky0) = (g.rows[oy], g.row_k0[oy]);
+        let ty = g.rows[oy];
         oy += 1;
         if oy == g.oh {
             oy = 0;
@@ -608,16 +604,16 @@ unsafe fn dw_rows_with<V: V16>(g: &DwGeometry, x: &[f32], first: usize, chunk: &
         let dp = dst.as_mut_ptr();
         // Rows ty.first + ky * dh (ky < ty.count) and columns tx.first + kx * dw
         // (kx < tx.count) are inside the plane (the `Taps` invariant); taps
-        // (ky0 + ky, kx0 + kx) inside the window.
+        // (ty.k0 + ky, tx.k0 + kx) inside the window.
         let rbase = src.as_ptr().add(BLOCK * ty.first * g.w);
         let whole3 = g.kw == 3 && taps == 9 && ty.count == 3;
         let inner = if ty.count > 0 && whole3 { g.inner.clone() } else { 0..0 };
         for ox in (0..inner.start).chain(inner.end..g.ow) {
-            let (tx, kx0) = (g.cols[ox], g.col_k0[ox]);
+            let tx = g.cols[ox];
             let mut acc = b;
             for ky in 0..ty.count {
                 let r = rbase.add(ky * g.rstep + BLOCK * tx.first);
-                let wr = wb.add(((ky0 + ky) * g.kw + kx0) * BLOCK);
+                let wr = wb.add(((ty.k0 + ky) * g.kw + tx.k0) * BLOCK);
                 for kx in 0..tx.count {
                     acc = V::fma(V::load(r.add(kx * g.cstep)), V::load(wr.add(kx * BLOCK)), acc);
                 }

@@ -11,8 +11,12 @@ const native = require('./native.js')
 
 const {
   DATA_TYPES, DEVICE_TYPES, POWER_PREFERENCES, convertError, call, promiseStep, describe, toUint32, toFloat,
-  toDouble, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, toDOMString, viewBytes, typeMismatch, bufferMismatch, toDescriptor
+  toDouble, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, toDOMString, toUSVString, viewBytes, typeMismatch, bufferMismatch, toDescriptor
 } = require('./lib/webidl.js')
+
+const {
+  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, then, resolved
+} = require('./lib/intrinsics.js')
 
 const kToken = Symbol('webnn-node internal constructor token')
 
@@ -32,17 +36,23 @@ class MLOperand {
     this.#id = id
   }
 
+  static _is (v) {
+    return v !== null && typeof v === 'object' && #id in v
+  }
+
   static _id (operand, builder, what) {
-    if (!(operand instanceof MLOperand)) throw new TypeError(`${what}: ${describe(operand)} is not an MLOperand`)
+    if (!MLOperand._is(operand)) throw new TypeError(`${what}: ${describe(operand)} is not an MLOperand`)
     if (operand.#builder !== builder) throw new TypeError(`${what}: the operand was created by another MLGraphBuilder`)
     return operand.#id
   }
 
   dataType () {
+    if (!MLOperand._is(this)) throw new TypeError('MLOperand.dataType: `this` is not an MLOperand')
     return call(() => MLGraphBuilder._native(this.#builder).operandDataType(this.#id))
   }
 
   shape () {
+    if (!MLOperand._is(this)) throw new TypeError('MLOperand.shape: `this` is not an MLOperand')
     return call(() => MLGraphBuilder._native(this.#builder).operandShape(this.#id))
   }
 
@@ -63,7 +73,9 @@ class MLActivation {
   /** The activation as the native builder takes it (`NativeActivation`): its name
    * and its creating method's converted options, e.g. `{name: 'clamp', minValue: 0}`. */
   static _describe (activation, builder, what) {
-    if (!(activation instanceof MLActivation)) throw new TypeError(`${what}: ${describe(activation)} is not an MLActivation`)
+    if (activation === null || typeof activation !== 'object' || !(#name in activation)) {
+      throw new TypeError(`${what}: ${describe(activation)} is not an MLActivation`)
+    }
     if (activation.#builder !== builder) throw new TypeError(`${what}: the activation was created by another MLGraphBuilder`)
     return { ...activation.#options, name: activation.#name }
   }
@@ -87,6 +99,10 @@ class MLGraph {
     this.#handsOff = !nativeGraph.runsInline
   }
 
+  static _is (v) {
+    return v !== null && typeof v === 'object' && #native in v
+  }
+
   static _parts (graph) {
     return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs, handsOff: graph.#handsOff }
   }
@@ -94,11 +110,12 @@ class MLGraph {
   get [Symbol.toStringTag] () { return 'MLGraph' }
 }
 
-/** Transfers an ArrayBuffer (7.3.1 step 2.1): the original is detached, the
- * returned buffer owns the same memory (no copy). */
-function transferBuffer (buffer) {
-  if (typeof buffer.transfer === 'function') return buffer.transfer()
-  return structuredClone(buffer, { transfer: [buffer] })
+/** The MLNamedArrayBufferViews of a compute() result: an ordinary object whose own
+ * properties are defined without running any setter a caller may have added. */
+function plainRecord (names, views) {
+  const out = {}
+  for (let i = 0; i < names.length; i++) setOwn(out, names[i][0], views[names[i][0]])
+  return out
 }
 
 class MLContext {
@@ -121,70 +138,97 @@ class MLContext {
     return v !== null && typeof v === 'object' && #native in v
   }
 
-  /** 7.3.2 compute(graph, inputs, outputs). */
+  /**
+   * 7.3.2 compute(graph, inputs, outputs). Views and buffers are read only through
+   * built-ins captured at load (lib/intrinsics.js), all at one point after every
+   * caller getter has run, and the transferred buffers stay out of the caller's
+   * reach until the engine is done with them: no script can resize, detach, free
+   * or alias memory the engine reads or writes.
+   */
   compute (graph, inputs, outputs) {
     return promiseStep(() => {
-      if (!(graph instanceof MLGraph)) throw new TypeError(`compute: graph ${describe(graph)} is not an MLGraph`)
+      if (!MLContext._is(this)) throw new TypeError('compute: `this` is not an MLContext')
+      if (!MLGraph._is(graph)) throw new TypeError(`compute: graph ${describe(graph)} is not an MLGraph`)
       const parts = MLGraph._parts(graph)
       // Wake the engine's thread while the arguments are checked.
       if (parts.handsOff) parts.native.prepare()
-      const inViews = toRecord(inputs, 'compute: inputs', toArrayBufferView)
-      const outViews = toRecord(outputs, 'compute: outputs', toArrayBufferView)
+      // Every getter of the records runs here, before any view is looked at.
+      const inViews = toRecord(inputs, 'compute: inputs', (v) => v)
+      const outViews = toRecord(outputs, 'compute: outputs', (v) => v)
+      const inInfo = []
+      for (let i = 0; i < inViews.length; i++) append(inInfo, toArrayBufferView(inViews[i][1], `compute: inputs['${inViews[i][0]}']`))
+      const outInfo = []
+      for (let i = 0; i < outViews.length; i++) append(outInfo, toArrayBufferView(outViews[i][1], `compute: outputs['${outViews[i][0]}']`))
       // Step 3.
       if (parts.context !== this) throw new TypeError('compute: the graph was built for another MLContext')
-      // Step 5.
-      for (const d of parts.inputs) {
-        const view = inViews.get(d.name)
-        if (view === undefined) throw new TypeError(`compute: input '${d.name}' is missing`)
-        const why = bufferMismatch(view, d.dataType, d.byteLength)
+      // Step 5: each graph input has a view of the right type and size.
+      const inputOrder = []
+      for (let k = 0; k < parts.inputs.length; k++) {
+        const d = parts.inputs[k]
+        let i = 0
+        while (i < inViews.length && inViews[i][0] !== d.name) i++
+        if (i === inViews.length) throw new TypeError(`compute: input '${d.name}' is missing`)
+        const why = bufferMismatch(inInfo[i], d.dataType, d.byteLength)
         if (why) throw new TypeError(`compute: input '${d.name}': ${why}`)
+        append(inputOrder, i)
       }
       // Chromium also rejects names that are not graph inputs (the spec is silent).
-      for (const name of inViews.keys()) {
-        if (!parts.inputs.some((d) => d.name === name)) throw new TypeError(`compute: '${name}' is not an input of the graph`)
+      if (inViews.length !== parts.inputs.length) {
+        for (let i = 0; i < inViews.length; i++) {
+          let k = 0
+          while (k < parts.inputs.length && parts.inputs[k].name !== inViews[i][0]) k++
+          if (k === parts.inputs.length) throw new TypeError(`compute: '${inViews[i][0]}' is not an input of the graph`)
+        }
       }
-      // Step 6.
-      for (const [name, view] of outViews) {
-        const d = parts.outputs.find((o) => o.name === name)
-        if (d === undefined) throw new TypeError(`compute: '${name}' is not an output of the graph`)
-        const why = bufferMismatch(view, d.dataType, d.byteLength)
+      // Step 6: each output view names a graph output and fits it.
+      const outputOrder = []
+      for (let k = 0; k < parts.outputs.length; k++) append(outputOrder, -1)
+      for (let i = 0; i < outViews.length; i++) {
+        const name = outViews[i][0]
+        let k = 0
+        while (k < parts.outputs.length && parts.outputs[k].name !== name) k++
+        if (k === parts.outputs.length) throw new TypeError(`compute: '${name}' is not an output of the graph`)
+        const d = parts.outputs[k]
+        const why = bufferMismatch(outInfo[i], d.dataType, d.byteLength)
         if (why) throw new TypeError(`compute: output '${name}': ${why}`)
+        outputOrder[k] = i
       }
       // Steps 7-8 would fail half-way on a buffer shared by two views (the second
       // transfer meets a detached buffer); check first so a failure detaches nothing.
-      const owners = new Map()
-      for (const [kind, views] of [['input', inViews], ['output', outViews]]) {
-        for (const [name, view] of views) {
-          const other = owners.get(view.buffer)
-          if (other) throw new TypeError(`compute: ${kind} '${name}' shares its ArrayBuffer with ${other}; each view needs its own buffer`)
-          owners.set(view.buffer, `${kind} '${name}'`)
+      const all = []
+      for (let i = 0; i < inInfo.length; i++) append(all, [`input '${inViews[i][0]}'`, inInfo[i].buffer])
+      for (let i = 0; i < outInfo.length; i++) append(all, [`output '${outViews[i][0]}'`, outInfo[i].buffer])
+      for (let i = 1; i < all.length; i++) {
+        for (let j = 0; j < i; j++) {
+          if (all[i][1] === all[j][1]) throw new TypeError(`compute: ${all[i][0]} shares its ArrayBuffer with ${all[j][0]}; each view needs its own buffer`)
         }
       }
-      // Steps 7-8: transfer (7.3.1).
-      const transfer = (views) => {
-        const result = {}
-        for (const [name, view] of views) {
-          // Read the view before its buffer is detached (its offset and length become 0).
-          const { byteOffset, byteLength } = view
-          const Ctor = globalThis[view[Symbol.toStringTag]]
-          const buffer = transferBuffer(view.buffer)
-          result[name] = new Ctor(buffer, byteOffset, byteLength / Ctor.BYTES_PER_ELEMENT)
+      // Steps 7-8: transfer (7.3.1). No caller code runs from here until the
+      // engine has finished: the new buffers are reachable only from this closure.
+      const transfer = (views, infos) => {
+        const result = { views: ObjectCreate(null), bytes: [] }
+        for (let i = 0; i < infos.length; i++) {
+          const info = infos[i]
+          const buffer = transferBuffer(info.buffer)
+          setOwn(result.views, views[i][0], newView(info.type, buffer, info.byteOffset, info.byteLength))
+          append(result.bytes, newBytes(buffer, info.byteOffset, info.byteLength))
         }
         return result
       }
-      const transferredInputs = transfer(inViews)
-      const transferredOutputs = transfer(outViews)
-      const bytes = (v) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
-      const nativeInputs = parts.inputs.map((d) => bytes(transferredInputs[d.name]))
-      const nativeOutputs = parts.outputs.map((d) =>
-        transferredOutputs[d.name] === undefined ? null : bytes(transferredOutputs[d.name]))
-      // Step 10. The closure keeps the transferred buffers alive while the engine
-      // writes into them.
+      const ins = transfer(inViews, inInfo)
+      const outs = transfer(outViews, outInfo)
+      const nativeInputs = []
+      for (let k = 0; k < inputOrder.length; k++) append(nativeInputs, ins.bytes[inputOrder[k]])
+      const nativeOutputs = []
+      for (let k = 0; k < outputOrder.length; k++) append(nativeOutputs, outputOrder[k] < 0 ? null : outs.bytes[outputOrder[k]])
+      // Step 10. The native side holds references to the buffers until it is done.
       const pending = parts.native.compute(nativeInputs, nativeOutputs) // undefined: done already
-      return Promise.resolve(pending).then(() => ({
-        inputs: transferredInputs,
-        outputs: transferredOutputs
-      }))
+      return then(resolved(pending), () => {
+        const result = {}
+        setOwn(result, 'inputs', plainRecord(inViews, ins.views))
+        setOwn(result, 'outputs', plainRecord(outViews, outs.views))
+        return result
+      })
     })
   }
 
@@ -243,6 +287,11 @@ class MLGraphBuilder {
     return builder.#native
   }
 
+  /** Brand check: a real MLGraphBuilder, not an object inheriting its prototype. */
+  static _is (v) {
+    return v !== null && typeof v === 'object' && #native in v
+  }
+
   #operand (v, what) {
     return MLOperand._id(v, this, what)
   }
@@ -254,7 +303,7 @@ class MLGraphBuilder {
   /** 7.8.2 input(name, descriptor). */
   input (name, descriptor) {
     if (arguments.length < 2) throw new TypeError(`input: 2 arguments required, ${arguments.length} given`)
-    const n = toDOMString(name, 'input: name')
+    const n = toUSVString(name, 'input: name')
     const desc = toDescriptor(descriptor, 'input: descriptor')
     return this.#wrap(call(() => this.#native.input(n, desc.dataType, desc.dimensions)))
   }
@@ -304,7 +353,7 @@ class MLGraphBuilder {
   /** 7.8.8 clamp(input, options) and clamp(options). */
   clamp (inputOrOptions, options) {
     // WebIDL overload resolution: two arguments or an MLOperand select clamp(input, options).
-    if (arguments.length >= 2 || inputOrOptions instanceof MLOperand) {
+    if (arguments.length >= 2 || MLOperand._is(inputOrOptions)) {
       const x = this.#operand(inputOrOptions, 'clamp: input')
       const { minValue, maxValue } = clampOptions(options)
       return this.#wrap(call(() => this.#native.clamp(x, minValue, maxValue)))
@@ -338,7 +387,13 @@ class MLGraphBuilder {
 
   logicalNot (a) {
     const x = this.#operand(a, 'logicalNot: a')
-    return this.#wrap(call(() => this.#native.unary('not', x)))
+    try {
+      return this.#wrap(call(() => this.#native.unary('not', x)))
+    } catch (e) {
+      // The core names the operator by its CRD name.
+      if (e instanceof TypeError && e.message.startsWith('not: ')) throw new TypeError(`logicalNot: ${e.message.slice(5)}`)
+      throw e
+    }
   }
 
   /** 7.8.37 reshape(input, newShape). */
@@ -445,6 +500,31 @@ const internals = {
 const opsDir = require('node:path').join(__dirname, 'lib', 'ops')
 for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWith('.js')).sort()) {
   require(require('node:path').join(opsDir, file))(internals)
+}
+
+// Every builder method first checks that `this` is a real MLGraphBuilder, so that a
+// method called on another object (`MLGraphBuilder.prototype.add.call({})`) throws a
+// TypeError naming the method instead of V8's "Cannot read private member"; build(),
+// which returns a promise, rejects with it (WebIDL 3.7.6).
+{
+  const proto = MLGraphBuilder.prototype
+  for (const key of Reflect.ownKeys(proto)) {
+    const d = Reflect.getOwnPropertyDescriptor(proto, key)
+    if (key === 'constructor' || typeof key !== 'string' || typeof d.value !== 'function') continue
+    const method = d.value
+    const checked = {
+      [key] (...args) {
+        if (!MLGraphBuilder._is(this)) {
+          const e = new TypeError(`${key}: \`this\` (${describe(this)}) is not an MLGraphBuilder`)
+          if (key === 'build') return Promise.reject(e)
+          throw e
+        }
+        return Reflect.apply(method, this, args)
+      }
+    }[key]
+    Object.defineProperty(checked, 'length', { value: method.length })
+    Reflect.defineProperty(proto, key, { ...d, value: checked })
+  }
 }
 
 const ml = new ML(kToken)

@@ -3,6 +3,7 @@
 // mapping of native errors to TypeError / DOMException, shared by the facade and
 // the per-family operator files in lib/ops/.
 const UINT32_MAX = 4294967295
+const I = require('./intrinsics.js')
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -30,9 +31,9 @@ function call (fn) {
 /** Runs a promise-returning operation: synchronous throws become rejections. */
 function promiseStep (fn) {
   try {
-    return Promise.resolve(fn()).catch((e) => { throw convertError(e) })
+    return I.then(I.resolved(fn()), undefined, (e) => { throw convertError(e) })
   } catch (e) {
-    return Promise.reject(convertError(e))
+    return I.rejected(convertError(e))
   }
 }
 
@@ -96,14 +97,26 @@ function toEnum (v, values, what) {
   return s
 }
 
-/** record<DOMString, T>: own enumerable string keys. */
+/**
+ * record<USVString, T> (WebIDL 3.2.21): own enumerable string keys, each converted
+ * to a USVString (a lone surrogate becomes U+FFFD; a key that then repeats an
+ * earlier one replaces its value). Returns an array of [key, value] pairs built
+ * without any Array.prototype method or setter.
+ */
 function toRecord (v, what, convert) {
   if (v === null || typeof v !== 'object') throw new TypeError(`${what}: ${describe(v)} is not an object`)
-  const out = new Map()
-  for (const key of Reflect.ownKeys(v)) {
+  const out = []
+  const keys = I.ownKeys(v)
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]
     if (typeof key !== 'string') continue
-    const d = Reflect.getOwnPropertyDescriptor(v, key)
-    if (d && d.enumerable) out.set(key, convert(v[key], `${what}['${key}']`))
+    const d = I.getOwnPropertyDescriptor(v, key)
+    if (!d || !d.enumerable) continue
+    const name = I.toUSVString(key)
+    const value = convert(v[key], `${what}['${name}']`)
+    let i = 0
+    while (i < out.length && out[i][0] !== name) i++
+    I.setOwn(out, i, [name, value])
   }
   return out
 }
@@ -125,20 +138,17 @@ const VIEW_TYPES = {
   uint8: ['Uint8Array']
 }
 
-function viewType (v) {
-  if (!ArrayBuffer.isView(v)) return null
-  return v instanceof DataView ? 'DataView' : v[Symbol.toStringTag]
-}
-
-/** ArrayBufferView without [AllowShared] or [AllowResizable]. */
+/**
+ * ArrayBufferView without [AllowShared] or [AllowResizable], read through the
+ * built-ins (lib/intrinsics.js): returns what the view really is (`viewInfo`),
+ * never trusting properties the caller may have redefined on it.
+ */
 function toArrayBufferView (v, what) {
-  if (!ArrayBuffer.isView(v)) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBufferView`)
-  const buffer = v.buffer
-  if (typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer) {
-    throw new TypeError(`${what}: views over a SharedArrayBuffer are not accepted`)
-  }
-  if (buffer.resizable === true) throw new TypeError(`${what}: views over a resizable ArrayBuffer are not accepted`)
-  return v
+  const info = I.viewInfo(v)
+  if (info === null) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBufferView`)
+  if (info.shared) throw new TypeError(`${what}: views over a SharedArrayBuffer are not accepted`)
+  if (info.resizable) throw new TypeError(`${what}: views over a resizable ArrayBuffer are not accepted`)
+  return info
 }
 
 /** DOMString: ToString, which throws a TypeError for Symbols. */
@@ -147,30 +157,32 @@ function toDOMString (v, what) {
   return String(v)
 }
 
-/** The bytes of a view, as a Uint8Array over the same memory; a detached view is a
- * TypeError naming `what`. */
-function viewBytes (view, what) {
-  try {
-    return new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
-  } catch {
-    throw new TypeError(`${what}: its ArrayBuffer is detached`)
-  }
+/** USVString: as DOMString, then lone surrogates become U+FFFD. */
+function toUSVString (v, what) {
+  if (typeof v === 'symbol') throw new TypeError(`${what}: a Symbol is not a string`)
+  return I.toUSVString(v)
+}
+
+/** The bytes of a view (`toArrayBufferView`'s result), as a Uint8Array over the same
+ * memory; a detached view is a TypeError naming `what`. */
+function viewBytes (info, what) {
+  if (info.detached) throw new TypeError(`${what}: its ArrayBuffer is detached`)
+  return I.newBytes(info.buffer, info.byteOffset, info.byteLength)
 }
 
 /** Step 1 of "validate buffer with descriptor": the element type, as a message or null. */
-function typeMismatch (view, dataType) {
-  const type = viewType(view)
-  if (VIEW_TYPES[dataType].includes(type)) return null
-  return `a ${type} does not match data type '${dataType}' (expected ${VIEW_TYPES[dataType].join(' or ')})`
+function typeMismatch (info, dataType) {
+  if (VIEW_TYPES[dataType].includes(info.type)) return null
+  return `a ${info.type} does not match data type '${dataType}' (expected ${VIEW_TYPES[dataType].join(' or ')})`
 }
 
 /** Spec 7.3 "validate buffer with descriptor", as a message or null. */
-function bufferMismatch (view, dataType, byteLength) {
-  const why = typeMismatch(view, dataType)
+function bufferMismatch (info, dataType, byteLength) {
+  const why = typeMismatch(info, dataType)
   if (why) return why
-  if (view.byteLength !== byteLength) {
-    return `the view holds ${view.byteLength} bytes but the operand needs ${byteLength}` +
-      (view.buffer.byteLength === 0 ? ' (its ArrayBuffer is detached)' : '')
+  if (info.detached) return 'its ArrayBuffer is detached'
+  if (info.byteLength !== byteLength) {
+    return `the view holds ${info.byteLength} bytes but the operand needs ${byteLength}`
   }
   return null
 }
@@ -203,9 +215,9 @@ module.exports = {
   toDictionary,
   toEnum,
   toRecord,
-  viewType,
   toArrayBufferView,
   toDOMString,
+  toUSVString,
   viewBytes,
   typeMismatch,
   bufferMismatch,

@@ -41,7 +41,7 @@ module.exports = function install (internals) {
         // WebIDL overload resolution, as for clamp(): two arguments or an MLOperand
         // select op(input, options); otherwise the argument is the dictionary of
         // op(options).
-        if (arguments.length >= 2 || inputOrOptions instanceof MLOperand) {
+        if (arguments.length >= 2 || internals.MLOperand._is(inputOrOptions)) {
           const x = internals.operand(this, inputOrOptions, `${op}: input`)
           return applyTo(this, x, { name: op, ...convertOptions(op, options) })
         }

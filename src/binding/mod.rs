@@ -56,6 +56,14 @@ pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     })
 }
 
+/// `guard` for entries from JS other than builder methods (context creation):
+/// a panic becomes an OperationError naming the entry.
+pub(crate) fn guard_entry<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(to_js(WebnnError::Operation(format!("{what}: internal error ({})", panic_message(p)))))
+    })
+}
+
 /// The blocking pool that compiles graphs (TFRT's separate pool for blocking work).
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
@@ -149,8 +157,12 @@ impl NativeContext {
     /// `threads` 0 means all cores.
     #[napi(factory)]
     pub fn create(env: Env, device: String, threads: u32) -> Result<Self> {
-        let in_flight = InFlight::of(&env)?;
-        match device.as_str() {
+        guard_entry("createContext", || Self::create_cpu(&env, &device, threads))
+    }
+
+    fn create_cpu(env: &Env, device: &str, threads: u32) -> Result<Self> {
+        let in_flight = InFlight::of(env)?;
+        match device {
             "cpu" => Ok(NativeContext {
                 engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?),
                 in_flight,
@@ -166,6 +178,10 @@ impl NativeContext {
     /// NotSupportedError where no usable adapter exists.
     #[napi(ts_return_type = "Promise<NativeContext>")]
     pub fn create_gpu<'env>(env: &'env Env, power_preference: String) -> Result<Object<'env>> {
+        guard_entry("createContext", || Self::start_gpu(env, power_preference))
+    }
+
+    fn start_gpu(env: &Env, power_preference: String) -> Result<Object<'_>> {
         let pref = PowerPreference::from_name(&power_preference)
             .ok_or_else(|| to_js(type_err!("createContext: '{power_preference}' is not a valid MLPowerPreference")))?;
         let in_flight = InFlight::of(env)?;
@@ -457,8 +473,95 @@ pub struct NativeGraph {
     in_flight: Arc<InFlight>,
 }
 
-fn host(bytes: &mut [u8]) -> HostBuffer {
-    HostBuffer { ptr: bytes.as_mut_ptr(), len: bytes.len() }
+/// The JS memory of one compute(): each view's typed array, held by a reference
+/// (napi-rs's `Uint8Array` owns one) until the execution has finished, so the
+/// buffers stay reachable whatever the JS side drops.
+struct Keep {
+    _inputs: Vec<Uint8Array>,
+    _outputs: Vec<Option<Uint8Array>>,
+}
+
+/// Checks the views the facade passed (each `(address, byte length)`) against the
+/// graph's descriptors before the engine sees a pointer: each has exactly its
+/// operand's byte length, and no output overlaps any other view (an input may not
+/// be written, an output not written twice). The facade checks this too; this is
+/// the check the engine relies on.
+fn check_views(
+    inputs: &[(usize, usize)],
+    outputs: &[Option<(usize, usize)>],
+    in_desc: &[NativeDescriptor],
+    out_desc: &[NativeDescriptor],
+) -> std::result::Result<(), WebnnError> {
+    if inputs.len() != in_desc.len() || outputs.len() != out_desc.len() {
+        return Err(type_err!(
+            "compute: {} input and {} output views for a graph of {} inputs and {} outputs",
+            inputs.len(),
+            outputs.len(),
+            in_desc.len(),
+            out_desc.len()
+        ));
+    }
+    // (start, end, written, kind, name) of every view.
+    let mut ranges: Vec<(usize, usize, bool, &str, &str)> = Vec::with_capacity(inputs.len() + outputs.len());
+    let views = inputs.iter().map(|v| (Some(*v), false)).chain(outputs.iter().map(|v| (*v, true)));
+    for ((view, written), d) in views.zip(in_desc.iter().chain(out_desc)) {
+        let Some((addr, len)) = view else { continue };
+        let kind = if written { "output" } else { "input" };
+        if len as f64 != d.byte_length || len == 0 || addr == 0 {
+            return Err(type_err!("compute: {kind} '{}' holds {len} bytes but the operand needs {}", d.name, d.byte_length));
+        }
+        let end = addr.checked_add(len).ok_or_else(|| type_err!("compute: {kind} '{}' wraps the address space", d.name))?;
+        ranges.push((addr, end, written, kind, &d.name));
+    }
+    // Sorted by start, a view overlaps an earlier one exactly when it starts before
+    // the furthest end seen so far; it matters when either of the two is written.
+    ranges.sort_unstable_by_key(|r| r.0);
+    let (mut end, mut written_end) = (0usize, 0usize);
+    let (mut last, mut last_written) = (None, None);
+    for r in &ranges {
+        let clash = if r.2 && r.0 < end { last } else if r.0 < written_end { last_written } else { None };
+        if let Some((kind, name)) = clash {
+            return Err(type_err!(
+                "compute: the memory of {} '{}' overlaps that of {kind} '{name}'; each view needs its own buffer",
+                r.3,
+                r.4
+            ));
+        }
+        if r.1 > end {
+            end = r.1;
+            last = Some((r.3, r.4));
+        }
+        if r.2 && r.1 > written_end {
+            written_end = r.1;
+            last_written = Some((r.3, r.4));
+        }
+    }
+    Ok(())
+}
+
+/// The engine's view of the facade's buffers, after `check_views`.
+fn bind(
+    inputs: &mut [Uint8Array],
+    outputs: &mut [Option<Uint8Array>],
+    in_desc: &[NativeDescriptor],
+    out_desc: &[NativeDescriptor],
+) -> std::result::Result<(Vec<HostBuffer>, Vec<Option<HostBuffer>>), WebnnError> {
+    // SAFETY (both maps): each `Uint8Array` holds a reference to its typed array, so
+    // the memory stays allocated while it lives (`Keep`); the facade transferred the
+    // buffer into one that no script can reach until the compute settles, so nothing
+    // resizes, detaches or writes it meanwhile. The slices are only turned into
+    // addresses here; the engine touches them after `check_views`.
+    let host = |v: &mut Uint8Array| {
+        let bytes: &mut [u8] = unsafe { v.as_mut() };
+        HostBuffer { ptr: bytes.as_mut_ptr(), len: bytes.len() }
+    };
+    let host_in: Vec<HostBuffer> = inputs.iter_mut().map(host).collect();
+    let host_out: Vec<Option<HostBuffer>> = outputs.iter_mut().map(|o| o.as_mut().map(host)).collect();
+    let addr = |h: &HostBuffer| (h.ptr as usize, h.len);
+    let ins: Vec<(usize, usize)> = host_in.iter().map(addr).collect();
+    let outs: Vec<Option<(usize, usize)>> = host_out.iter().map(|o| o.as_ref().map(addr)).collect();
+    check_views(&ins, &outs, in_desc, out_desc)?;
+    Ok((host_in, host_out))
 }
 
 #[napi]
@@ -479,60 +582,68 @@ impl NativeGraph {
     /// `Executable::prefers_inline`).
     #[napi(getter)]
     pub fn runs_inline(&self) -> bool {
-        self.exec.prefers_inline()
+        catch_unwind(AssertUnwindSafe(|| self.exec.prefers_inline())).unwrap_or(false)
     }
 
-    /// A compute of this graph is about to start (see `Executable::prepare`).
+    /// A compute of this graph is about to start (see `Executable::prepare`). Only a
+    /// hint: a failure here is ignored.
     #[napi]
     pub fn prepare(&self) {
-        self.exec.prepare();
+        let _ = catch_unwind(AssertUnwindSafe(|| self.exec.prepare()));
     }
 
     /// Runs the graph. `inputs` are Uint8Array views (graph input order) and
     /// `outputs` Uint8Array views or null (graph output order) over buffers the
-    /// facade has transferred and keeps alive until the returned promise settles.
-    /// Returns that promise, or nothing when the graph was small enough to run
-    /// at once on this thread (errors are then thrown).
+    /// facade has transferred. Each is checked against its descriptor here, and
+    /// referenced until the execution has finished. Returns a promise, or nothing
+    /// when the graph was small enough to run at once on this thread (errors are
+    /// then thrown).
     #[napi]
     pub fn compute<'env>(
         &self,
         env: &'env Env,
-        inputs: Vec<Uint8ArraySlice<'env>>,
-        outputs: Vec<Option<Uint8ArraySlice<'env>>>,
+        mut inputs: Vec<Uint8Array>,
+        mut outputs: Vec<Option<Uint8Array>>,
     ) -> Result<Option<Object<'env>>> {
-        if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
-            return Err(to_js(WebnnError::Operation("internal: compute() binding count mismatch".into())));
-        }
-        // SAFETY: see `HostBuffer`: the facade transferred these buffers, so nothing
-        // else aliases them while the execution runs.
-        let inputs = inputs.into_iter().map(|mut v| host(unsafe { v.as_mut() })).collect();
-        let outputs = outputs.into_iter().map(|o| o.map(|mut v| host(unsafe { v.as_mut() }))).collect();
-        let mut bindings = Bindings { inputs, outputs, cancel: self.in_flight.cancel.clone(), early: None };
+        let (host_in, host_out) = bind(&mut inputs, &mut outputs, &self.inputs, &self.outputs).map_err(to_js)?;
+        let keep = Keep { _inputs: inputs, _outputs: outputs };
+        let mut bindings = Bindings { inputs: host_in, outputs: host_out, cancel: self.in_flight.cancel.clone(), early: None };
         if self.exec.prefers_inline() {
             // Tiny graphs: computing takes less than handing off to a thread; the
             // facade still settles the compute() promise asynchronously.
-            self.exec.run_inline(&bindings).map_err(to_js)?;
+            let ran = catch_unwind(AssertUnwindSafe(|| self.exec.run_inline(&bindings)))
+                .unwrap_or_else(|p| Err(WebnnError::Operation(format!("compute: internal error ({})", panic_message(p)))));
+            drop(keep);
+            ran.map_err(to_js)?;
             return Ok(None);
         }
         let notice = self.in_flight.waker.as_ref().map(|w| w.notice());
         bindings.early = notice.clone().map(|n| n as Arc<dyn crate::engine::EarlyNotice>);
         let (deferred, promise) = env.create_deferred()?;
         let guard = self.in_flight.start();
-        self.exec.clone().execute(
-            bindings,
-            Box::new(move |result| {
-                match result {
-                    Ok(()) => deferred.resolve(|_| Ok(())),
-                    Err(e) => deferred.reject(to_js(e)),
-                }
+        let done: crate::engine::Completion = Box::new(move |result| {
+            // Runs on an engine thread: a panic here would abort the process.
+            let _ = catch_unwind(AssertUnwindSafe(move || {
+                // The references are released on the JS thread, after the engine's
+                // last access, as the promise settles.
+                deferred.resolve(move |_| {
+                    drop(keep);
+                    result.map_err(to_js)
+                });
                 // After the settle is queued: a JS thread waiting on the notice
                 // then finds it without sleeping again.
                 if let Some(n) = notice {
                     n.finish();
                 }
-                drop(guard);
-            }),
-        );
+            }));
+            drop(guard);
+        });
+        let exec = self.exec.clone();
+        // An engine that panics before taking `done` drops it unrun: the promise
+        // then never settles, but the process lives; engines run their own work
+        // under catch_unwind and call `done` with the error.
+        catch_unwind(AssertUnwindSafe(move || exec.execute(bindings, done)))
+            .map_err(|p| to_js(WebnnError::Operation(format!("compute: internal error ({})", panic_message(p)))))?;
         Ok(Some(promise))
     }
 }
@@ -582,6 +693,48 @@ pub(crate) fn activation(a: &NativeActivation) -> Result<crate::ops::Activation>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn desc(name: &str, bytes: usize) -> NativeDescriptor {
+        NativeDescriptor { name: name.into(), data_type: "uint8".into(), shape: vec![bytes as u32], byte_length: bytes as f64 }
+    }
+
+    #[test]
+    fn views_are_checked_against_descriptors_and_each_other() {
+        let ins = [desc("a", 16), desc("b", 8)];
+        let outs = [desc("y", 16), desc("z", 16)];
+        let ok = check_views(&[(1000, 16), (2000, 8)], &[Some((3000, 16)), Some((4000, 16))], &ins, &outs);
+        assert!(ok.is_ok(), "{ok:?}");
+        // An output not asked for.
+        assert!(check_views(&[(1000, 16), (2000, 8)], &[None, Some((4000, 16))], &ins, &outs).is_ok());
+        // Two inputs may share memory: neither is written.
+        assert!(check_views(&[(1000, 16), (1004, 8)], &[Some((3000, 16)), None], &ins, &outs).is_ok());
+        let err = |r: std::result::Result<(), WebnnError>| r.unwrap_err().to_string();
+        // A length that differs from the descriptor, either way.
+        let e = err(check_views(&[(1000, 16), (2000, 8)], &[Some((3000, 4)), None], &ins, &outs));
+        assert!(e.contains("output 'y' holds 4 bytes but the operand needs 16"), "{e}");
+        let e = err(check_views(&[(1000, 64), (2000, 8)], &[None, None], &ins, &outs));
+        assert!(e.contains("input 'a' holds 64 bytes"), "{e}");
+        // An output overlapping an input (the same memory, or partly).
+        let e = err(check_views(&[(1000, 16), (2000, 8)], &[Some((1008, 16)), None], &ins, &outs));
+        assert!(e.contains("output 'y' overlaps that of input 'a'"), "{e}");
+        let e = err(check_views(&[(1000, 16), (2000, 8)], &[Some((1000, 16)), None], &ins, &outs));
+        assert!(e.contains("overlaps"), "{e}");
+        // An input inside an output that started earlier and is not its neighbour.
+        let e = err(check_views(&[(1010, 16), (1020, 8)], &[Some((1000, 16)), Some((5000, 16))], &ins, &outs));
+        assert!(e.contains("overlaps"), "{e}");
+        let wide = [desc("y", 4096), desc("z", 16)];
+        let e = err(check_views(&[(1100, 16), (5000, 8)], &[Some((1000, 4096)), None], &ins, &wide));
+        assert!(e.contains("input 'a' overlaps that of output 'y'"), "{e}");
+        // Two outputs over the same memory.
+        let e = err(check_views(&[(1000, 16), (2000, 8)], &[Some((3000, 16)), Some((3000, 16))], &ins, &outs));
+        assert!(e.contains("overlaps"), "{e}");
+        // Counts that differ from the graph's.
+        assert!(check_views(&[(1000, 16)], &[None, None], &ins, &outs).is_err());
+        assert!(check_views(&[(1000, 16), (2000, 8)], &[None], &ins, &outs).is_err());
+        // A null address or one whose range wraps.
+        assert!(check_views(&[(0, 16), (2000, 8)], &[None, None], &ins, &outs).is_err());
+        assert!(check_views(&[(usize::MAX - 4, 16), (2000, 8)], &[None, None], &ins, &outs).is_err());
+    }
 
     #[test]
     fn a_panicking_builder_method_becomes_an_operation_error() {

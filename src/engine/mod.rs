@@ -13,8 +13,12 @@ use crate::error::Result;
 use crate::graph::builder::Graph;
 
 /// Memory of a JS ArrayBufferView handed to an execution. The facade transferred the
-/// view's ArrayBuffer first, so no script can read, write or detach it until the
-/// compute promise settles, and it keeps the buffer reachable until then.
+/// view's ArrayBuffer into one no script can reach until the compute promise
+/// settles (so nothing reads, writes, resizes or detaches it), the binding holds a
+/// reference to the view until the execution has called its completion, and it
+/// checked before the engine saw the pointer that `len` is the operand's byte
+/// length and that no output overlaps another view (`binding::check_views`).
+/// Engines still check `len` before each access.
 #[derive(Clone, Copy)]
 pub struct HostBuffer {
     pub ptr: *mut u8,

@@ -485,6 +485,19 @@ impl CpuPlan {
     }
 
     fn run(&self, bindings: &Bindings) -> Result<()> {
+        if bindings.outputs.len() != self.output_bytes.len() {
+            return Err(WebnnError::Operation("internal: compute() binding count mismatch".into()));
+        }
+        for (j, out) in bindings.outputs.iter().enumerate() {
+            if let Some(b) = out {
+                if b.len < self.output_bytes[j] || b.ptr.is_null() {
+                    return Err(WebnnError::Operation(format!(
+                        "internal: output {j} has {} bytes, needs {}",
+                        b.len, self.output_bytes[j]
+                    )));
+                }
+            }
+        }
         let mut arena = match self.arenas.lock().unwrap_or_else(|e| e.into_inner()).pop() {
             Some(a) => a,
             None => AlignedBuf::new(self.arena_bytes)?,
@@ -509,8 +522,8 @@ impl CpuPlan {
         let locate = |b: &Bound| -> Result<(*mut u8, usize)> {
             let len = b.desc.byte_length();
             let (ptr, cap) = match &b.slot {
-                Slot::Input(i) => (bindings.inputs[*i].ptr, bindings.inputs[*i].len),
-                Slot::Output(j) => (outputs[*j].ptr, outputs[*j].len),
+                Slot::Input(i) => bindings.inputs.get(*i).map_or((std::ptr::null_mut(), 0), |h| (h.ptr, h.len)),
+                Slot::Output(j) => outputs.get(*j).map_or((std::ptr::null_mut(), 0), |h| (h.ptr, h.len)),
                 Slot::Constant(bytes) => (bytes.as_ptr() as *mut u8, bytes.len()),
                 // SAFETY: offset + len <= arena_bytes by construction of the plan.
                 Slot::Arena { offset } => (unsafe { arena_ptr.add(*offset) }, arena_len - offset),
@@ -564,9 +577,20 @@ impl CpuPlan {
         for &(from, to) in &self.output_copies {
             if let Some(dst) = bindings.outputs[to] {
                 let n = self.output_bytes[to];
-                // SAFETY: both buffers hold n bytes (validated by the facade) and are
-                // distinct transferred ArrayBuffers.
-                unsafe { std::ptr::copy_nonoverlapping(outputs[from].ptr, dst.ptr, n) };
+                let src = outputs[from];
+                if dst.len < n || src.len < n || dst.ptr.is_null() || src.ptr.is_null() {
+                    return Err(WebnnError::Operation(format!(
+                        "internal: output copy of {n} bytes between buffers of {} and {} bytes",
+                        src.len, dst.len
+                    )));
+                }
+                let (s, d) = (src.ptr as usize, dst.ptr as usize);
+                if s < d + n && d < s + n {
+                    return Err(WebnnError::Operation("internal: an output copy between overlapping buffers".into()));
+                }
+                // SAFETY: both buffers hold at least n bytes and do not overlap
+                // (checked just above).
+                unsafe { std::ptr::copy_nonoverlapping(src.ptr, dst.ptr, n) };
             }
         }
         self.arenas.lock().unwrap_or_else(|e| e.into_inner()).push(arena);

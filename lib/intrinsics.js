@@ -1,0 +1,203 @@
+'use strict'
+// Built-ins captured when webnn-node loads, before a caller's code can replace or
+// shadow them. Every path that hands JavaScript memory to the engine (compute()'s
+// views, constant() data) reads views and buffers only through these: a caller may
+// redefine `byteLength`, `byteOffset`, `buffer` or `Symbol.toStringTag` on its own
+// view, give its buffer an own `transfer` method, or pollute Object.prototype,
+// Array.prototype and Promise.prototype, and none of it changes what the engine
+// reads or lets the caller reach a buffer the engine is using.
+
+const { apply, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, ownKeys } = Reflect
+const ObjectCreate = Object.create
+const NativePromise = Promise
+const PromiseThen = Promise.prototype.then
+const PromiseResolve = Promise.resolve
+const PromiseReject = Promise.reject
+const ArrayBufferIsView = ArrayBuffer.isView
+const NativeArrayBuffer = ArrayBuffer
+const NativeUint8Array = Uint8Array
+const nativeStructuredClone = globalThis.structuredClone
+const StringCharCodeAt = String.prototype.charCodeAt
+const StringFromCharCode = String.fromCharCode
+const StringToWellFormed = String.prototype.toWellFormed
+const NativeString = String
+
+function getter (proto, key) {
+  const d = proto && getOwnPropertyDescriptor(proto, key)
+  return d ? d.get : undefined
+}
+
+const TypedArrayPrototype = getPrototypeOf(Uint8Array.prototype)
+const taBuffer = getter(TypedArrayPrototype, 'buffer')
+const taByteOffset = getter(TypedArrayPrototype, 'byteOffset')
+const taByteLength = getter(TypedArrayPrototype, 'byteLength')
+const taTag = getter(TypedArrayPrototype, Symbol.toStringTag)
+const taSet = TypedArrayPrototype.set
+const dvBuffer = getter(DataView.prototype, 'buffer')
+const dvByteOffset = getter(DataView.prototype, 'byteOffset')
+const dvByteLength = getter(DataView.prototype, 'byteLength')
+const abByteLength = getter(ArrayBuffer.prototype, 'byteLength')
+const abResizable = getter(ArrayBuffer.prototype, 'resizable')
+const abDetached = getter(ArrayBuffer.prototype, 'detached')
+// Node 22+ has a built-in transfer, which ignores Node's "untransferable" mark on
+// the shared Buffer pool; it is used only where that mark can be read.
+const abTransfer = ArrayBuffer.prototype.transfer
+const sabByteLength = typeof SharedArrayBuffer === 'function'
+  ? getter(SharedArrayBuffer.prototype, 'byteLength')
+  : undefined
+let isMarkedAsUntransferable
+try {
+  isMarkedAsUntransferable = require('node:worker_threads').isMarkedAsUntransferable
+} catch {}
+
+// The typed array constructors by their [[TypedArrayName]].
+const CONSTRUCTORS = ObjectCreate(null)
+for (const C of [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
+  Float32Array, Float64Array, BigInt64Array, BigUint64Array, globalThis.Float16Array]) {
+  if (typeof C === 'function') CONSTRUCTORS[C.name] = C
+}
+
+/** Whether `b` is a SharedArrayBuffer (a brand check, not `instanceof`). */
+function isShared (b) {
+  if (sabByteLength === undefined) return false
+  try {
+    apply(sabByteLength, b, [])
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * What a view really is, read through the built-ins: `null` for anything that is
+ * not an ArrayBufferView, else `{ type, buffer, byteOffset, byteLength, shared,
+ * resizable, detached }`, where `type` is the typed array's name or 'DataView'.
+ */
+function viewInfo (v) {
+  if (!ArrayBufferIsView(v)) return null
+  const tag = apply(taTag, v, [])
+  let buffer, byteOffset, byteLength
+  if (tag !== undefined) {
+    buffer = apply(taBuffer, v, [])
+    byteOffset = apply(taByteOffset, v, [])
+    byteLength = apply(taByteLength, v, [])
+  } else {
+    buffer = apply(dvBuffer, v, [])
+    // A DataView's getters throw once its buffer is detached.
+    try {
+      byteOffset = apply(dvByteOffset, v, [])
+      byteLength = apply(dvByteLength, v, [])
+    } catch {
+      byteOffset = 0
+      byteLength = 0
+    }
+  }
+  const shared = isShared(buffer)
+  const resizable = !shared && abResizable !== undefined && apply(abResizable, buffer, []) === true
+  const detached = !shared && (abDetached !== undefined
+    ? apply(abDetached, buffer, []) === true
+    : apply(abByteLength, buffer, []) === 0)
+  return { __proto__: null, type: tag === undefined ? 'DataView' : tag, buffer, byteOffset, byteLength, shared, resizable, detached }
+}
+
+/** The byte length of a (non-shared) ArrayBuffer. */
+function bufferByteLength (b) {
+  return apply(abByteLength, b, [])
+}
+
+/**
+ * Moves the contents of ArrayBuffer `buffer` into a new ArrayBuffer that only the
+ * caller of this function holds (7.3.1's transfer). `buffer` is detached, except
+ * where it cannot be transferred (a view of Node's shared Buffer pool): its bytes
+ * are then copied and it stays as it is, so the rest of the process keeps its pool.
+ * Never calls a method of the buffer itself.
+ */
+function transferBuffer (buffer) {
+  if (abTransfer !== undefined && isMarkedAsUntransferable !== undefined) {
+    if (!isMarkedAsUntransferable(buffer)) return apply(abTransfer, buffer, [])
+    return copyBuffer(buffer)
+  }
+  // Node 20: structuredClone copies a buffer marked untransferable instead of
+  // detaching it; either way the result is a new buffer no one else holds.
+  try {
+    return nativeStructuredClone(buffer, { __proto__: null, transfer: [buffer] })
+  } catch {
+    return copyBuffer(buffer)
+  }
+}
+
+function copyBuffer (buffer) {
+  const copy = new NativeArrayBuffer(bufferByteLength(buffer))
+  apply(taSet, new NativeUint8Array(copy), [new NativeUint8Array(buffer)])
+  return copy
+}
+
+/** A view of `type` over `buffer` (a constructor captured at load). */
+function newView (type, buffer, byteOffset, byteLength) {
+  const C = CONSTRUCTORS[type]
+  return new C(buffer, byteOffset, byteLength / C.BYTES_PER_ELEMENT)
+}
+
+function newBytes (buffer, byteOffset, byteLength) {
+  return new NativeUint8Array(buffer, byteOffset, byteLength)
+}
+
+/** Sets an own data property without running any setter in the prototype chain. */
+function setOwn (object, key, value) {
+  defineProperty(object, key, { __proto__: null, value, writable: true, enumerable: true, configurable: true })
+}
+
+/** Appends to an array the engine owns (no Array.prototype method or setter runs). */
+function append (array, value) {
+  setOwn(array, array.length, value)
+}
+
+/** `then` on a native promise, as the built-in (a caller's replacement never runs). */
+function then (promise, onFulfilled, onRejected) {
+  return apply(PromiseThen, promise, [onFulfilled, onRejected])
+}
+
+function resolved (value) {
+  return apply(PromiseResolve, NativePromise, [value])
+}
+
+function rejected (reason) {
+  return apply(PromiseReject, NativePromise, [reason])
+}
+
+/** WebIDL USVString: ToString, then each lone surrogate becomes U+FFFD. */
+function toUSVString (v) {
+  const s = NativeString(v)
+  if (StringToWellFormed !== undefined) return apply(StringToWellFormed, s, [])
+  let out = ''
+  for (let i = 0; i < s.length; i++) {
+    const c = apply(StringCharCodeAt, s, [i])
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = apply(StringCharCodeAt, s, [i + 1])
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        out += StringFromCharCode(c, d)
+        i++
+        continue
+      }
+    }
+    out += (c >= 0xd800 && c <= 0xdfff) ? '\ufffd' : StringFromCharCode(c)
+  }
+  return out
+}
+
+module.exports = {
+  ObjectCreate,
+  ownKeys,
+  getOwnPropertyDescriptor,
+  viewInfo,
+  bufferByteLength,
+  transferBuffer,
+  newView,
+  newBytes,
+  setOwn,
+  append,
+  then,
+  resolved,
+  rejected,
+  toUSVString
+}

@@ -68,6 +68,19 @@ function isShared (b) {
   }
 }
 
+/** Whether ArrayBuffer `b` is detached (Node 20 has no `detached` getter: a
+ * detached buffer reads as empty, and a view over it cannot be made). */
+function isDetached (b) {
+  if (abDetached !== undefined) return apply(abDetached, b, []) === true
+  if (apply(abByteLength, b, []) !== 0) return false
+  try {
+    new NativeUint8Array(b) // eslint-disable-line no-new
+    return false
+  } catch {
+    return true
+  }
+}
+
 /**
  * What a view really is, read through the built-ins: `null` for anything that is
  * not an ArrayBufferView, else `{ type, buffer, byteOffset, byteLength, shared,
@@ -94,9 +107,7 @@ function viewInfo (v) {
   }
   const shared = isShared(buffer)
   const resizable = !shared && abResizable !== undefined && apply(abResizable, buffer, []) === true
-  const detached = !shared && (abDetached !== undefined
-    ? apply(abDetached, buffer, []) === true
-    : apply(abByteLength, buffer, []) === 0)
+  const detached = !shared && isDetached(buffer)
   return { __proto__: null, type: tag === undefined ? 'DataView' : tag, buffer, byteOffset, byteLength, shared, resizable, detached }
 }
 

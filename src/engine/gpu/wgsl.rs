@@ -19,9 +19,10 @@
 //!
 //! Float comparisons (max, min, clamp, relu, the logical operators) use the
 //! integer order of the bit patterns, so they are exact even where a driver
-//! flushes subnormals or folds NaN tests; exp, log, tanh, sigmoid, erf and pow
-//! are computed here rather than with the builtins, whose accuracy WGSL leaves
-//! loose (exp: 3 + 2|x| ULP; pow: exp2(y log2 x), undefined for x < 0).
+//! flushes subnormals or folds NaN tests; exp, log, tanh, sigmoid, erf, pow,
+//! sin, cos and tan are computed here rather than with the builtins, whose
+//! accuracy WGSL leaves loose (exp: 3 + 2|x| ULP; pow: exp2(y log2 x),
+//! undefined for x < 0; sin and cos: absolute 2^-11 on [-pi, pi] only).
 //!
 //! Loops: every loop's bound is a constant (rank 8, 4 lanes, 32 exponent bits),
 //! so the shaders are created without wgpu's forced loop bounding.
@@ -223,9 +224,13 @@ fn f32_to_f16(f: f32) -> u32 {
 // is applied in three parts of one sign, so only the last product can round
 // (subnormal results) or overflow. `lo` carries the low part of an argument
 // known to more than float32 precision (pow).
-fn exp_n(x0: f32, lo: f32, extra: i32) -> f32 {
+// Past +-200 the result is 0 or infinity whatever lo is (|lo| is far below
+// |x0|), and lo must not move the clamped argument: x0 = -1e18, lo = 1e8 (a
+// softmax's x - max and its rounding error) would make n huge and r garbage.
+fn exp_n(x0: f32, lo0: f32, extra: i32) -> f32 {
   if (is_nan(x0)) { return x0; }
   let x = clamp(x0, -200.0, 200.0);
+  let lo = select(0.0, lo0, x == x0);
   let n = floor((x + lo) * 1.44269504088896341 + 0.5);
   let r = ((x - n * 0.693359375) - n * -2.12194440e-4) + lo;
   let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166666666666666667 + r * (0.0416666666666666667
@@ -325,16 +330,192 @@ fn tanh_f(x: f32) -> f32 {
 
 fn sigmoid_f(x: f32) -> f32 { return 1.0 / (1.0 + exp_f(-x)); }
 
-// Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
+// erf: its Maclaurin series below 1 (relative error near 2^-24, so tiny
+// arguments keep their digits: erf(x) ~ 1.128 x), Abramowitz & Stegun 7.1.26
+// above (absolute error < 1.5e-7, where erf > 0.84).
 fn erf_f(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
   let a = abs(x);
+  if (a < 1.0) {
+    let z = x * x;
+    return x * (1.1283791670955126 + z * (-0.37612638903183754 + z * (0.11283791670955126
+      + z * (-0.026866170645131252 + z * (0.0052239776254421879 + z * (-0.00085483270234508522
+      + z * (0.00012055332981789664 + z * (-0.000014925650358406250 + z * (0.0000016462114365889246
+      + z * (-1.6365844691234924e-7 + z * (1.4807192815879218e-8 + z * -1.2290555301717926e-9)))))))))));
+  }
   let t = 1.0 / (1.0 + 0.3275911 * a);
   let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp_f(-a * a);
   return with_sign_of(y, x);
 }
 
-fn trig_arg_ok(x: f32) -> bool { return is_finite(x); }
+// sin, cos and tan over the whole float32 range, within 1 ULP (as the CPU's
+// libm) where float32 arithmetic is IEEE: the argument is reduced to
+// |x| = q pi/2 + r + r_lo (mod 2 pi), |r| <= pi/4, with r + r_lo good to about
+// 2^-40 relative for every float (the float nearest a multiple of pi/2,
+// 16367173 2^72, leaves r = 1.6e-9), then Cephes' minimax polynomials on r
+// with r_lo and their own largest rounding errors carried. WGSL's builtins
+// are not used: their accuracy is left to the driver (tan missed the
+// conformance tolerance on an NVIDIA GPU; lavapipe's sin was off by 7e-4 at
+// 1e8 and gave +-1 for every |x| from 1e10 up).
+
+// a * b as (low, high) words.
+fn mul_wide(a: u32, b: u32) -> vec2<u32> {
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p00 = a0 * b0;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2<u32>((mid << 16u) | (p00 & 0xffffu), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}
+
+// 32 bits of 2/pi from bit b on, after 32 leading zero bits (b < 224).
+fn two_over_pi_bits(b: u32) -> u32 {
+  var t = array<u32, 8>(0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu);
+  let w = min(b >> 5u, 6u);
+  let s = b & 31u;
+  if (s == 0u) { return t[w]; }
+  return (t[w] << s) | (t[w + 1u] >> (32u - s));
+}
+
+fn pow2_i(k: i32) -> f32 { return bitcast<f32>(u32(k + 127) << 23u); }
+
+// Payne-Hanek reduction of a finite |x| >= 1/2 (its bits ix) on integers:
+// |x| = m 2^e, and m times the 96 bits of 2/pi whose products with m are not
+// multiples of 4 gives the quadrant (2 bits) and the fraction (94 bits, good to
+// 2^-70) of |x| 2/pi. Returns (r, r_lo, q) with r + r_lo = fraction * pi/2,
+// the fraction's top 48 bits multiplied by pi/2 in exact 12-bit partial
+// products.
+fn trig_reduce(ix: u32) -> vec3<f32> {
+  let e = i32(ix >> 23u) - 150;
+  let m = (ix & 0x7fffffu) | 0x800000u;
+  let b0 = u32(e + 30);
+  let w0 = mul_wide(m, two_over_pi_bits(b0));
+  let w1 = mul_wide(m, two_over_pi_bits(b0 + 32u));
+  let w2 = mul_wide(m, two_over_pi_bits(b0 + 64u));
+  // The product's words 0..2 (binary point at bit 94; word 3 only holds
+  // multiples of 4).
+  var f0 = w2.x;
+  var f1 = w1.x + w2.y;
+  let p2 = w0.x + w1.y + select(0u, 1u, f1 < w1.x);
+  var q = (p2 >> 30u) & 3u;
+  var f2 = p2 & 0x3fffffffu;
+  var neg = false;
+  if ((f2 & 0x20000000u) != 0u) {
+    // Past one half: r is negative, from the next quadrant.
+    q = (q + 1u) & 3u;
+    neg = true;
+    f0 = ~f0 + 1u;
+    let k0 = select(0u, 1u, f0 == 0u);
+    f1 = ~f1 + k0;
+    let k1 = select(0u, 1u, k0 == 1u && f1 == 0u);
+    f2 = (~f2 + k1) & 0x3fffffffu;
+  }
+  // Normalize: the fraction's leading bit to bit 95 of (f2, f1, f0).
+  var t = 0u;
+  if (f2 == 0u) { f2 = f1; f1 = f0; f0 = 0u; t = 32u; }
+  if (f2 == 0u) { f2 = f1; f1 = f0; f0 = 0u; t = t + 32u; }
+  let c = countLeadingZeros(f2);
+  if (c > 0u && c < 32u) {
+    f2 = (f2 << c) | (f1 >> (32u - c));
+    f1 = (f1 << c) | (f0 >> (32u - c));
+  }
+  t = min(t + c, 80u);
+  // fraction = fh + fl, 24 bits each (exact conversions).
+  let fh = f32(f2 >> 8u) * pow2_i(-22 - i32(t));
+  let fl = f32(((f2 & 0xffu) << 16u) | (f1 >> 16u)) * pow2_i(-46 - i32(t));
+  // pi/2 = c1 + c2 + c3, c1 and c2 of 12 bits.
+  let c1 = bitcast<f32>(0x3fc90000u);
+  let c2 = bitcast<f32>(0x39fda000u);
+  let c3 = bitcast<f32>(0x33a22169u);
+  let fhh = hi12(fh);
+  let fhl = fh - fhh;
+  let s1 = fhh * c1;
+  let rest = (fhh * c2 + fhl * c1) + ((fhl * c2 + fh * c3) + fl * 1.57079632679489662);
+  let r = s1 + rest;
+  // r's rounding error (s1 - r is exact: rest is below 2^-10 s1).
+  let rl = (s1 - r) + rest;
+  return select(vec3<f32>(r, rl, f32(q)), vec3<f32>(-r, -rl, f32(q)), neg);
+}
+
+// (r, r_lo, q) of a finite x: |x| = q pi/2 + r + r_lo (mod 2 pi), |r| <= pi/4.
+fn trig_arg(x: f32) -> vec3<f32> {
+  let ix = bitcast<u32>(x) & 0x7fffffffu;
+  // Below pi/4 (0x3f490fdb is the float just above it).
+  if (ix < 0x3f490fdbu) { return vec3<f32>(bitcast<f32>(ix), 0.0, 0.0); }
+  return trig_reduce(ix);
+}
+
+// sin(x + xl) for |x| <= pi/4, |xl| <= 2^-24 |x|: x plus one sum of small terms.
+fn sin_poly(x: f32, xl: f32) -> f32 {
+  let z = x * x;
+  return x + (xl * (1.0 - 0.5 * z) + ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * x);
+}
+
+// cos(x + xl) = 1 - x^2/2 + x^4 P(x^2) - x xl: x^2 as exact 12-bit partial
+// products and the rounding error of 1 - x^2/2 carried (1 - w is exact).
+fn cos_poly(x: f32, xl: f32) -> f32 {
+  let xh = hi12(x);
+  let xt = x - xh;
+  let zh = xh * xh;
+  let zl = (2.0 * xh + xt) * xt;
+  let z = zh + zl;
+  let w = 1.0 - 0.5 * zh;
+  let err = ((1.0 - w) - 0.5 * zh) - 0.5 * zl;
+  let p = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z;
+  return w + ((err - x * xl) + p);
+}
+
+// tan(x + xl), or -1 / tan(x + xl) where odd, for |x| <= pi/4: tan as th + tl
+// (|tan x - x| < 0.28 |x|, so x - th is exact), and the reciprocal corrected by
+// one Newton step whose residual -1 - q0 th is formed from exact partial
+// products, so it does not depend on the driver's division.
+fn tan_poly(x: f32, xl: f32, odd: bool) -> f32 {
+  let z = x * x;
+  let p = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z + 5.34112807005e-2) * z
+    + 1.33387994085e-1) * z + 3.33331568548e-1) * z * x;
+  let t0 = x + p;
+  let s = p + xl * (1.0 + t0 * t0);
+  let th = x + s;
+  let tl = (x - th) + s;
+  if (!odd) { return th + tl; }
+  let q0 = div_f(-1.0, th);
+  let qh = hi12(q0);
+  let ql = q0 - qh;
+  let hh = hi12(th);
+  let hl = th - hh;
+  let rho = (((-1.0 - qh * hh) - (qh * hl + ql * hh)) - ql * hl) - q0 * tl;
+  return q0 - rho * q0;
+}
+
+fn flip_sign(y: f32, flip: bool) -> f32 { return bitcast<f32>(bitcast<u32>(y) ^ select(0u, 0x80000000u, flip)); }
+
+fn sin_f(x: f32) -> f32 {
+  if (!is_finite(x)) { return qnan(); }
+  let a = trig_arg(x);
+  let q = u32(a.z);
+  var y = 0.0;
+  if ((q & 1u) == 1u) { y = cos_poly(a.x, a.y); } else { y = sin_poly(a.x, a.y); }
+  return flip_sign(y, ((q & 2u) != 0u) != (bitcast<u32>(x) >= 0x80000000u));
+}
+
+fn cos_f(x: f32) -> f32 {
+  if (!is_finite(x)) { return qnan(); }
+  let a = trig_arg(x);
+  let q = u32(a.z);
+  var y = 0.0;
+  if ((q & 1u) == 1u) { y = sin_poly(a.x, a.y); } else { y = cos_poly(a.x, a.y); }
+  return flip_sign(y, ((q + 1u) & 2u) != 0u);
+}
+
+fn tan_f(x: f32) -> f32 {
+  if (!is_finite(x)) { return qnan(); }
+  let a = trig_arg(x);
+  // Odd quadrants: tan(r + pi/2) = -1 / tan(r); r is never 0 there.
+  return flip_sign(tan_poly(a.x, a.y, (u32(a.z) & 1u) == 1u), bitcast<u32>(x) >= 0x80000000u);
+}
 
 // pow with the IEEE 754 / C99 special cases; |x|^y = e^(y ln|x|).
 fn pow_f(x: f32, y: f32) -> f32 {
@@ -805,9 +986,9 @@ pub fn unary_body(k: UnaryKind, st: Storage) -> Option<String> {
         ("f32", UnaryKind::Neg) => "bitcast<f32>(bitcast<u32>(x0) ^ 0x80000000u)".to_string(),
         ("f32", UnaryKind::Ceil) => "ceil(x0)".to_string(),
         ("f32", UnaryKind::Floor) => "floor(x0)".to_string(),
-        ("f32", UnaryKind::Cos) => "select(qnan(), cos(x0), trig_arg_ok(x0))".to_string(),
-        ("f32", UnaryKind::Sin) => "select(qnan(), sin(x0), trig_arg_ok(x0))".to_string(),
-        ("f32", UnaryKind::Tan) => "select(qnan(), tan(x0), trig_arg_ok(x0))".to_string(),
+        ("f32", UnaryKind::Cos) => "cos_f(x0)".to_string(),
+        ("f32", UnaryKind::Sin) => "sin_f(x0)".to_string(),
+        ("f32", UnaryKind::Tan) => "tan_f(x0)".to_string(),
         ("f32", UnaryKind::Erf) => "erf_f(x0)".to_string(),
         ("f32", UnaryKind::Exp) => "exp_f(x0)".to_string(),
         ("f32", UnaryKind::Log) => "log_f(x0)".to_string(),
@@ -966,6 +1147,8 @@ mod tests {
             UnaryKind::Erf,
             UnaryKind::Relu,
             UnaryKind::Sin,
+            UnaryKind::Cos,
+            UnaryKind::Tan,
         ] {
             let body = unary_body(k, Storage::F32).unwrap();
             validate(

@@ -9,13 +9,17 @@
 //! alpha * x + beta (linear, hardSigmoid) adds the exact product, carried as
 //! 12-bit halves, so a result that cancels to near zero is still accurate;
 //! expm1 (elu) and ln(1 + e) (softplus) use series where the plain formulas
-//! would lose relative precision.
+//! would lose relative precision. No intermediate overflows where the result
+//! does not: hardSwish returns x itself from x = 3 up, alpha * x + beta is
+//! scaled where alpha * x alone would overflow.
 //!
 //! softmax runs one workgroup per row (`reduction::RowWalk`): the maximum, the
 //! sum of exp(x - max), then every output. exp(x - max) folds the rounding error
-//! of x - max back in (as the CPU engine does); the error term is computed from
-//! values passed through `opq`, an OR with a zero the shader only learns at run
-//! time, so no compiler can fold the error-free transformation away.
+//! of x - max back in (as the CPU engine does; `exp_n` drops it where x - max is
+//! below -200, as for 1e8 - 1e18, whose error term is 1e8); the error term is
+//! computed from values passed through `opq`, an OR with a zero the shader only
+//! learns at run time, so no compiler can fold the error-free transformation
+//! away.
 
 use std::fmt::Write;
 
@@ -32,18 +36,23 @@ const EX: usize = crate::engine::gpu::wgsl::P_EXTRA;
 /// alpha * x + beta for the map body's x0, with alpha at `p[EX]` and beta at
 /// `p[EX + 1]`: the product is exact as a sum of products of 12-bit halves, and
 /// beta is added to its leading part first, so the result is within about one
-/// rounding of the exact value even where it cancels.
+/// rounding of the exact value even where it cancels. Where alpha * x alone
+/// overflows (alpha 2, x 3e38, beta -3e38), the same sum is formed a quarter
+/// the size and scaled back, which overflows only if the result does.
 fn affine_exact() -> String {
     format!(
-        "  let a = bitcast<f32>(p[{EX}u]);
-  let b = bitcast<f32>(p[{}u]);
-  var v = a * x0 + b;
-  if (is_finite(x0) && is_finite(v)) {{
+        "  let a0 = bitcast<f32>(p[{EX}u]);
+  let b0 = bitcast<f32>(p[{}u]);
+  var v = a0 * x0 + b0;
+  if (is_finite(x0) && is_finite(a0) && is_finite(b0)) {{
+    let big = !is_finite(v);
+    let a = select(a0, a0 * 0.25, big);
+    let b = select(b0, b0 * 0.25, big);
     let ah = hi12(a);
     let al = a - ah;
     let xh = hi12(x0);
     let xl = x0 - xh;
-    v = (ah * xh + b) + ((ah * xl + al * xh) + al * xl);
+    v = ((ah * xh + b) + ((ah * xl + al * xh) + al * xl)) * select(1.0, 4.0, big);
   }}
 ",
         EX + 1
@@ -78,7 +87,16 @@ fn activation_body(act: &Activation) -> Option<(String, Vec<u32>)> {
             vec![bits(alpha), bits(beta)],
         ),
         Activation::HardSwish => (
-            "  var c = x0 + 3.0;\n  if (f_lt(c, 0.0)) { c = 0.0; }\n  if (f_lt(6.0, c)) { c = 6.0; }\n  return x0 * c / 6.0;".into(),
+            // From x = 3 up the result is x itself, returned as such: x * 6 / 6
+            // would overflow in x * 6 from 2^125 on. Above -1.5 the result is
+            // x/2 + x^2/6 (which cancels little there): x + 3 would round away
+            // x's low bits (1 ULP instead of 2); below, x + 3 is exact.
+            "  var c = x0 + 3.0;
+  if (f_lt(c, 0.0)) { c = 0.0; }
+  if (!f_lt(c, 6.0)) { return x0; }
+  if (x0 > -1.5) { return 0.5 * x0 + x0 * x0 / 6.0; }
+  return x0 * c / 6.0;"
+                .into(),
             vec![],
         ),
         Activation::LeakyRelu { alpha } => (

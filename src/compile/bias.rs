@@ -14,9 +14,9 @@
 //! intermediate must have no other reader and not be a graph output.
 
 use super::fused::{Epilogue, FusedOp};
-use super::{along_axis, constant_f64, desc, is_float, push_constant_f64, rewrite_all, Rewrite, Uses};
+use super::{along_axis, constant_f64, desc, push_constant_f64, rewrite_all, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
-use crate::graph::OperandDesc;
+use crate::graph::{DataType, OperandDesc};
 use crate::ops::conv::InputLayout;
 use crate::ops::matmul::GemmOptions;
 use crate::ops::{BinaryKind, Op};
@@ -36,7 +36,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     let out = add.outputs[0];
     let candidates: &[(usize, usize)] = if sign > 0.0 { &[(a, b), (b, a)] } else { &[(a, b)] };
     for &(main, c) in candidates {
-        if constant_f64(g, c).is_none() || desc(g, main) != desc(g, out) || !is_float(desc(g, out).data_type) {
+        // float16: the add reads the operator's result rounded to float16, which a
+        // merged bias cannot reproduce.
+        if constant_f64(g, c).is_none() || desc(g, main) != desc(g, out) || desc(g, out).data_type != DataType::Float32 {
             continue;
         }
         let Some(p) = uses.fusable_producer(main, i) else { continue };
@@ -199,7 +201,7 @@ mod tests {
         let z = b.b.binary(BinaryKind::Add, y, c).unwrap();
         let mut g = b.b.build(&[("z".into(), z)]).unwrap();
         assert_eq!(run(&mut g), 0);
-        // A float16 conv is fused too.
+        // A float16 conv is not: the add reads its result rounded to float16.
         let mut b = Builder::new();
         let x = b.input_t("x", DataType::Float16, &[1, 3, 4, 4]);
         let f = b.constant_t(DataType::Float16, &[2, 3, 1, 1], -0.5, 0.5);
@@ -207,7 +209,6 @@ mod tests {
         let c = b.constant_t(DataType::Float16, &[2, 1, 1], -1.0, 1.0);
         let z = b.b.binary(BinaryKind::Add, y, c).unwrap();
         let mut g = b.b.build(&[("z".into(), z)]).unwrap();
-        assert_agree(&g, 2e-3);
-        assert_eq!(run(&mut g), 1);
+        assert_eq!(run(&mut g), 0);
     }
 }

@@ -7,11 +7,12 @@
 //!   filter'[o, ...] = filter[o, ...] * s[o]
 //!   bias'[o] = (bias[o] - mean[o]) * s[o] + bnBias[o]
 //!
-//! computed in float64 and rounded once to the data type (float32 or float16). The
+//! computed in float64 and rounded once to float32 (float16 pairs stay apart: each
+//! operator's float16 result is rounded, see `widen`). The
 //! result is a plain conv2d writing the normalization's output operand; the old
 //! constants stay for whatever else reads them (`compact` drops them otherwise).
 
-use super::{constant, constant_f64, desc, is_float, push_constant_f64, rewrite_all, scale_constant_along, Rewrite, Uses};
+use super::{constant, constant_f64, desc, push_constant_f64, rewrite_all, scale_constant_along, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::OperandDesc;
 use crate::ops::conv::{strides_at, InputLayout};
@@ -30,7 +31,10 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     let conv = &g.operators[p];
     let Op::Conv2d(attrs) = &conv.op else { return None };
     let out = desc(g, x).clone();
-    if !is_float(out.data_type) {
+    // float16: the normalization reads the conv's result rounded to float16,
+    // which a folded filter cannot reproduce (and the folded filter would be
+    // rounded to float16 itself); the pair stays two operators.
+    if out.data_type != crate::graph::DataType::Float32 {
         return None;
     }
     let channel_axis = match attrs.input_layout {
@@ -156,10 +160,11 @@ mod tests {
     }
 
     #[test]
-    fn folds_float16() {
+    fn leaves_float16_apart() {
+        // The normalization reads the conv's result rounded to float16.
         let (mut g, _) = conv_bn(DataType::Float16, InputLayout::Nchw, Conv2dFilterLayout::Oihw, 1, true, true);
         assert_agree(&g, 4e-3);
-        assert_eq!(run(&mut g), 1);
+        assert_eq!(run(&mut g), 0);
     }
 
     #[test]

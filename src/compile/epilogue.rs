@@ -12,12 +12,16 @@
 //!   connection), which becomes an extra input of the fused operator.
 //!
 //! The fused operator takes the place of the last operator it absorbs, where every
-//! input it reads (a residual operand included) is already computed.
+//! input it reads (a residual operand included) is already computed. A float16
+//! intermediate is rounded to float16 before the next stage reads it
+//! (`Stage::RoundHalf`, unless that stage makes it redundant), so the fused
+//! operator computes what the operators did one by one; a standalone rounding
+//! (`compile::widen`) is a stage of its own.
 
-use super::fused::{Epilogue, FusedOp, Stage};
+use super::fused::{push_stage, Epilogue, FusedOp, Stage};
 use super::{constant_f64, desc, is_float, rewrite_all, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
-use crate::graph::OperandId;
+use crate::graph::{DataType, OperandId};
 use crate::ops::{Activation, BinaryKind, Op, UnaryKind};
 
 pub fn run(g: &mut Graph) -> usize {
@@ -52,6 +56,7 @@ pub(crate) fn as_stage(g: &Graph, i: usize) -> Vec<AsStage> {
         Op::Unary(k) if *k != UnaryKind::LogicalNot => one(Stage::Unary(*k)),
         Op::Clamp { min, max } => one(Stage::Activation(Activation::Clamp { min: *min, max: *max })),
         Op::Activation(a) if !matches!(a, Activation::Softmax { .. }) => one(Stage::Activation(*a)),
+        Op::Fused(f) if f.is_round_half() => one(Stage::RoundHalf),
         Op::Binary(kind) => {
             let [a, b] = op.inputs[..] else { return vec![] };
             let scalar = |c: OperandId| -> Option<f32> {
@@ -106,10 +111,12 @@ fn extend(g: &Graph, producer: &Operator, stage: Stage, extra: Option<OperandId>
         Op::Fused(f) => f.clone(),
         _ => return None,
     };
-    if !is_float(desc(g, producer.outputs[0]).data_type) {
+    let t = desc(g, producer.outputs[0]).data_type;
+    if !is_float(t) {
         return None;
     }
-    fused.epilogue_mut().stages.push(stage);
+    // A float16 intermediate is rounded where the unfused graph stores it.
+    push_stage(&mut fused.epilogue_mut().stages, stage, t == DataType::Float16);
     let mut inputs = producer.inputs.clone();
     inputs.extend(extra);
     Some(Operator { op: Op::Fused(fused), inputs, outputs: producer.outputs.clone() })
@@ -265,7 +272,15 @@ mod tests {
             assert_eq!(ops(&g), ["conv2d (fused)", "conv2d (fused)"]);
             // The relu'd 1x1 conv first, then the 3x3 conv reading it as a residual.
             assert_eq!(fused_stages(&g, 0), [Stage::Unary(UnaryKind::Relu)]);
-            assert_eq!(fused_stages(&g, 1), [Stage::AddTensor, Stage::Unary(UnaryKind::Relu)]);
+            // float16: the add reads the conv's result rounded (the relu needs
+            // no rounding before it).
+            let add_relu = [Stage::AddTensor, Stage::Unary(UnaryKind::Relu)];
+            let round_add_relu = [Stage::RoundHalf, Stage::AddTensor, Stage::Unary(UnaryKind::Relu)];
+            if t == DataType::Float16 {
+                assert_eq!(fused_stages(&g, 1), round_add_relu);
+            } else {
+                assert_eq!(fused_stages(&g, 1), add_relu);
+            }
             assert_eq!(g.operators[1].inputs.len(), 3);
         }
     }

@@ -23,6 +23,10 @@ pub enum Stage {
     /// Adds the next extra input (an operand of the output's shape and type, after
     /// the operator's own inputs), element by element: a residual connection.
     AddTensor,
+    /// Rounds to the nearest float16 value (ties to even; overflow to infinity),
+    /// kept in float32: where the unfused graph stores a float16 intermediate
+    /// (every float16 operator's result is rounded before anything reads it).
+    RoundHalf,
 }
 
 impl Stage {
@@ -37,8 +41,46 @@ impl Stage {
                 binary(kind, a, b)
             }
             Stage::AddTensor => x + extra,
+            Stage::RoundHalf => round_half(x),
         }
     }
+
+    /// Whether rounding to float16 before this stage changes nothing once its
+    /// result is rounded: `round(s(round(v))) == round(s(v))` for every v. True
+    /// of the stages whose result is their input, a constant, or their input's
+    /// negation (round to nearest even is monotonic and symmetric): relu, clamp,
+    /// max/min with a constant, abs, neg, identity, ceil and floor (an integer
+    /// below 2048 or a float16 value already).
+    pub fn keeps_half(&self) -> bool {
+        use crate::ops::Activation as A;
+        match self {
+            Stage::Unary(k) => matches!(
+                k,
+                UnaryKind::Relu | UnaryKind::Abs | UnaryKind::Neg | UnaryKind::Identity | UnaryKind::Ceil | UnaryKind::Floor
+            ),
+            Stage::Activation(a) => matches!(a, A::Relu | A::Clamp { .. }),
+            Stage::Scalar { kind, .. } => matches!(kind, BinaryKind::Max | BinaryKind::Min),
+            Stage::AddTensor => false,
+            Stage::RoundHalf => true,
+        }
+    }
+}
+
+/// `x` rounded to the nearest float16 value, as float32.
+#[inline(always)]
+pub fn round_half(x: f32) -> f32 {
+    half::f16::from_f32(x).to_f32()
+}
+
+/// Appends `stage` to `stages`. `half`: the value the stage reads is a float16
+/// operand of the unfused graph, so it is rounded first (`Stage::RoundHalf`)
+/// unless the stage makes that rounding redundant (`Stage::keeps_half`) or the
+/// value is rounded already.
+pub fn push_stage(stages: &mut Vec<Stage>, stage: Stage, half: bool) {
+    if half && !stage.keeps_half() && stages.last() != Some(&Stage::RoundHalf) {
+        stages.push(Stage::RoundHalf);
+    }
+    stages.push(stage);
 }
 
 /// A float unary operator on float32, as the CPU element-wise kernel computes it.
@@ -202,12 +244,23 @@ pub fn part_slots(parts: &[ConcatPart]) -> Vec<usize> {
 }
 
 impl FusedOp {
+    /// The standalone rounding of a float32 operand to float16 values
+    /// (`compile::widen` puts one after each float16 operator it widens).
+    pub fn round_half() -> FusedOp {
+        FusedOp::Chain(Epilogue { stages: vec![Stage::RoundHalf] })
+    }
+
+    pub fn is_round_half(&self) -> bool {
+        matches!(self, FusedOp::Chain(e) if e.stages == [Stage::RoundHalf])
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             FusedOp::Conv2d { .. } => "conv2d (fused)",
             FusedOp::ConvTranspose2d { .. } => "convTranspose2d (fused)",
             FusedOp::Matmul { .. } => "matmul (fused)",
             FusedOp::Gemm { .. } => "gemm (fused)",
+            FusedOp::Chain(e) if e.stages == [Stage::RoundHalf] => "round to float16",
             FusedOp::Chain(_) => "element-wise chain (fused)",
             FusedOp::PointwiseDepthwise { .. } => "conv2d 1x1 + depthwise conv2d (fused)",
             FusedOp::ConcatConv2d { .. } => "conv2d into concat (fused)",

@@ -79,19 +79,27 @@ pub fn execute_on(g: &Graph, passes: Passes, threads: usize, seed: u64) -> Vec<V
 }
 
 fn run_graph(g: &Graph, passes: Passes, threads: usize, pooled: bool, seed: u64) -> Vec<Vec<f64>> {
-    let engine = CpuEngine::new(threads).unwrap();
-    let plan = engine.compile_with(g.clone(), passes).unwrap();
     let mut b = Builder::new();
     b.state ^= seed.wrapping_mul(0x1234_5678_9abc_def1) | 1;
-    let mut inputs: Vec<Vec<u8>> = g
+    let inputs: Vec<Vec<f64>> = g
         .inputs
         .iter()
-        .map(|(_, id)| {
-            let d = &g.operands[*id].desc;
-            let v: Vec<f64> = (0..d.element_count()).map(|_| b.next() * 4.0 - 2.0).collect();
-            encode(d.data_type, &v)
-        })
+        .map(|(_, id)| (0..g.operands[*id].desc.element_count()).map(|_| b.next() * 4.0 - 2.0).collect())
         .collect();
+    run_with(g, passes, threads, pooled, &inputs)
+}
+
+/// Runs `g` on the CPU engine (one thread) with the given passes and input values
+/// (one list per graph input, rounded to its type); returns each output as float64.
+pub fn execute_with(g: &Graph, passes: Passes, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    run_with(g, passes, 1, false, inputs)
+}
+
+fn run_with(g: &Graph, passes: Passes, threads: usize, pooled: bool, values: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let engine = CpuEngine::new(threads).unwrap();
+    let plan = engine.compile_with(g.clone(), passes).unwrap();
+    let mut inputs: Vec<Vec<u8>> =
+        g.inputs.iter().zip(values).map(|((_, id), v)| encode(g.operands[*id].desc.data_type, v)).collect();
     let mut outputs: Vec<Vec<u8>> =
         g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
     let bindings = Bindings {

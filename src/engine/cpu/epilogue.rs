@@ -177,6 +177,34 @@ fn apply_stage(s: Stage, d: &mut [f32]) {
             (k, true) => map(d, move |x| binary(k, value, x)),
         },
         Stage::AddTensor => {}
+        Stage::RoundHalf => map(d, round_half),
+    }
+}
+
+/// `x` rounded to the nearest float16 value (ties to even, overflow to infinity,
+/// float16 subnormals kept, NaN kept), as float32: `compile::fused::round_half`
+/// in float32 and integer operations only, with no branch the compiler cannot
+/// turn into a select, so `map` vectorizes it.
+#[inline(always)]
+pub fn round_half(x: f32) -> f32 {
+    let b = x.to_bits();
+    let a = b & 0x7fff_ffff;
+    let sign = b & 0x8000_0000;
+    // float16 normals (|x| in [2^-14, 65520)): 10 fraction bits, ties to even; a
+    // carry into the exponent is the next binade's first value.
+    let normal = f32::from_bits((b + 0xfff + ((b >> 13) & 1)) & !0x1fff);
+    // float16 subnormals (|x| < 2^-14): multiples of 2^-24, which is the spacing
+    // of float32 values in [0.5, 1), so adding and taking away 0.5 rounds there.
+    let small = f32::from_bits(((f32::from_bits(a) + 0.5) - 0.5).to_bits() | sign);
+    let overflow = f32::from_bits(sign | 0x7f80_0000);
+    if a >= 0x7f80_0000 {
+        x
+    } else if a >= 0x477f_f000 {
+        overflow
+    } else if a >= 0x3880_0000 {
+        normal
+    } else {
+        small
     }
 }
 
@@ -212,6 +240,36 @@ mod tests {
             if let Some((add, _, _)) = epi.as_clamp() {
                 assert_eq!(add.map(|a| a.to_vec()), want.and_then(|w| w.0.then(|| e.to_vec())));
             }
+        }
+    }
+
+    #[test]
+    fn round_half_is_the_float16_conversion() {
+        // Every float16 value, the midpoints and quarter points between
+        // neighbours (ties to even either way), the overflow threshold, float32
+        // subnormals, and a spread of other float32 bit patterns.
+        let mut xs: Vec<f32> = Vec::new();
+        for h in 0..0x7c00u16 {
+            let (lo, hi) = (half::f16::from_bits(h).to_f64(), half::f16::from_bits(h + 1).to_f64());
+            for t in [0.0, 0.25, 0.5, 0.75] {
+                xs.push((lo + (hi - lo) * t) as f32);
+            }
+        }
+        xs.extend([65504.0, 65519.99, 65520.0, 1e30, f32::MAX, f32::INFINITY, f32::NAN, 1e-45, 1e-40, 0.0]);
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            xs.push(f32::from_bits(state as u32));
+        }
+        let negated: Vec<f32> = xs.iter().map(|x| -x).collect();
+        xs.extend(negated);
+        let mut got = xs.clone();
+        apply_stage(Stage::RoundHalf, &mut got);
+        for (x, r) in xs.iter().zip(&got) {
+            let want = half::f16::from_f32(*x).to_f32();
+            assert!(want.to_bits() == r.to_bits() || (want.is_nan() && r.is_nan()), "{x:e} ({:#x}): {r:e} vs {want:e}", x.to_bits());
         }
     }
 

@@ -575,7 +575,9 @@ mod tests {
         vec![
             vec![],
             vec![
+                Stage::RoundHalf,
                 Stage::AddTensor,
+                Stage::RoundHalf,
                 Stage::Unary(UnaryKind::Relu),
                 Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) }),
                 Stage::Activation(Activation::Clamp { min: None, max: Some(1.0) }),

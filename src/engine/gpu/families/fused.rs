@@ -9,7 +9,9 @@
 //! adds `ld_res{j}(i)`, which the family declares (`load_fn` over binding
 //! `res{j}`). Each stage computes what its operator's own kernel computes
 //! (`wgsl::unary_body`, `wgsl::binary_body`, the clamp comparisons on the bits),
-//! so fused and unfused float32 graphs agree exactly.
+//! so fused and unfused float32 graphs agree exactly. On float16 outputs the
+//! compiler puts a `Stage::RoundHalf` wherever the unfused graph would store a
+//! float16 intermediate, so float16 graphs agree exactly too.
 
 use std::fmt::Write;
 
@@ -57,6 +59,9 @@ fn stage_x0(s: &Stage) -> Option<String> {
             let (x0, x1) = if *scalar_first { (f(*value), "v".to_string()) } else { ("v".to_string(), f(*value)) };
             Some(format!("  let x0 = {x0};\n  let x1 = {x1};\n{}", binary_body(*kind, Storage::F32)))
         }
+        // The rounding a float16 intermediate of the unfused graph gets in its
+        // store (`wgsl::PRELUDE`'s conversions, round to nearest even).
+        Stage::RoundHalf => Some("  return f16_to_f32(f32_to_f16(x0));".to_string()),
         _ => None,
     }
 }
@@ -103,6 +108,7 @@ mod tests {
         assert!(supported(&Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) })));
         assert!(supported(&Stage::Scalar { kind: BinaryKind::Mul, value: 0.5, scalar_first: true }));
         assert!(supported(&Stage::AddTensor));
+        assert!(supported(&Stage::RoundHalf));
         assert!(!supported(&Stage::Activation(Activation::Gelu)));
         assert!(!supported(&Stage::Unary(UnaryKind::LogicalNot)));
     }

@@ -1613,7 +1613,7 @@ fn report(what: &str, stats: &Stats) {
 #[test]
 fn fuzz_builder_methods() {
     let mut stats = Stats::default();
-    for case in cases(20_000) {
+    for case in cases(100_000) {
         let mut c = Ctx {
             b: GraphBuilder::new(),
             rng: Rng::new(case),
@@ -1645,7 +1645,7 @@ fn fuzz_random_graphs_run() {
     let engine = CpuEngine::new(1).unwrap();
     let mut stats = Stats::default();
     let mut ran = 0;
-    for case in cases(1_500) {
+    for case in cases(10_000) {
         let mut c = Ctx {
             b: GraphBuilder::new(),
             rng: Rng::new(case ^ 0x5eed_0000),

@@ -4,6 +4,8 @@
 
 pub mod builder;
 pub mod dtype;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod shape;
 
 pub use builder::{ConstantData, GraphBuilder, Operand, OperandId, OperandKind, Operator};

@@ -6,7 +6,7 @@
 use super::{BinaryKind, LogicalKind, UnaryKind};
 use crate::error::Result;
 use crate::graph::dtype::{list, DataType};
-use crate::graph::shape::{broadcast_bidirectional, OperandDesc};
+use crate::graph::shape::{broadcast_bidirectional, check_dimensions, OperandDesc};
 use DataType::*;
 
 pub fn binary_name(k: BinaryKind) -> &'static str {
@@ -94,7 +94,16 @@ pub fn binary(k: BinaryKind, a: &OperandDesc, b: &OperandDesc) -> Result<Operand
     // Step 3.
     check_same_type(op, a, b)?;
     // Steps 4-6.
-    Ok(OperandDesc::new(a.data_type, broadcast(op, a, b, "input")?))
+    output(op, OperandDesc::new(a.data_type, broadcast(op, a, b, "input")?))
+}
+
+/// The output descriptor, bounded like every operand's (7.5 "check dimensions"):
+/// broadcasting, a wider data type (cast, argMin/argMax's int64) or a product of
+/// two dimensions (gemm) can make an output larger than any of the inputs, up to
+/// a byte length that overflows.
+pub(crate) fn output(op: &str, desc: OperandDesc) -> Result<OperandDesc> {
+    check_dimensions(&format!("{op}: output"), &desc)?;
+    Ok(desc)
 }
 
 /// 7.8.13 "create element-wise logical operation", step 3 and 4-6 (binary forms).
@@ -103,7 +112,7 @@ pub fn logical(k: LogicalKind, a: &OperandDesc, b: &OperandDesc) -> Result<Opera
     // Step 3.2.
     check_same_type(op, a, b)?;
     // Step 3.3, then 5-6: the output is always uint8.
-    Ok(OperandDesc::new(Uint8, broadcast(op, a, b, "input")?))
+    output(op, OperandDesc::new(Uint8, broadcast(op, a, b, "input")?))
 }
 
 /// 7.8.14 "create element-wise unary operation" step 3 (and the equivalent data type
@@ -123,7 +132,7 @@ pub fn unary(k: UnaryKind, input: &OperandDesc) -> Result<OperandDesc> {
 
 /// 7.8.7 cast: every data type may be cast to every other.
 pub fn cast(input: &OperandDesc, to: DataType) -> Result<OperandDesc> {
-    Ok(OperandDesc::new(to, input.shape.clone()))
+    output("cast", OperandDesc::new(to, input.shape.clone()))
 }
 
 /// 7.8.8 "check clamp options": minValue must not exceed maxValue.
@@ -161,7 +170,7 @@ pub fn where_(condition: &OperandDesc, input: &OperandDesc, other: &OperandDesc)
             values
         )
     })?;
-    Ok(OperandDesc::new(input.data_type, shape))
+    output("where", OperandDesc::new(input.data_type, shape))
 }
 
 #[cfg(test)]
@@ -194,6 +203,22 @@ mod tests {
         assert!(unary(UnaryKind::Abs, &d(Uint32, &[1])).is_err());
         assert!(unary(UnaryKind::Identity, &d(Uint64, &[1])).is_ok());
         assert!(unary(UnaryKind::LogicalNot, &d(Float32, &[1])).is_err());
+    }
+
+    #[test]
+    fn outputs_larger_than_any_operand_are_rejected() {
+        // [2^17, 1] + [1, 2^17] of uint8 gives 2^34 bytes, each input 2^17.
+        let e = binary(BinaryKind::Add, &d(Uint8, &[1 << 17, 1]), &d(Uint8, &[1, 1 << 17])).unwrap_err();
+        assert!(e.to_string().starts_with("add: output: shape [131072, 131072]"), "{e}");
+        assert!(logical(LogicalKind::Equal, &d(Uint8, &[1 << 17, 1]), &d(Uint8, &[1, 1 << 17])).is_err());
+        assert!(binary(BinaryKind::Add, &d(Uint8, &[1 << 16, 1]), &d(Uint8, &[1, 1 << 16])).is_ok());
+        // Three dimensions of 2^32 - 1: the element count overflows 64 bits.
+        let n = u32::MAX as usize;
+        let e = where_(&d(Uint8, &[n, 1, 1]), &d(Uint8, &[1, n, 1]), &d(Uint8, &[1, 1, n])).unwrap_err();
+        assert!(e.to_string().starts_with("where: output"), "{e}");
+        // cast to a wider type: 2^31 uint8 are 2^34 bytes of int64.
+        assert!(cast(&d(Uint8, &[1 << 31]), Int64).unwrap_err().to_string().starts_with("cast: output"));
+        assert!(cast(&d(Uint8, &[1 << 29]), Int64).is_ok());
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub fn gemm(a: &OperandDesc, b: &OperandDesc, c: Option<&OperandDesc>, options: 
         );
     }
     // Steps 11-13.
-    Ok(OperandDesc::new(a.data_type, out))
+    crate::ops::elementwise::output("gemm", OperandDesc::new(a.data_type, out))
 }
 
 impl GraphBuilder {
@@ -259,6 +259,15 @@ mod tests {
         // Step 10.2.
         let c16 = OperandDesc::new(Float16, vec![4]);
         assert!(err(gemm(&d(&[2, 3]), &d(&[3, 4]), Some(&c16), &o)).contains("options.c's data type"));
+    }
+
+    #[test]
+    fn gemm_output_is_bounded() {
+        // [65536, 1] x [1, 65536] of float32: 2^34 bytes of output from 256 KiB.
+        let o = GemmOptions::default();
+        let e = gemm(&d(&[1 << 16, 1]), &d(&[1, 1 << 16]), None, &o).unwrap_err().to_string();
+        assert!(e.starts_with("gemm: output: shape [65536, 65536]"), "{e}");
+        assert!(gemm(&d(&[1 << 15, 1]), &d(&[1, 1 << 15]), None, &o).is_ok());
     }
 
     #[test]

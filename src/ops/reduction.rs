@@ -182,7 +182,7 @@ pub fn arg_min_max(kind: ArgKind, input: &OperandDesc, options: &ArgMinMaxOption
     let (axes, shape) =
         reduction_output_sizes(kind.name(), &input.shape, options.axes.as_deref(), options.keep_dimensions)?;
     // Steps 4-6.
-    Ok((axes, OperandDesc::new(Int64, shape)))
+    Ok((axes, super::elementwise::output(kind.name(), OperandDesc::new(Int64, shape))?))
 }
 
 impl GraphBuilder {
@@ -217,6 +217,15 @@ mod tests {
 
     fn opts(axes: Option<&[usize]>, keep: bool) -> ReduceOptions {
         ReduceOptions { axes: axes.map(|a| a.to_vec()), keep_dimensions: keep }
+    }
+
+    #[test]
+    fn arg_min_max_output_is_bounded() {
+        // int64 indices of 2^31 uint8 elements, none reduced: 2^34 bytes.
+        let o = ArgMinMaxOptions { axes: Some(vec![]), ..Default::default() };
+        let e = arg_min_max(ArgKind::Max, &d(Uint8, &[1 << 31]), &o).unwrap_err().to_string();
+        assert!(e.starts_with("argMax: output"), "{e}");
+        assert!(arg_min_max(ArgKind::Min, &d(Uint8, &[1 << 29]), &o).is_ok());
     }
 
     #[test]

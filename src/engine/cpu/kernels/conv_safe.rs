@@ -52,13 +52,22 @@ pub fn finite(f: &Tensor) -> bool {
 /// other data types and for bytes that are not whole, aligned elements (the
 /// kernels reject those themselves).
 pub fn values_finite(bytes: &[u8], data_type: DataType) -> bool {
-    // Chunks of plain folds vectorize; the early exit is per chunk.
     match data_type {
-        DataType::Float32 => as_elems::<f32>(bytes).map_or(true, |v| v.chunks(256).all(|c| c.iter().fold(true, |ok, x| ok & x.is_finite()))),
-        DataType::Float16 => {
-            as_elems::<half::f16>(bytes).map_or(true, |v| v.chunks(256).all(|c| c.iter().fold(true, |ok, x| ok & x.is_finite())))
-        }
+        DataType::Float32 => as_elems::<f32>(bytes).map_or(true, |v| all(v, |x| x.is_finite())),
+        DataType::Float16 => as_elems::<half::f16>(bytes).map_or(true, |v| all(v, |x| x.is_finite())),
         _ => true,
+    }
+}
+
+/// Whether `ok` holds for every element: plain folds over chunks (which
+/// vectorize; the early exit is per chunk), a large filter's across the pool (a
+/// scan is bound by memory bandwidth, which one core does not saturate).
+fn all<T: Sync>(v: &[T], ok: impl Fn(&T) -> bool + Sync) -> bool {
+    let chunk = |c: &[T]| c.iter().fold(true, |acc, x| acc & ok(x));
+    if v.len() >= 1 << 18 {
+        v.par_chunks(1 << 14).all(chunk)
+    } else {
+        v.chunks(256).all(chunk)
     }
 }
 
@@ -170,4 +179,147 @@ pub fn conv2d(c: &Conv, epi: &Epi, dst: &mut [f32]) -> Result<()> {
     }
     epi.apply(dst, 0, Bias::None);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
+
+    /// Same value, NaN for NaN, or within float32 rounding of a sum of `k` terms.
+    fn agrees(got: f32, want: f64, k: usize) -> bool {
+        if want.is_nan() || !want.is_finite() {
+            return (want.is_nan() && got.is_nan()) || got as f64 == want;
+        }
+        (got as f64 - want).abs() <= 4.0 * k as f64 * f32::EPSILON as f64 * (1.0 + want.abs())
+    }
+
+    #[test]
+    fn skips_padded_taps_in_every_order_with_epilogue_and_accumulation() {
+        let (n, c, h, w, o, groups, [kh, kw]) = (2, 32, 5, 4, 32, 2, [3, 3]);
+        let attrs = Conv2dAttrs {
+            padding: [1, 2, 2, 0],
+            strides: [2, 1],
+            dilations: [1, 2],
+            groups,
+            input_layout: InputLayout::Nchw,
+            filter_layout: Conv2dFilterLayout::Oihw,
+            has_bias: true,
+        };
+        let out_size = |i: usize, k: usize, p: usize, s: usize, d: usize| (i + p - ((k - 1) * d + 1)) / s + 1;
+        let (oh, ow) = (out_size(h, kh, 3, 2, 1), out_size(w, kw, 2, 1, 2));
+        let cig = c / groups;
+        let g = Geometry::conv2d(&attrs, &[n, c, h, w], &[n, o, oh, ow], [cig, kh, kw]);
+        let mut seed = 7u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
+        };
+        let x: Vec<f32> = (0..n * c * h * w).map(|_| next()).collect();
+        let mut wt: Vec<f32> = (0..o * cig * kh * kw).map(|_| next()).collect();
+        // Corner taps (which meet padding) and a centre one.
+        wt[0] = f32::INFINITY;
+        wt[cig * kh * kw + 2] = f32::NEG_INFINITY;
+        wt[5 * cig * kh * kw + 4] = f32::NAN;
+        let bias: Vec<f32> = (0..o).map(|_| next()).collect();
+        let resid: Vec<f32> = (0..n * o * oh * ow).map(|_| next()).collect();
+        // Float64 reference in nchw: taps outside the input are skipped.
+        let mut want = vec![0f64; n * o * oh * ow];
+        for b in 0..n {
+            for oc in 0..o {
+                let c0 = (oc / (o / groups)) * cig;
+                for y in 0..oh {
+                    for xo in 0..ow {
+                        let mut s = bias[oc] as f64;
+                        for ci in 0..cig {
+                            for ky in 0..kh {
+                                let iy = (y * 2 + ky) as isize - 1;
+                                for kx in 0..kw {
+                                    let ix = (xo + kx * 2) as isize - 2;
+                                    if iy < 0 || iy >= h as isize || ix < 0 || ix >= w as isize {
+                                        continue;
+                                    }
+                                    let xv = x[((b * c + c0 + ci) * h + iy as usize) * w + ix as usize] as f64;
+                                    s += xv * wt[((oc * cig + ci) * kh + ky) * kw + kx] as f64;
+                                }
+                            }
+                        }
+                        want[((b * o + oc) * oh + y) * ow + xo] = s;
+                    }
+                }
+            }
+        }
+        assert!(want.iter().any(|v| v.is_nan()) && want.iter().any(|v| v.is_infinite()) && want.iter().any(|v| v.is_finite()));
+        let orders = [Order::Nchw, Order::Nhwc, Order::Blocked];
+        for xo in orders {
+            for oo in orders {
+                for accumulate in [false, true] {
+                    let mut xl = vec![0f32; x.len()];
+                    for b in 0..n {
+                        for ci in 0..c {
+                            for y in 0..h {
+                                for xx in 0..w {
+                                    xl[xo.at([c, h, w], b, ci, y, xx)] = x[((b * c + ci) * h + y) * w + xx];
+                                }
+                            }
+                        }
+                    }
+                    let mut dst = vec![0f32; want.len()];
+                    for b in 0..n {
+                        for oc in 0..o {
+                            for y in 0..oh {
+                                for xx in 0..ow {
+                                    dst[oo.at([o, oh, ow], b, oc, y, xx)] = if accumulate { resid[((b * o + oc) * oh + y) * ow + xx] } else { 0.0 };
+                                }
+                            }
+                        }
+                    }
+                    let strides = [cig * kh * kw, kh * kw, kw, 1];
+                    let conv = Conv { g: &g, x: &xl, x_order: xo, w: &wt, w_strides: strides, bias: Some(&bias), out_order: oo };
+                    let epi = if accumulate { Epi::NONE.accumulating() } else { Epi::NONE };
+                    conv2d(&conv, &epi, &mut dst).unwrap();
+                    for b in 0..n {
+                        for oc in 0..o {
+                            for y in 0..oh {
+                                for xx in 0..ow {
+                                    let at = ((b * o + oc) * oh + y) * ow + xx;
+                                    let expect = want[at] + if accumulate { resid[at] as f64 } else { 0.0 };
+                                    let got = dst[oo.at([o, oh, ow], b, oc, y, xx)];
+                                    assert!(agrees(got, expect, cig * kh * kw), "{xo:?} -> {oo:?} accumulate {accumulate}: ({b},{oc},{y},{xx}) {got} vs {expect}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The bytes of `v` (aligned as f32s, as operand buffers are).
+    fn bytes_of(v: &[f32]) -> &[u8] {
+        // SAFETY: any f32 is 4 initialized bytes; the slice covers exactly `v`.
+        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+    }
+
+    #[test]
+    fn finiteness_of_filters() {
+        assert!(values_finite(bytes_of(&[1.0, -2.0, 0.0, f32::MAX]), DataType::Float32));
+        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            // Small (serial) and large (across the pool) scans, the value first and last.
+            for len in [5, (1 << 18) + 3] {
+                for at in [0, len - 1] {
+                    let mut v = vec![0.5f32; len];
+                    v[at] = bad;
+                    let t = Tensor { data: bytes_of(&v), shape: &[len], data_type: DataType::Float32 };
+                    assert!(!finite(&t), "{bad} at {at} of {len}");
+                }
+            }
+        }
+        let h = [half::f16::from_f32(1.0), half::f16::from_f32(65504.0)];
+        let hb: Vec<u8> = h.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(values_finite(&hb, DataType::Float16));
+        let h = [half::f16::from_f32(1.0), half::f16::NAN];
+        let hb: Vec<u8> = h.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(!values_finite(&hb, DataType::Float16));
+    }
 }

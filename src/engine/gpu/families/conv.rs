@@ -766,6 +766,68 @@ mod tests {
         ]
     }
 
+    /// The steps of a padded conv2d (and of a convTranspose2d) for each thing
+    /// the plan may know of the filter: the tiled kernel alone for a finite
+    /// constant, the padded-tap-skipping kernel alone for a non-finite one, and
+    /// both with the flag between them for a filter known only at compute.
+    #[test]
+    fn non_finite_filters_take_the_direct_kernel() {
+        use crate::graph::DataType;
+        use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, ConvTranspose2dAttrs, ConvTranspose2dFilterLayout};
+        let limits = wgpu::Limits::default();
+        let cx = Cx { int64: false, limits: &limits };
+        let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
+        let (x, w, y) = (d(&[1, 4, 5, 5]), d(&[6, 4, 3, 3]), d(&[1, 6, 5, 5]));
+        let conv = Op::Conv2d(Conv2dAttrs {
+            padding: [1, 1, 1, 1],
+            strides: [1, 1],
+            dilations: [1, 1],
+            groups: 1,
+            input_layout: InputLayout::Nchw,
+            filter_layout: Conv2dFilterLayout::Oihw,
+            has_bias: false,
+        });
+        let (wt, yt) = (d(&[4, 6, 3, 3]), d(&[1, 6, 7, 7]));
+        let transpose = Op::ConvTranspose2d(ConvTranspose2dAttrs {
+            padding: [0; 4],
+            strides: [1, 1],
+            dilations: [1, 1],
+            output_padding: [0, 0],
+            output_sizes: None,
+            groups: 1,
+            input_layout: InputLayout::Nchw,
+            filter_layout: ConvTranspose2dFilterLayout::Iohw,
+            has_bias: false,
+        });
+        for (op, w, y) in [(&conv, &w, &y), (&transpose, &wt, &yt)] {
+            let steps = |filter| {
+                let l = lower_with_filter(op, &[(0, &x), (1, w)], &[(2, y)], &cx, filter).unwrap().unwrap();
+                l.steps
+                    .iter()
+                    .map(|s| match s {
+                        Lowered::Copy { .. } => "copy",
+                        Lowered::Dispatch { wgsl, .. } if wgsl.contains("atomicOr") => "flag",
+                        Lowered::Dispatch { wgsl, .. } if wgsl.contains("flag[0] == 0u") => "guarded",
+                        Lowered::Dispatch { wgsl, .. } if wgsl.contains("for (var ci = 0u;") => "direct",
+                        Lowered::Dispatch { .. } => "tiled",
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let finite = steps(FilterValues::Finite);
+            assert!(!finite.is_empty() && finite.iter().all(|s| *s == "tiled"), "{op:?}: {finite:?}");
+            assert_eq!(steps(FilterValues::NonFinite), ["direct"], "{op:?}");
+            let unknown = steps(FilterValues::Unknown);
+            assert_eq!(&unknown[..2], ["copy", "flag"], "{op:?}");
+            assert_eq!(unknown.last(), Some(&"guarded"), "{op:?}");
+            assert_eq!(&unknown[2..unknown.len() - 1], &finite[..], "{op:?}");
+        }
+        // Unpadded conv2d: the tiled kernel whatever the filter.
+        let Op::Conv2d(mut a) = conv else { unreachable!() };
+        a.padding = [0; 4];
+        let l = lower_with_filter(&Op::Conv2d(a), &[(0, &x), (1, &w)], &[(2, &d(&[1, 6, 3, 3]))], &cx, FilterValues::Unknown).unwrap().unwrap();
+        assert!(l.steps.iter().all(|s| matches!(s, Lowered::Dispatch { wgsl, .. } if !wgsl.contains("flag"))));
+    }
+
     #[test]
     fn convolution_kernels_are_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {

@@ -64,6 +64,17 @@ pub fn register_packed(g: &Graph) -> usize {
             count += 1;
         }
     }
+    // Whether each constant conv filter is finite, which the conv2d kernels ask
+    // on every compute of a padded convolution (`conv_safe.rs`): recorded once
+    // here, it costs them a lookup instead of a scan.
+    for op in g.operators.iter().filter(|op| matches!(op.op, Op::Conv2d(_) | Op::Fused(_))) {
+        for &i in &op.inputs {
+            let d = desc(g, i);
+            if let (4, Some(bytes)) = (d.shape.len(), constant(g, i)) {
+                conv::record_finite(bytes, d.data_type);
+            }
+        }
+    }
     count
 }
 

@@ -25,7 +25,7 @@ function shapeIn (dims, from, to) {
  * are constants unless `filterInput`.
  */
 function conv (op, name, t, x, w, options = {}, extra = {}) {
-  const { bias, filterInput, range = [-1, 1], ...rest } = extra
+  const { bias, filterInput, range = [-1, 1], special, ...rest } = extra
   const inputLayout = options.inputLayout || 'nchw'
   const filterLayout = options.filterLayout || (op === 'conv2d' ? 'oihw' : 'iohw')
   const xShape = shapeIn(x, 'nchw', inputLayout)
@@ -35,7 +35,7 @@ function conv (op, name, t, x, w, options = {}, extra = {}) {
   const outChannels = op === 'conv2d' ? w[0] : w[1] * groups
   const constants = {}
   const inputs = { x: U(t, xShape, range[0], range[1]) }
-  const filter = U(t, wShape, range[0], range[1])
+  const filter = special ? withSpecial(t, wShape, special, name) : U(t, wShape, range[0], range[1])
   if (filterInput) inputs.w = filter
   else constants.w = filter
   if (bias) constants.b = U(t, [outChannels], range[0], range[1])
@@ -50,6 +50,19 @@ function conv (op, name, t, x, w, options = {}, extra = {}) {
     tolerance: accumulation(K + 1, scale),
     ...rest
   })
+}
+
+/**
+ * Literal filter values in [-1, 1] (seeded by `name`) with the values of
+ * `special` (infinities, NaN) spread over it, the first at element 0.
+ */
+function withSpecial (t, shape, special, name) {
+  const n = shape.reduce((a, b) => a * b, 1)
+  let seed = [...name].reduce((h, ch) => Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0, 2166136261)
+  const next = () => { seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0; return seed / 2 ** 32 * 2 - 1 }
+  const values = Array.from({ length: n }, next)
+  special.forEach((v, k) => { values[Math.floor(k * n / special.length)] = v })
+  return D(t, shape, values)
 }
 
 const c2 = (...a) => conv('conv2d', ...a)
@@ -183,6 +196,83 @@ cases.push(
   ct('float32 large nhwc [1,20,20,16] 3x3', 'float32', [1, 16, 20, 20], [16, 16, 3, 3], { inputLayout: 'nhwc', filterLayout: 'ohwi', strides: [2, 2], outputPadding: [1, 1] }, { bias: true }),
   ct('float32 many batches [16,8,6,6]', 'float32', [16, 8, 6, 6], [8, 8, 3, 3], { padding: [1, 1, 1, 1] }, { bias: true }),
   ct('float16 large [1,16,12,12] 3x3 stride 2', 'float16', [1, 16, 12, 12], [16, 8, 3, 3], { strides: [2, 2] }, { bias: true })
+)
+
+// Infinite and NaN weights next to padding: a padded tap (conv2d's padding,
+// convTranspose2d's taps between and beyond the input pixels) contributes
+// nothing, so it never makes 0 * inf = NaN, while a real input element times an
+// infinite weight is the IEEE product. Constant filters and filters given as
+// inputs (which the engines can only check when they compute), both layouts,
+// groups, depthwise, strides and dilations, and the kernels' larger paths.
+const INF = Infinity
+for (const [what, special] of [['inf', [INF]], ['-inf and inf', [-INF, 0.5, INF]], ['NaN', [NaN]]]) {
+  for (const filterInput of [false, true]) {
+    const how = `${what} weights${filterInput ? ' (filter input)' : ''}`
+    cases.push(
+      c2(`float32 ${how} padding 1`, 'float32', [1, 3, 5, 5], [4, 3, 3, 3], { padding: [1, 1, 1, 1] }, { special, filterInput, bias: true }),
+      c2(`float32 nhwc ohwi ${how} padding strided dilated`, 'float32', [2, 3, 6, 7], [4, 3, 3, 2],
+        { inputLayout: 'nhwc', filterLayout: 'ohwi', padding: [2, 0, 1, 1], strides: [2, 1], dilations: [2, 1] }, { special, filterInput }),
+      c2(`float32 nchw hwio ${how} groups 2 padding 1`, 'float32', [1, 4, 5, 4], [6, 2, 3, 3],
+        { filterLayout: 'hwio', groups: 2, padding: [1, 1, 1, 1] }, { special, filterInput }),
+      c2(`float32 nchw ${how} depthwise padding 1`, 'float32', [1, 4, 6, 6], [4, 1, 3, 3], { groups: 4, padding: [1, 1, 1, 1] }, { special, filterInput, bias: true }),
+      c2(`float32 nhwc ihwo ${how} depthwise padding 2`, 'float32', [1, 5, 5, 6], [5, 1, 3, 3],
+        { inputLayout: 'nhwc', filterLayout: 'ihwo', groups: 5, padding: [2, 2, 1, 1], strides: [2, 2] }, { special, filterInput }),
+      ct(`float32 ${how} stride 2 padding 1`, 'float32', [1, 3, 4, 4], [3, 2, 3, 3], { strides: [2, 2], padding: [1, 1, 1, 1] }, { special, filterInput, bias: true }),
+      ct(`float32 nhwc ohwi ${how} strided padded outputPadding`, 'float32', [2, 2, 3, 4], [2, 3, 3, 2],
+        { inputLayout: 'nhwc', filterLayout: 'ohwi', strides: [2, 1], padding: [0, 1, 1, 0], outputPadding: [1, 0] }, { special, filterInput }),
+      ct(`float32 nchw hwoi ${how} groups 2 strided dilated outputSizes`, 'float32', [1, 4, 3, 3], [4, 2, 2, 3],
+        { filterLayout: 'hwoi', groups: 2, strides: [2, 2], dilations: [2, 2], outputSizes: [8, 9] }, { special, filterInput })
+    )
+  }
+}
+cases.push(
+  // The larger kernels (direct and GEMM conv2d paths, depthwise, convTranspose2d's GEMM) and float16.
+  c2('float32 large [1,16,14,14] 3x3 inf weights padding 1', 'float32', [1, 16, 14, 14], [32, 16, 3, 3], { padding: [1, 1, 1, 1] }, { special: [INF, -INF, NaN] }),
+  c2('float32 large [2,16,30,30] 3x3 inf weights padding 1', 'float32', [2, 16, 30, 30], [32, 16, 3, 3], { padding: [1, 1, 1, 1] }, { special: [INF], bias: true }),
+  c2('float32 large nhwc [1,24,24,16] hwio inf weights padding 1', 'float32', [1, 16, 24, 24], [24, 16, 3, 3],
+    { inputLayout: 'nhwc', filterLayout: 'hwio', padding: [1, 1, 1, 1], strides: [2, 2] }, { special: [-INF], filterInput: true }),
+  c2('float32 large depthwise [1,32,20,20] inf weights padding 1', 'float32', [1, 32, 20, 20], [32, 1, 3, 3], { groups: 32, padding: [1, 1, 1, 1] }, { special: [INF, NaN] }),
+  c2('float16 [1,4,6,6] inf weights padding 1', 'float16', [1, 4, 6, 6], [4, 4, 3, 3], { padding: [1, 1, 1, 1] }, { special: [INF, NaN] }),
+  ct('float32 large [1,32,16,16] 4x4 stride 2 inf weights', 'float32', [1, 32, 16, 16], [32, 16, 4, 4], { strides: [2, 2], padding: [1, 1, 1, 1] }, { special: [INF] }),
+  ct('float16 [1,4,3,3] stride 2 NaN weights', 'float16', [1, 4, 3, 3], [4, 2, 3, 3], { strides: [2, 2] }, { special: [NaN], filterInput: true })
+)
+
+/**
+ * A chain of convolutions (and activations) on x [N, C, H, W] as the compiler's
+ * fusion passes see them (channel-blocked regions, pointwise + depthwise bands,
+ * epilogues): `layers` are [filter shape, options, special?] for conv2d, or an
+ * activation name. Tolerance: the K of every conv, on values the earlier convs
+ * grew by up to sqrt(K) each.
+ */
+function chain (name, x, layers) {
+  const constants = {}
+  const graph = []
+  let prev = 'x'
+  let K = 0
+  let scale = 1
+  layers.forEach((layer, i) => {
+    const out = i === layers.length - 1 ? 'y' : `t${i}`
+    if (typeof layer === 'string') {
+      graph.push({ op: layer, args: [prev], out })
+    } else {
+      const [w, options, special] = layer
+      constants[`w${i}`] = special ? withSpecial('float32', w, special, `${name} ${i}`) : U('float32', w)
+      graph.push({ op: 'conv2d', args: [prev, `w${i}`], options, out })
+      K += w[1] * w[2] * w[3]
+      scale *= Math.sqrt(w[1] * w[2] * w[3])
+    }
+    prev = out
+  })
+  return makeCase({ name, op: 'conv2d', inputs: { x: U('float32', x) }, constants, graph, outputs: ['y'], tolerance: accumulation(K, scale) })
+}
+const same = { padding: [1, 1, 1, 1] }
+cases.push(
+  chain('chain 16 channels 3x3, inf weights in the middle', [1, 16, 8, 8],
+    [[[16, 16, 3, 3], same], [[16, 16, 3, 3], same, [INF]], 'relu', [[16, 16, 1, 1], {}]]),
+  chain('chain pointwise, depthwise NaN weights, pointwise', [1, 16, 14, 14],
+    [[[32, 16, 1, 1], {}], [[32, 1, 3, 3], { groups: 32, padding: [1, 1, 1, 1] }, [NaN]], [[16, 32, 1, 1], {}]]),
+  chain('chain pointwise 56x56, depthwise inf weights', [1, 16, 56, 56],
+    [[[96, 16, 1, 1], {}], 'relu', [[96, 1, 3, 3], { groups: 96, padding: [1, 1, 1, 1] }, [-INF, INF]]])
 )
 
 module.exports = cases

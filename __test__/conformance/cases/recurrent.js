@@ -141,6 +141,28 @@ lstm({ dataType: 'float16', steps: 3, batch: 2, inputSize: 4, hiddenSize: 3, wit
 lstm({ dataType: 'float16', steps: 4, batch: 3, inputSize: 5, hiddenSize: 4, with: ALL.lstm, returnSequence: true, direction: 'backward', constWeights: true })
 lstm({ dataType: 'float16', steps: 2, batch: 2, inputSize: 3, hiddenSize: 2, with: ['peepholeWeight'], activations: [clamp(0, 1), { name: 'tanh' }, { name: 'tanh' }] })
 
+// Both directions over several steps and images, with and without initial
+// states, in every layout: direction 1 walks the input from its last step, each
+// direction keeps its own states (slab d of the [2, batch, hidden] initial
+// states, and of the outputs), and sequence[step] holds both directions' states
+// after `step` steps (the decompositions' concat per step, not the time order).
+// Sizes are unequal (steps, batch, input, hidden) so that a swapped axis shows.
+for (const layout of ['iofg', 'ifgo']) {
+  for (const states of [[], ['initialHiddenState'], ['initialCellState'], ['initialHiddenState', 'initialCellState']]) {
+    lstm({ steps: 2, batch: 3, inputSize: 4, hiddenSize: 5, with: states, returnSequence: true, direction: 'both', layout })
+  }
+  lstm({ steps: 2, batch: 2, inputSize: 3, hiddenSize: 2, with: ALL.lstm, returnSequence: true, direction: 'both', layout, constWeights: true })
+  lstm({ steps: 4, batch: 2, inputSize: 5, hiddenSize: 3, with: ['bias', 'peepholeWeight', 'initialHiddenState', 'initialCellState'], direction: 'both', layout })
+}
+for (const layout of ['zrn', 'rzn']) {
+  for (const resetAfter of [true, false]) {
+    for (const states of [[], ['initialHiddenState']]) {
+      gru({ steps: 2, batch: 3, inputSize: 4, hiddenSize: 5, with: states, returnSequence: true, direction: 'both', layout, resetAfter })
+    }
+  }
+  gru({ steps: 4, batch: 2, inputSize: 5, hiddenSize: 3, with: ALL.gru, direction: 'both', layout, constWeights: true })
+}
+
 // lstmCell -------------------------------------------------------------------
 const lstmCell = (c) => cases.push(recurrentCase('lstmCell', c))
 lstmCell({ batch: 3, inputSize: 4, hiddenSize: 5 })

@@ -590,7 +590,25 @@ impl GpuPlan {
                 operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
             let outs: Vec<(OperandId, &OperandDesc)> =
                 operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
-            lowered.push(lower(&operator.op, &ins, &outs, &cx)?);
+            // A convolution's filter that is a constant is known now: its values
+            // decide whether the padded taps need the guard (`families::conv`).
+            let filter = match (&operator.op, operator.inputs.get(1).map(|&f| &graph.operands[f])) {
+                (
+                    Op::Conv2d(_)
+                    | Op::ConvTranspose2d(_)
+                    | Op::Fused(crate::compile::fused::FusedOp::Conv2d { .. } | crate::compile::fused::FusedOp::ConvTranspose2d { .. }),
+                    Some(f),
+                ) => match &f.kind {
+                    OperandKind::Constant(bytes) => Some(families::conv::FilterValues::of(Some(&bytes[..]), f.desc.data_type)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let known = filter.and_then(|v| families::conv::lower_with_filter(&operator.op, &ins, &outs, &cx, v));
+            lowered.push(match known {
+                Some(l) => l?,
+                None => lower(&operator.op, &ins, &outs, &cx)?,
+            });
         }
         let limit = shared
             .limits

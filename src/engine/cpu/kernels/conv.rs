@@ -63,6 +63,10 @@ mod oclanes;
 
 #[path = "conv_band.rs"]
 mod band;
+
+#[path = "conv_safe.rs"]
+mod safe;
+pub use safe::{record_finite, values_finite};
 pub use band::{fusable as pointwise_depthwise_fusable, pointwise_depthwise};
 
 /// Which direct nchw kernel, if any, computes a convolution.
@@ -415,6 +419,13 @@ pub fn conv2d_blocked(
     let g = Geometry::conv2d(attrs, x.shape, out_shape, [cig, k_h, k_w]);
     let xs = f32_input(x)?;
     let bs = bias.map(f32_input).transpose()?;
+    if safe::exposed(&attrs.padding, f) {
+        let fs = f32_input(f)?;
+        let order = |blocked: bool| if blocked { safe::Order::Blocked } else { safe::Order::Nchw };
+        let w_strides = strides_at(f.shape, attrs.filter_layout.axes());
+        let c = safe::Conv { g: &g, x: &xs, x_order: order(layouts.input), w: &fs, w_strides, bias: bs.as_deref(), out_order: order(layouts.output) };
+        return with_f32_output(out, x.data_type, |dst| safe::conv2d(&c, epi, dst));
+    }
     let packed = prepacked::lookup(f.data, blocked_key(&g, [o, cig, k_h, k_w]));
     let ahead = match packed.as_deref() {
         Some(Packed::OcLanes { w, cb }) if oclanes::packed_fits(&g, layouts, w, *cb) => Some((&w[..], *cb)),
@@ -462,6 +473,14 @@ pub fn depthwise_blocked(x: &Tensor, f: &Tensor, bias: Option<&Tensor>, attrs: &
     let dims = [c, 1, kh, kw];
     let xs = f32_input(x)?;
     let bs = bias.map(f32_input).transpose()?;
+    if safe::exposed(&attrs.padding, f) {
+        let g = Geometry::conv2d(attrs, x.shape, out_shape, [1, kh, kw]);
+        let fs = f32_input(f)?;
+        let w_strides = strides_at(f.shape, attrs.filter_layout.axes());
+        let order = safe::Order::Blocked;
+        let c = safe::Conv { g: &g, x: &xs, x_order: order, w: &fs, w_strides, bias: bs.as_deref(), out_order: order };
+        return with_f32_output(out, x.data_type, |dst| safe::conv2d(&c, epi, dst));
+    }
     let packed = prepacked::lookup(f.data, What::DepthwiseBlocked { dims });
     let fs = match packed.as_deref() {
         Some(Packed::Direct(p)) if p.len() == c * kh * kw => std::borrow::Cow::Borrowed(&p[..]),
@@ -550,6 +569,15 @@ fn conv2d_with(
     let bs = bias.map(f32_input).transpose()?;
     let bs = bs.as_deref();
     let f_strides = strides_at(f.shape, axes);
+    if safe::exposed(&attrs.padding, f) {
+        let fs = f32_input(f)?;
+        let order = match layout {
+            InputLayout::Nchw => safe::Order::Nchw,
+            InputLayout::Nhwc => safe::Order::Nhwc,
+        };
+        let c = safe::Conv { g: &g, x: &xs, x_order: order, w: &fs, w_strides: f_strides, bias: bs, out_order: order };
+        return with_f32_output(out, x.data_type, |dst| safe::conv2d(&c, epi, dst));
+    }
     let f_dims = [g.out_c, cig, k_h, k_w];
     let kind = if allow_direct { direct_kind(layout, &g) } else { None };
     if epi.accumulates() && !accumulating_path(x.data_type, layout, &g, kind) {

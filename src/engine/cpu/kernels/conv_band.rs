@@ -96,6 +96,17 @@ pub fn pointwise_depthwise(
     let bias1 = b1.map(f32_input).transpose()?;
     let bias2 = b2.map(f32_input).transpose()?;
     let (bias1, bias2) = (bias1.as_deref(), bias2.as_deref());
+    if super::safe::exposed(&a2.padding, w2) {
+        // Both steps by the padded-tap-skipping kernel (`conv_safe.rs`), through
+        // a whole expanded tensor: only a filter with an infinity or a NaN gets here.
+        use super::safe::{conv2d, Conv, Order};
+        let mut mid = alloc_f32(n * c * h * w)?;
+        let (fs1, fs2) = (f32_input(w1)?, f32_input(w2)?);
+        let (s1, s2) = (strides_at(w1.shape, axes1), strides_at(w2.shape, axes2));
+        conv2d(&Conv { g: &g1, x: &xs, x_order: Order::Nchw, w: &fs1, w_strides: s1, bias: bias1, out_order: Order::Nchw }, epi1, &mut mid)?;
+        let dst = crate::engine::cpu::kernels::element::as_elems_mut::<f32>(out)?;
+        return conv2d(&Conv { g: &g2, x: &mid, x_order: Order::Nchw, w: &fs2, w_strides: s2, bias: bias2, out_order: Order::Nchw }, epi2, dst);
+    }
     // The pointwise filter: packed at build time, else read through its strides.
     let what = What::Conv2d { layout: InputLayout::Nchw, filter_layout: a1.filter_layout, groups: 1, dims: [c, cin, 1, 1] };
     let packed = prepacked::lookup(w1.data, what);

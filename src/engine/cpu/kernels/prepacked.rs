@@ -48,6 +48,10 @@ pub enum What {
     Matmul { k: usize, n: usize },
     /// gemm's B, read as [k, n] (transposed when `b_transpose`).
     GemmB { b_transpose: bool, k: usize, n: usize },
+    /// Whether a conv filter's values are all finite (`Packed::Finite`): the
+    /// padded convolutions of a filter holding an infinity or a NaN take
+    /// another kernel (`conv_safe.rs`).
+    Finite,
 }
 
 /// A packed constant.
@@ -63,6 +67,8 @@ pub enum Packed {
     /// A conv2d filter in the order of the output-channels-along-lanes kernel
     /// (`conv_oclanes.rs`), in blocks of `cb` output channels.
     OcLanes { w: Vec<f32>, cb: usize },
+    /// Whether every value of the constant is finite (`What::Finite`).
+    Finite(bool),
 }
 
 struct Entry {

@@ -38,7 +38,7 @@ use crate::compile::fused::{FusedOp, Stage};
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
-use crate::graph::{OperandDesc, OperandId};
+use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::conv::{pick, strides_at, InputLayout};
 use crate::ops::Op;
 
@@ -75,8 +75,20 @@ pub(super) fn lower(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
+    lower_with_filter(op, ins, outs, cx, FilterValues::Unknown)
+}
+
+/// `lower`, for a convolution whose filter values the plan knows at build
+/// (`filter`: a constant); `None` for other operators.
+pub(in crate::engine::gpu) fn lower_with_filter(
+    op: &Op,
+    ins: &[(OperandId, &OperandDesc)],
+    outs: &[(OperandId, &OperandDesc)],
+    cx: &Cx,
+    filter: FilterValues,
+) -> Option<Result<Lowering>> {
     match op {
-        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, &[], ins, outs, cx)),
+        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, &[], ins, outs, cx, filter)),
         Op::Fused(f @ (FusedOp::Conv2d { .. } | FusedOp::ConvTranspose2d { .. })) => {
             let stages = &f.epilogue().stages;
             if let Some(s) = stages.iter().find(|s| !supported(s)) {
@@ -89,7 +101,7 @@ pub(super) fn lower(
                 FusedOp::ConvTranspose2d { attrs, .. } => Op::ConvTranspose2d(attrs.clone()),
                 _ => return None,
             };
-            Some(lower_conv(&base, stages, ins, outs, cx))
+            Some(lower_conv(&base, stages, ins, outs, cx, filter))
         }
         _ => None,
     }
@@ -112,15 +124,16 @@ struct Variant {
 }
 
 /// Bindings and the index helpers every kernel shares, and the epilogue: reads
-/// x, w, [bias], [ktab], the residual operands; then out, p.
-fn common(v: Variant, table: bool, stages: &[Stage]) -> String {
+/// x, w, [bias], [`extra`: the K table or the guard's flag], the residual
+/// operands; then out, p.
+fn common(v: Variant, extra: Option<&str>, stages: &[Stage]) -> String {
     let mut s = String::from(PRELUDE);
     let mut names: Vec<(String, &str)> = vec![("x".into(), "read"), ("w".into(), "read")];
     if v.bias {
         names.push(("bias".into(), "read"));
     }
-    if table {
-        names.push(("ktab".into(), "read"));
+    if let Some(name) = extra {
+        names.push((name.into(), "read"));
     }
     for j in 0..residuals(stages) {
         names.push((format!("res{j}"), "read"));
@@ -147,7 +160,7 @@ fn common(v: Variant, table: bool, stages: &[Stage]) -> String {
 /// output pixel's decomposition depends only on the column, which a thread keeps
 /// through the K loop.
 fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
-    let mut s = common(v, true, stages);
+    let mut s = common(v, Some("ktab"), stages);
     let gather = match v.kind {
         Kind::Conv => format!(
             "  let iy = i32(o.y * p[{P_SY}] + kyd) - i32(p[{P_PT}]);\n\
@@ -202,7 +215,7 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
 /// decomposition: nchw computes filter [cog, cig] x input plane [cig, H*W]
 /// (pixels contiguous), nhwc input [H*W, cig] x filter^T (channels contiguous).
 fn pointwise_decls(v: Variant, stages: &[Stage]) -> String {
-    let mut s = common(v, false, stages);
+    let mut s = common(v, None, stages);
     let bias = if v.bias { format!(" + ld_bias(grp * p[{P_COG}] + c)") } else { String::new() };
     let _ = write!(
         s,
@@ -307,7 +320,7 @@ fn k_table(
 /// The direct depthwise kernel: one invocation per output element, in the
 /// output's memory order.
 fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
-    let mut s = common(v, false, stages);
+    let mut s = common(v, None, stages);
     s.push_str(MAIN_HEAD);
     let _ = writeln!(s, "  if (g >= p[{P_TOTAL}]) {{ return; }}");
     match v.layout {
@@ -353,6 +366,122 @@ fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
     s
 }
 
+/// The padded-tap-skipping kernel for any convolution: one invocation per
+/// output element, in the output's memory order, summing only the taps that
+/// land on an input element. The tiled kernels gather a 0 for a tap outside the
+/// input (padding, and convTranspose2d's taps between or beyond the input
+/// pixels), which times an infinite or NaN weight makes NaN; padding contributes
+/// nothing, so a filter that is not all finite is computed here. `guarded`: the
+/// fix-up after the tiled kernel for a filter not known at build, which does
+/// nothing unless the flag (`flag_wgsl`) says the filter holds such a value.
+fn direct_wgsl(v: Variant, stages: &[Stage], guarded: bool) -> String {
+    let mut s = common(v, guarded.then_some("flag"), stages);
+    s.push_str(MAIN_HEAD);
+    let _ = writeln!(s, "  if (g >= p[{P_TOTAL}]) {{ return; }}");
+    if guarded {
+        s.push_str("  if (flag[0] == 0u) { return; }\n");
+    }
+    let _ = match v.layout {
+        InputLayout::Nchw => writeln!(
+            s,
+            "  let ox = g % p[{P_OW}];\n  let t = g / p[{P_OW}];\n  let oy = t % p[{P_OH}];\n  let t2 = t / p[{P_OH}];\n  let c = t2 % p[{P_OC}];\n  let b = t2 / p[{P_OC}];"
+        ),
+        InputLayout::Nhwc => writeln!(
+            s,
+            "  let c = g % p[{P_OC}];\n  let t = g / p[{P_OC}];\n  let ox = t % p[{P_OW}];\n  let t2 = t / p[{P_OW}];\n  let oy = t2 % p[{P_OH}];\n  let b = t2 / p[{P_OH}];"
+        ),
+    };
+    // The input row and column of tap (ky, kx), or `continue` where there is none.
+    let (row, col) = match v.kind {
+        Kind::Conv => (
+            format!(
+                "      let iy = i32(oy * p[{P_SY}] + ky * p[{P_DY}]) - i32(p[{P_PT}]);\n\
+                 \x20     if (iy < 0 || u32(iy) >= p[{P_IH}]) {{ continue; }}\n      let uy = u32(iy);\n"
+            ),
+            format!(
+                "        let ix = i32(ox * p[{P_SX}] + kx * p[{P_DX}]) - i32(p[{P_PL}]);\n\
+                 \x20       if (ix < 0 || u32(ix) >= p[{P_IW}]) {{ continue; }}\n        let ux = u32(ix);\n"
+            ),
+        ),
+        Kind::Transpose => (
+            format!(
+                "      let ty = i32(oy + p[{P_PT}]) - i32(ky * p[{P_DY}]);\n\
+                 \x20     if (ty < 0) {{ continue; }}\n      let uy = u32(ty) / p[{P_SY}];\n\
+                 \x20     if (uy * p[{P_SY}] != u32(ty) || uy >= p[{P_IH}]) {{ continue; }}\n"
+            ),
+            format!(
+                "        let tx = i32(ox + p[{P_PL}]) - i32(kx * p[{P_DX}]);\n\
+                 \x20       if (tx < 0) {{ continue; }}\n        let ux = u32(tx) / p[{P_SX}];\n\
+                 \x20       if (ux * p[{P_SX}] != u32(tx) || ux >= p[{P_IW}]) {{ continue; }}\n"
+            ),
+        ),
+    };
+    let bias = if v.bias { "ld_bias(c)" } else { "0.0" };
+    let _ = write!(
+        s,
+        "  let gi = c / p[{P_COG}];\n\
+         \x20 let xb = b * p[{xn}] + gi * p[{P_CIG}] * p[{xc}];\n\
+         \x20 let wb = gi * p[{fg}] + (c - gi * p[{P_COG}]) * p[{fo}];\n\
+         \x20 var acc = 0.0;\n\
+         \x20 for (var ci = 0u; ci < p[{P_CIG}]; ci = ci + 1u) {{\n\
+         \x20   for (var ky = 0u; ky < p[{P_KH}]; ky = ky + 1u) {{\n{row}\
+         \x20     for (var kx = 0u; kx < p[{P_KW}]; kx = kx + 1u) {{\n{col}\
+         \x20       acc = acc + ld_x(xb + ci * p[{xc}] + uy * p[{xh}] + ux * p[{xw}]) * ld_w(wb + ci * p[{fi}] + ky * p[{fy}] + kx * p[{fx}]);\n\
+         \x20     }}\n    }}\n  }}\n\
+         \x20 out[g] = {enc};\n}}\n",
+        xn = P_XS,
+        xc = P_XS + 1,
+        xh = P_XS + 2,
+        xw = P_XS + 3,
+        fg = P_FS,
+        fo = P_FS + 1,
+        fi = P_FS + 2,
+        fy = P_FS + 3,
+        fx = P_FS + 4,
+        enc = v.st.encode(&format!("epilogue(acc + {bias}, g)")),
+    );
+    s
+}
+
+/// Sets `flag[0]` (cleared before) where an element of the filter `w` (of
+/// `p[0]` elements, stored as `st`) is an infinity or a NaN, by its bits (WGSL
+/// lets a compiler assume floats are finite).
+fn flag_wgsl(st: Storage) -> String {
+    let mut s = String::from(PRELUDE);
+    s.push_str(
+        "@group(0) @binding(0) var<storage, read> w: array<u32>;\n\
+         @group(0) @binding(1) var<storage, read_write> flag: array<atomic<u32>>;\n\
+         @group(0) @binding(2) var<storage, read> p: array<u32>;\n",
+    );
+    s.push_str(&load_fn("raw_w", "w", st, false));
+    s.push_str(MAIN_HEAD);
+    let mask = if st == Storage::F16 { "0x7c00u" } else { "0x7f800000u" };
+    let _ = write!(s, "  if (g >= p[0]) {{ return; }}\n  if ((raw_w(g) & {mask}) == {mask}) {{ atomicOr(&flag[0], 1u); }}\n}}\n");
+    s
+}
+
+/// What the plan knows of a convolution's filter values at build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::engine::gpu) enum FilterValues {
+    /// A constant, every value finite.
+    Finite,
+    /// A constant holding an infinity or a NaN.
+    NonFinite,
+    /// Not a constant: known only when the graph computes.
+    Unknown,
+}
+
+impl FilterValues {
+    /// From a constant filter's bytes, if it is one.
+    pub(in crate::engine::gpu) fn of(constant: Option<&[u8]>, t: DataType) -> FilterValues {
+        match constant {
+            None => FilterValues::Unknown,
+            Some(bytes) if crate::engine::cpu::kernels::conv::values_finite(bytes, t) => FilterValues::Finite,
+            Some(_) => FilterValues::NonFinite,
+        }
+    }
+}
+
 /// Element strides of a 4-D tensor in `layout`, as (batch, channel, y, x).
 fn layout_strides(layout: InputLayout, shape: &[usize]) -> [usize; 4] {
     let s = [shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1];
@@ -368,6 +497,7 @@ fn lower_conv(
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
+    filter: FilterValues,
 ) -> Result<Lowering> {
     let (x, w, out, t) = float_product_operands(op, ins, outs)?;
     if x.1.shape.len() != 4 || w.1.shape.len() != 4 || out.1.shape.len() != 4 {
@@ -487,6 +617,7 @@ fn lower_conv(
     }
     let own = 2 + usize::from(has_bias);
     let res: Vec<Buf> = ins.iter().skip(own).map(|r| Buf::Operand(r.0)).collect();
+    let mut guard: Option<(Buf, Vec<Buf>)> = None;
     if res.len() != residuals(stages) || ins[own..].iter().any(|r| r.1 != out.1) {
         return Err(WebnnError::Operation(format!("internal: {} (fused) without its residual operands", op.name())));
     }
@@ -497,17 +628,63 @@ fn lower_conv(
         && strides == [1, 1]
         && padding == [0, 0, 0, 0]
         && pointwise_enabled();
+    // The implicit GEMM gathers a 0 for a tap with no input element (conv2d's
+    // padding; convTranspose2d's taps between and beyond the input pixels),
+    // which an infinite or NaN weight turns into NaN where that tap should
+    // contribute nothing (see `direct_wgsl`). The depthwise kernel skips such
+    // taps, the pointwise one has none.
+    let gathers_absent = match kind {
+        Kind::Conv => cig != 1 && padding != [0, 0, 0, 0],
+        Kind::Transpose => true,
+    };
+    let direct = |l: &mut Lowering, reads: Vec<Buf>, guard: Option<Buf>| {
+        let mut reads = reads;
+        reads.extend(guard);
+        reads.extend(res.iter().copied());
+        l.steps.push(Lowered::Dispatch {
+            wgsl: direct_wgsl(variant, stages, guard.is_some()),
+            reads,
+            writes: vec![dst],
+            params: p.clone(),
+            grid: Grid::Threads(out.1.element_count()),
+        });
+    };
+    match (gathers_absent, filter) {
+        (true, FilterValues::NonFinite) => {
+            direct(&mut l, reads, None);
+            l.finish_words(dst, out)?;
+            return Ok(l);
+        }
+        (true, FilterValues::Unknown) => {
+            // The flag, cleared then set by the filter's values, then the fix-up
+            // after the tiled kernel (below): it recomputes every element, with
+            // the same epilogue, only where the flag is set.
+            let flag = l.local(Local::Scratch(4));
+            let zero = l.local(Local::Data(vec![0; 4]));
+            l.steps.push(Lowered::Copy { src: zero, src_offset: 0, dst: flag, dst_offset: 0, size: 4 });
+            let n = w.1.element_count();
+            l.steps.push(Lowered::Dispatch {
+                wgsl: flag_wgsl(variant.st),
+                reads: vec![Buf::Operand(w.0)],
+                writes: vec![flag],
+                params: vec![u32_of(n, "the filter's element count")?, 0, 0, 0],
+                grid: Grid::Threads(n),
+            });
+            guard = Some((flag, reads.clone()));
+        }
+        _ => {}
+    }
     if kind == Kind::Conv && cig == 1 {
-        reads.extend(res);
+        reads.extend(res.iter().copied());
         l.steps.push(Lowered::Dispatch {
             wgsl: depthwise_wgsl(variant, stages),
             reads,
             writes: vec![dst],
-            params: p,
+            params: p.clone(),
             grid: Grid::Threads(out.1.element_count()),
         });
     } else if pointwise {
-        reads.extend(res);
+        reads.extend(res.iter().copied());
         let core = Core {
             first: "x",
             decls: pointwise_decls(variant, stages),
@@ -519,7 +696,7 @@ fn lower_conv(
             InputLayout::Nhwc => (out_h * out_w, cog),
         };
         let z = batches.checked_mul(groups).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU engine".into()))?;
-        core.launch(&mut l, m, n, cig, z, p, reads, vec![dst], cx)?;
+        core.launch(&mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?;
     } else {
         let pixels = batches
             .checked_mul(out_h)
@@ -528,7 +705,7 @@ fn lower_conv(
         let k = cig * k_h * k_w;
         let table = k_table(layout, cig, k_h, k_w, p[P_XS + 1] as usize, dilations, f[2], f[3], f[4])?;
         reads.push(l.local(Local::Data(table)));
-        reads.extend(res);
+        reads.extend(res.iter().copied());
         let core = Core {
             first: "x",
             decls: gemm_decls(variant, stages),
@@ -541,7 +718,10 @@ fn lower_conv(
             InputLayout::Nchw => (cog, pixels),
             InputLayout::Nhwc => (pixels, cog),
         };
-        core.launch(&mut l, m, n, k, groups, p, reads, vec![dst], cx)?;
+        core.launch(&mut l, m, n, k, groups, p.clone(), reads, vec![dst], cx)?;
+    }
+    if let Some((flag, reads)) = guard {
+        direct(&mut l, reads, Some(flag));
     }
     l.finish_words(dst, out)?;
     Ok(l)
@@ -588,9 +768,72 @@ mod tests {
         ]
     }
 
+    /// The steps of a padded conv2d (and of a convTranspose2d) for each thing
+    /// the plan may know of the filter: the tiled kernel alone for a finite
+    /// constant, the padded-tap-skipping kernel alone for a non-finite one, and
+    /// both with the flag between them for a filter known only at compute.
+    #[test]
+    fn non_finite_filters_take_the_direct_kernel() {
+        use crate::graph::DataType;
+        use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, ConvTranspose2dAttrs, ConvTranspose2dFilterLayout};
+        let limits = wgpu::Limits::default();
+        let cx = Cx { int64: false, limits: &limits };
+        let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
+        let (x, w, y) = (d(&[1, 4, 5, 5]), d(&[6, 4, 3, 3]), d(&[1, 6, 5, 5]));
+        let conv = Op::Conv2d(Conv2dAttrs {
+            padding: [1, 1, 1, 1],
+            strides: [1, 1],
+            dilations: [1, 1],
+            groups: 1,
+            input_layout: InputLayout::Nchw,
+            filter_layout: Conv2dFilterLayout::Oihw,
+            has_bias: false,
+        });
+        let (wt, yt) = (d(&[4, 6, 3, 3]), d(&[1, 6, 7, 7]));
+        let transpose = Op::ConvTranspose2d(ConvTranspose2dAttrs {
+            padding: [0; 4],
+            strides: [1, 1],
+            dilations: [1, 1],
+            output_padding: [0, 0],
+            output_sizes: None,
+            groups: 1,
+            input_layout: InputLayout::Nchw,
+            filter_layout: ConvTranspose2dFilterLayout::Iohw,
+            has_bias: false,
+        });
+        for (op, w, y) in [(&conv, &w, &y), (&transpose, &wt, &yt)] {
+            let steps = |filter| {
+                let l = lower_with_filter(op, &[(0, &x), (1, w)], &[(2, y)], &cx, filter).unwrap().unwrap();
+                l.steps
+                    .iter()
+                    .map(|s| match s {
+                        Lowered::Copy { .. } => "copy",
+                        Lowered::Dispatch { wgsl, .. } if wgsl.contains("atomicOr") => "flag",
+                        Lowered::Dispatch { wgsl, .. } if wgsl.contains("flag[0] == 0u") => "guarded",
+                        Lowered::Dispatch { wgsl, .. } if wgsl.contains("for (var ci = 0u;") => "direct",
+                        Lowered::Dispatch { .. } => "tiled",
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let finite = steps(FilterValues::Finite);
+            assert!(!finite.is_empty() && finite.iter().all(|s| *s == "tiled"), "{op:?}: {finite:?}");
+            assert_eq!(steps(FilterValues::NonFinite), ["direct"], "{op:?}");
+            let unknown = steps(FilterValues::Unknown);
+            assert_eq!(&unknown[..2], ["copy", "flag"], "{op:?}");
+            assert_eq!(unknown.last(), Some(&"guarded"), "{op:?}");
+            assert_eq!(&unknown[2..unknown.len() - 1], &finite[..], "{op:?}");
+        }
+        // Unpadded conv2d: the tiled kernel whatever the filter.
+        let Op::Conv2d(mut a) = conv else { unreachable!() };
+        a.padding = [0; 4];
+        let l = lower_with_filter(&Op::Conv2d(a), &[(0, &x), (1, &w)], &[(2, &d(&[1, 6, 3, 3]))], &cx, FilterValues::Unknown).unwrap().unwrap();
+        assert!(l.steps.iter().all(|s| matches!(s, Lowered::Dispatch { wgsl, .. } if !wgsl.contains("flag"))));
+    }
+
     #[test]
     fn convolution_kernels_are_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {
+            validate(&flag_wgsl(st));
             for kind in [Kind::Conv, Kind::Transpose] {
                 for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
                     for bias in [false, true] {
@@ -609,6 +852,8 @@ mod tests {
                             }
                             validate(&core.reduce_wgsl(false));
                             validate(&core.reduce_wgsl(true));
+                            validate(&direct_wgsl(v, &stages, false));
+                            validate(&direct_wgsl(v, &stages, true));
                             if kind == Kind::Conv {
                                 validate(&depthwise_wgsl(v, &stages));
                                 let core = Core {

@@ -18,7 +18,7 @@ use crate::graph::{OperandDesc, OperandId};
 use crate::ops::Op;
 
 mod matmul;
-mod conv;
+pub(super) mod conv;
 pub(super) mod fused;
 mod reduction;
 mod activation;

@@ -24,7 +24,7 @@ const KNOWN = [
   {
     id: 'conv-nonfinite-filter-padding',
     reason: 'issue 25: conv2d / convTranspose2d with NaN or infinite filter values next to zero padding (or outputSizes / outputPadding): padding contributes 0 x Inf = NaN on one engine and nothing on the other.',
-    match: (f) => numeric(f) && /^conv(Transpose)?2d$/.test(f.op) && nonFinite(filterOf(f)) &&
+    match: (f) => numeric(f) && /^conv(Transpose)?2d$/.test(f.op) && (f.nonFinite ? f.nonFinite[1] : nonFinite(filterOf(f))) &&
       !!f.options && ((f.options.padding || []).some((p) => p > 0) || !!f.options.outputSizes || !!f.options.outputPadding)
   },
   {
@@ -48,6 +48,12 @@ const KNOWN = [
     reason: 'issue 25 (the lead is fixing the compute() path): an ArrayBuffer\'s own transfer() is called; returning itself leaves the caller a live buffer the engine writes into after it is freed (crash or corruption), returning another or one shared buffer aliases memory.',
     hostile: ['own-transfer-self', 'own-transfer-other', 'own-transfer-shared'],
     match: hostileIn(['own-transfer-self', 'own-transfer-other', 'own-transfer-shared'])
+  },
+  {
+    id: 'recurrent-reference-float64-underflow',
+    reason: 'FINDINGS.md R1 (the reference, not an engine): reference-recurrent.js runs the whole network in float64 and rounds once, so a gate that underflows to 0 in float32 (sigmoid(-104)) is still non-zero there, and times an infinite state or weight gives +-Inf where float32, as the spec computes, gives NaN.',
+    match: (f) => numeric(f) && /^(gru|lstm)(Cell)?$/.test(f.op) && f.worst && f.worst.got === 'NaN' && f.worst.expected !== 'NaN' &&
+      (f.nonFinite ? f.nonFinite.some(Boolean) : !!f.repro && !!f.repro.inputs && Object.values(f.repro.inputs).some(nonFinite))
   },
   // Found by this fuzzer (FINDINGS.md); listed so the CI slice passes until they are decided.
   {

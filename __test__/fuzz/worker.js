@@ -138,6 +138,27 @@ function oneNodeCase (c, bad) {
   }
 }
 
+/**
+ * Replaces input values by simpler ones (0, 1, -1) one at a time while the case
+ * still fails, within `budget` runs: what is left is what the failure needs.
+ */
+async function simplify (c, fails, budget) {
+  let cur = c
+  for (const [name, spec] of Object.entries(c.inputs)) {
+    const isInt = !ref.isFloat(spec.dataType)
+    for (let i = 0; i < spec.data.length && budget > 0; i++) {
+      for (const v of isInt ? ['0', '1'] : [0, 1, -1]) {
+        if (String(cur.inputs[name].data[i]) === String(v) || budget-- <= 0) continue
+        const data = cur.inputs[name].data.slice()
+        data[i] = v
+        const next = { ...cur, inputs: { ...cur.inputs, [name]: { ...cur.inputs[name], data } } }
+        if (await fails(next)) { cur = next; break }
+      }
+    }
+  }
+  return cur
+}
+
 /** Runs a valid case on every device: findings and skips. */
 async function runValid (c, contexts, { shrink = true } = {}) {
   const findings = []
@@ -235,13 +256,14 @@ async function runValid (c, contexts, { shrink = true } = {}) {
     for (const b of bad) {
       let repro = oneNodeCase(c, b)
       if (shrink) {
-        // Keep the one-node case only if it fails on its own.
-        const r = await runValid(repro, { [device]: context }, { shrink: false })
-        if (!r.findings.some((f) => f.type === 'mismatch')) repro = c
+        // Keep the one-node case only if it fails on its own; then simplify its values.
+        const fails = async (k) => (await runValid(k, { [device]: context }, { shrink: false })).findings.some((f) => f.type === 'mismatch')
+        if (!(await fails(repro))) repro = c
+        else repro = await simplify(repro, fails, device === 'cpu' ? 400 : 40)
       }
       const w = b.cmp.worst || {}
-      finding('mismatch', b.node.op, describe(b.name, b.dataType, b.cmp, b.tol, b.args[0]?.values.length || 0), repro, {
-        dataType: b.dataType, f16Chain: b.f16Chain, options: b.node.options, worst: { got: String(w.got), expected: String(w.expected), ulp: w.ulp }
+      finding('mismatch', b.node.op, describe(b.name, b.dataType, b.cmp, b.tol, got[b.name] ? got[b.name].values.length : b.cmp.failures), repro, {
+        dataType: b.dataType, f16Chain: b.f16Chain, options: b.node.options, nonFinite: b.args.map(hasNonFinite), worst: { got: String(w.got), expected: String(w.expected), ulp: w.ulp }
       })
     }
   }
@@ -270,7 +292,7 @@ async function runValid (c, contexts, { shrink = true } = {}) {
           findings.push({
             type: 'cpu-gpu', device: 'gpu', op: node.op, detail: `${describe(name, a.dataType, cmp, tol, a.values.length)} (expected = CPU)`,
             dataType: a.dataType, f16Chain: node.args.some((x) => perDevice.cpu[x] && perDevice.cpu[x].dataType === 'float16'),
-            options: node.options, worst: { got: String(w.got), expected: String(w.expected), ulp: w.ulp }, repro: c
+            options: node.options, nonFinite: args.map(hasNonFinite), worst: { got: String(w.got), expected: String(w.expected), ulp: w.ulp }, repro: c
           })
         }
       }
@@ -278,6 +300,9 @@ async function runValid (c, contexts, { shrink = true } = {}) {
   }
   return { findings, skips }
 }
+
+/** Whether a tensor holds NaN or an infinity. */
+const hasNonFinite = (t) => !!t && ref.isFloat(t.dataType) && t.values.some((v) => !Number.isFinite(v))
 
 function sameValues (a, b) {
   if (a.length !== b.length) return false
@@ -297,7 +322,7 @@ async function runInvalid (c, context) {
     return { findings: [{ type: 'rejected-valid-builder', device: 'cpu', op: c.op, detail: errText(e) }] }
   }
   const node = c.invalid
-  const describeCall = `${node.op}(${node.args.map((a) => `${operands[a]?.dataType || refType(c, a)} [${shapeOf(c, a, env)}]`).join(', ')}${node.options ? ', ' + JSON.stringify(node.options) : ''})`
+  const describeCall = `${node.op}(${node.args.map((a) => `${typeOf(a, env)} [${shapeOf(c, a, env)}]`).join(', ')}${node.options ? ', ' + JSON.stringify(node.options) : ''})`
   let returned
   try {
     returned = callOperator(b, node, node.args.map((n) => env[n]))
@@ -310,7 +335,9 @@ async function runInvalid (c, context) {
   findings.push({ type: 'invalid-accepted', device: 'cpu', op: node.op, detail: `${describeCall} ${what} instead of throwing a TypeError`, repro: c })
   return { findings }
 }
-const refType = () => '?'
+function typeOf (a, env) {
+  try { return env[a].dataType() } catch { return '?' }
+}
 function shapeOf (c, a, env) {
   try { return env[a].shape().join(',') } catch { return '?' }
 }

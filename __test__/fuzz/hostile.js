@@ -315,4 +315,4 @@ async function runHostile (context, variant, r) {
   return { name, note: s.note, outcome, findings }
 }
 
-module.exports = { runHostile, NAMES }
+module.exports = { runHostile, NAMES, SCENARIOS, data, N }

@@ -667,13 +667,95 @@ const MUTATIONS = [
 ]
 
 // ---------------------------------------------------------------------------
+// The 'large' profile: operand sizes that take the engines' vector, tiled,
+// blocked and parallel paths (channels in multiples of 16, 3x3 and depthwise
+// convolutions with a residual add and a clamp after them, matrices up to 64,
+// long rows for reductions and element-wise kernels). Its own seed space: a
+// seed gives another case under --profile large.
+
+const CHANNELS = [16, 32, 48, 16, 8, 3, 64]
+
+function convBlock (g) {
+  const r = g.r
+  const dataType = r.chance(0.8) ? 'float32' : 'float16'
+  const layout = r.pick(['nchw', 'nhwc'])
+  const C = r.pick(CHANNELS)
+  const H = r.int(3, 14)
+  const W = r.chance(0.7) ? H : r.int(3, 14)
+  const N = r.chance(0.8) ? 1 : 2
+  const x = g.leaf(dataType, inLayout(layout, [N, C, H, W]), { moderate: true, asConstant: false })
+  const depthwise = r.chance(0.3)
+  const O = depthwise ? C : r.pick(CHANNELS)
+  const k = depthwise || r.chance(0.5) ? 3 : 1
+  const o = {}
+  if (layout === 'nhwc') o.inputLayout = 'nhwc'
+  if (k === 3 && r.chance(0.8)) o.padding = [1, 1, 1, 1]
+  if (r.chance(0.3)) o.strides = [2, 2]
+  if (depthwise) o.groups = C
+  const fl = r.pick(CONV_FILTER)
+  if (fl !== 'oihw') o.filterLayout = fl
+  const w = g.leaf(dataType, fromLetters([O, depthwise ? 1 : C, k, k], 'oihw', fl), { moderate: true, asConstant: r.chance(0.8), range: Math.sqrt(3 / (C * k * k)) + 0.05 })
+  const args = [x, w]
+  if (r.chance(0.6)) args.push(g.leaf(dataType, [O], { moderate: true, asConstant: true, range: 0.5 }))
+  if (!g.add(node('conv2d', args, o))) return
+  let y = g.order[g.order.length - 1]
+  if (r.chance(0.5)) {
+    const res = g.leaf(dataType, g.t(y).shape, { moderate: true, asConstant: r.chance(0.3) })
+    if (g.add(node('add', r.chance(0.5) ? [y, res] : [res, y]))) y = g.order[g.order.length - 1]
+  }
+  if (r.chance(0.6)) {
+    if (g.add(r.chance(0.5) ? node('relu', [y]) : node('clamp', [y], { minValue: 0, maxValue: 6 }))) y = g.order[g.order.length - 1]
+  }
+  if (r.chance(0.3)) {
+    const op = r.pick(['averagePool2d', 'maxPool2d'])
+    g.add(node(op, [y], layout === 'nhwc' ? { layout } : undefined))
+  }
+}
+
+function largeGraph (g) {
+  const r = g.r
+  const which = r.pick(['conv', 'conv', 'conv', 'matmul', 'reduce', 'elementwise', 'normalization'])
+  const dataType = r.chance(0.8) ? 'float32' : 'float16'
+  if (which === 'conv') return convBlock(g)
+  if (which === 'matmul') {
+    const M = r.int(1, 64)
+    const K = r.int(1, 64)
+    const N = r.int(1, 64)
+    const batch = r.chance(0.3) ? [r.int(1, 3)] : []
+    const a = g.leaf(dataType, [...batch, M, K], { moderate: true, asConstant: false, range: 1 })
+    const b = g.leaf(dataType, [K, N], { moderate: true, range: 1 })
+    if (!g.add(node('matmul', [a, b]))) return
+    if (r.chance(0.5)) g.add(node(r.pick(['relu', 'sigmoid', 'tanh']), [g.order[g.order.length - 1]]))
+    return
+  }
+  const shape = r.pick([[r.int(1, 64), r.int(1, 64)], [1, r.int(1, 32), r.int(1, 16), r.int(1, 16)], [r.int(1, 4096)]])
+  const x = g.leaf(dataType, shape, { moderate: true, asConstant: false })
+  if (which === 'reduce') {
+    const op = r.pick(['reduceSum', 'reduceMean', 'reduceMax', 'reduceL2', 'reduceLogSumExp', 'argMax', 'softmax'])
+    if (op === 'softmax') g.add(node('softmax', [x], { axis: shape.length - 1 }))
+    else g.add(node(op, [x], axesOptions(g, shape.length)))
+    return
+  }
+  if (which === 'normalization') {
+    const op = shape.length === 4 && r.chance(0.5) ? 'instanceNormalization' : 'layerNormalization'
+    g.add(node(op, [x], op === 'layerNormalization' ? { axes: [shape.length - 1] } : {}))
+    return
+  }
+  // Element-wise over long rows, a broadcast operand and a transcendental.
+  const other = g.leaf(dataType, broadcastableTo(r, shape), { moderate: true })
+  if (!g.add(node(r.pick(['add', 'mul', 'sub', 'div', 'max', 'pow']), [x, other]))) return
+  g.add(node(r.pick(['exp', 'log', 'tanh', 'sigmoid', 'erf', 'sqrt', 'abs', 'gelu', 'softplus', 'elu']), [g.order[g.order.length - 1]]))
+}
+
+// ---------------------------------------------------------------------------
 // Graph cases
 
 /**
  * The case of a graph seed: { seed, kind: 'valid'|'invalid'|'hostile', ... }.
  * `kinds` restricts the kinds drawn; `families` the operator families.
  */
-function generate (seed, { kinds = ['valid', 'invalid', 'hostile'], families = FAMILIES } = {}) {
+function generate (seed, { kinds = ['valid', 'invalid', 'hostile'], families = FAMILIES, profile } = {}) {
+  if (profile === 'large') return generateLarge(seed)
   const g = new Gen(seed)
   const r = g.r
   const roll = r.u()
@@ -735,6 +817,28 @@ function generate (seed, { kinds = ['valid', 'invalid', 'hostile'], families = F
     c.invalid = bad
   }
   return c
+}
+
+function generateLarge (seed) {
+  const g = new Gen(seed)
+  g.flavor = g.r.chance(0.8) ? 'plain' : 'specials'
+  largeGraph(g)
+  if (g.graph.length === 0) return generateLarge((seed * 31 + 7) >>> 0)
+  const used = new Set(g.graph.flatMap((n) => n.args))
+  const produced = g.graph.flatMap((n) => [].concat(n.out))
+  const prune = (group) => Object.fromEntries(Object.entries(group).filter(([n]) => used.has(n)))
+  const mode = g.r.chance(0.5) ? 'all' : 'sinks'
+  return {
+    seed,
+    kind: 'valid',
+    name: `fuzz large ${seed}`,
+    op: g.graph[g.graph.length - 1].op,
+    inputs: prune(g.inputs),
+    constants: prune(g.constants),
+    graph: g.graph,
+    mode,
+    outputs: mode === 'all' ? produced : produced.filter((n) => !used.has(n))
+  }
 }
 
 module.exports = { generate, graphSeed, OPS, FAMILIES, family, MUTATIONS, MAX_ELEMENTS, literal, values, rng }

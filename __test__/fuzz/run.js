@@ -37,6 +37,7 @@ function parseArgs (argv) {
     else if (a === '--replay') o.replay = next().split(',').map(Number)
     else if (a === '--case') o.caseFile = path.resolve(next())
     else if (a === '--skip-known-hostile') o.skipKnownHostile = true
+    else if (a === '--profile') o.profile = next()
     else if (a === '--quiet') o.quiet = true
     else throw new Error(`run.js: unknown argument ${a}`)
   }
@@ -90,7 +91,7 @@ async function runFuzz (opts) {
   const o = { ...parseArgs([]), ...opts }
   if (o.out) fs.mkdirSync(o.out, { recursive: true })
   const skipHostile = o.skipKnownHostile ? known.hostileToSkip() : []
-  const base = { devices: o.devices, requireGpu: process.env.WEBNN_REQUIRE_GPU === '1', skipHostile, ...(o.kinds ? { kinds: o.kinds } : {}) }
+  const base = { devices: o.devices, requireGpu: process.env.WEBNN_REQUIRE_GPU === '1', skipHostile, ...(o.kinds ? { kinds: o.kinds } : {}), ...(o.profile ? { profile: o.profile } : {}) }
   const queue = []
   if (o.caseFile) queue.push({ ...base, caseFile: o.caseFile })
   else if (o.replay) queue.push({ ...base, seeds: o.replay })
@@ -140,7 +141,7 @@ async function runFuzz (opts) {
   summary.seconds = (Date.now() - summary.started) / 1000
   summary.notes = [...summary.notes]
   for (const f of summary.findings) f.known = known.classify(f)
-  summary.options = { graphs: o.graphs, seed: o.seed, devices: o.devices, jobs: o.jobs }
+  summary.options = { graphs: o.graphs, seed: o.seed, devices: o.devices, jobs: o.jobs, profile: o.profile }
   return summary
 }
 
@@ -182,7 +183,7 @@ function printSummary (s, out) {
       const file = path.join(out, `${f.type}-${String(f.op).replace(/[^\w:,-]/g, '_').slice(0, 60)}-${f.device}-${f.seed}.json`)
       const repro = f.repro && f.repro.graph ? f.repro : null
       fs.writeFileSync(file, JSON.stringify(repro || { seed: f.seed, finding: f }, null, 1))
-      lines.push(`    reproduce: node __test__/fuzz/run.js ${repro ? `--case ${file}` : `--replay ${f.seed}`} --devices ${f.device === 'gpu' ? 'gpu' : f.device === 'cpu' ? 'cpu' : s.options.devices.join(',')}`)
+      lines.push(`    reproduce: node __test__/fuzz/run.js ${repro ? `--case ${file}` : `--replay ${f.seed}${s.options.profile ? ' --profile ' + s.options.profile : ''}`} --devices ${f.device === 'gpu' ? 'gpu' : f.device === 'cpu' ? 'cpu' : s.options.devices.join(',')}`)
     } else {
       lines.push(`    reproduce: node __test__/fuzz/run.js --replay ${f.seed} --devices ${s.options.devices.join(',')}`)
     }

@@ -363,7 +363,7 @@ async function main () {
   else if (cfg.seeds) jobs = cfg.seeds.map((seed, index) => ({ index, seed }))
   else jobs = Array.from({ length: cfg.to - cfg.from }, (_, k) => ({ index: cfg.from + k, seed: gen.graphSeed(cfg.runSeed, cfg.from + k) }))
   for (const job of jobs) {
-    const c = job.c || gen.generate(job.seed, cfg.kinds ? { kinds: cfg.kinds } : undefined)
+    const c = job.c || gen.generate(job.seed, { ...(cfg.kinds ? { kinds: cfg.kinds } : {}), ...(cfg.profile ? { profile: cfg.profile } : {}) })
     if (!c.kind) c.kind = 'valid'
     if (!c.seed) c.seed = job.seed ?? 0
     if (c.kind === 'valid' && !c.mode) c.mode = 'sinks'

@@ -1,9 +1,10 @@
 'use strict'
 // The fuzzer's fixed-seed CI slice (__test__/fuzz/, see its README.md): a few
 // hundred generated graphs, valid and near-valid, and hostile compute() calls,
-// each run in a child process on the CPU device, and a smaller slice on both the
+// each run in a child process on the CPU device, a smaller slice on both the
 // CPU and GPU devices (lavapipe compiles every new kernel, so GPU cases cost
-// about a second each). The bar: no crash, no hang, no mismatch against the
+// about a second each), and a few larger graphs for the CPU engine's blocked and
+// tiled paths. The bar: no crash, no hang, no mismatch against the
 // float64 reference or between CPU and GPU, no near-valid call that is not a
 // synchronous TypeError naming its method — except the findings listed in
 // __test__/fuzz/known.js, each a bug being fixed, whose entries are deleted as
@@ -20,13 +21,14 @@ if (process.env.WEBNN_FUZZ_STRICT === '1') known.KNOWN.length = 0
 
 const SLICES = [
   { title: 'fuzz slice: 320 cases on the CPU device (seed 20251127)', graphs: 320, seed: 20251127, devices: ['cpu'] },
-  { title: 'fuzz slice: 120 cases on the CPU and GPU devices (seed 777)', graphs: 120, seed: 777, devices: ['cpu', 'gpu'] }
+  { title: 'fuzz slice: 120 cases on the CPU and GPU devices (seed 777)', graphs: 120, seed: 777, devices: ['cpu', 'gpu'] },
+  { title: 'fuzz slice: 60 large cases (blocked convolutions, tiles) on the CPU device (seed 31)', graphs: 60, seed: 31, devices: ['cpu'], profile: 'large' }
 ]
 
 for (const slice of SLICES) {
   test.serial(slice.title, async (t) => {
     t.timeout(10 * 60 * 1000)
-    const s = await runFuzz({ graphs: slice.graphs, seed: slice.seed, jobs: 2, batch: slice.devices.includes('gpu') ? 30 : 160, devices: slice.devices, skipKnownHostile: true, quiet: true })
+    const s = await runFuzz({ graphs: slice.graphs, seed: slice.seed, jobs: 2, batch: slice.devices.includes('gpu') ? 30 : 160, devices: slice.devices, profile: slice.profile, skipKnownHostile: true, quiet: true })
     for (const f of s.findings) f.known = known.classify(f)
     t.log(printSummary(s, null))
     t.is(s.fatal, null, 'the run completed')

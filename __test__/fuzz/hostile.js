@@ -199,6 +199,26 @@ const SCENARIOS = {
     const i = views(r, av, bv)
     const o = outs()
     const restore = []
+    if (r.chance(0.5)) {
+      // A getter on Object.prototype named like an output answers a decoy view
+      // (and its setter swallows what is stored): whatever reads the result record
+      // through [[Get]] gets the decoy, whose buffer is then freed during the call.
+      const target = r.pick(['y', 'y2', 'z'])
+      let decoy = new Float32Array(N)
+      const old = Object.getOwnPropertyDescriptor(Object.prototype, target)
+      Object.defineProperty(Object.prototype, target, { configurable: true, get () { return decoy }, set () {} })
+      return {
+        inputs: i,
+        outputs: o,
+        note: `Object.prototype.${target}: a getter answering a decoy view, transferred away and collected during the compute`,
+        cleanup: () => { if (old) Object.defineProperty(Object.prototype, target, old); else delete Object.prototype[target] },
+        after () {
+          if (decoy.buffer.byteLength) structuredClone(decoy.buffer, { transfer: [decoy.buffer] })
+          decoy = null
+          gc()
+        }
+      }
+    }
     const poison = (proto, key, desc) => {
       const old = Object.getOwnPropertyDescriptor(proto, key)
       Object.defineProperty(proto, key, { configurable: true, ...desc })

@@ -62,9 +62,10 @@ const KNOWN = [
     match: (f) => numeric(f) && f.op === 'prelu' && f.worst && f.worst.expected === 'NaN'
   },
   {
-    id: 'compute-result-prototype-setters',
-    reason: 'FINDINGS.md F2: compute() fills its result records with [[Set]] on plain objects, so a setter on Object.prototype named like an input or output runs (here it throws: the compute rejects with that Error, not a TypeError); dictionaries are created with CreateDataProperty.',
-    match: (f) => f.op === 'hostile:prototype-pollution' && f.type === 'hostile-not-typeerror' && /setter/.test(f.detail)
+    id: 'compute-result-prototype-accessors',
+    reason: 'FINDINGS.md F2: compute() fills its result records with [[Set]] and reads them back with [[Get]] on plain objects, so accessors on Object.prototype named like an input or output run: a throwing setter rejects the compute with its Error (not a TypeError), a swallowing setter drops the output from the result, and a getter hands the engine a decoy view to write into, which the caller can free during the compute (heap corruption, abort, on both engines).',
+    hostile: ['prototype-pollution'],
+    match: (f) => f.op === 'hostile:prototype-pollution'
   },
   {
     id: 'logicalNot-message-names-not',

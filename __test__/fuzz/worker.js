@@ -10,7 +10,7 @@
 //           devices: ['cpu', 'gpu'], kinds?, skipHostile?: [names], requireGpu?
 
 const fs = require('node:fs')
-const { ml, MLGraphBuilder } = require('../../index.js')
+const { ml, MLGraphBuilder, MLOperand } = require('../../index.js')
 const ref = require('../conformance/reference.js')
 const tolerance = require('../conformance/tolerance.js')
 const { buildOperands, callOperator, show } = require('../conformance/runner.js')
@@ -323,6 +323,16 @@ async function runInvalid (c, context) {
   }
   const node = c.invalid
   const describeCall = `${node.op}(${node.args.map((a) => `${typeOf(a, env)} [${shapeOf(c, a, env)}]`).join(', ')}${node.options ? ', ' + JSON.stringify(node.options) : ''})`
+  // The same call with its first operand forged (an object of MLOperand's
+  // prototype that no builder made): also a TypeError naming the method.
+  const forged = Object.create(MLOperand.prototype)
+  try {
+    callOperator(b, node, node.args.map((n, i) => (i === 0 ? forged : env[n])))
+    findings.push({ type: 'invalid-accepted', device: 'cpu', op: node.op, detail: `${node.op} with a forged MLOperand as its first operand returned instead of throwing`, repro: c })
+  } catch (e) {
+    if (!(e instanceof TypeError)) findings.push({ type: 'invalid-not-typeerror', device: 'cpu', op: node.op, detail: `${node.op}(forged MLOperand, ...) threw ${errText(e)}`, repro: c })
+    else if (!e.message.startsWith(node.op)) findings.push({ type: 'invalid-message', device: 'cpu', op: node.op, forged: true, detail: `${node.op}(forged MLOperand, ...): TypeError "${e.message.slice(0, 200)}" does not start with '${node.op}'`, repro: c })
+  }
   let returned
   try {
     returned = callOperator(b, node, node.args.map((n) => env[n]))

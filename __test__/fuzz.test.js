@@ -21,13 +21,14 @@ if (process.env.WEBNN_FUZZ_STRICT === '1') known.KNOWN.length = 0
 
 const SLICES = [
   { title: 'fuzz slice: 320 cases on the CPU device (seed 20251127)', graphs: 320, seed: 20251127, devices: ['cpu'] },
-  { title: 'fuzz slice: 120 cases on the CPU and GPU devices (seed 777)', graphs: 120, seed: 777, devices: ['cpu', 'gpu'] },
+  { title: 'fuzz slice: 50 cases on the CPU and GPU devices (seed 777)', graphs: 50, seed: 777, devices: ['cpu', 'gpu'] },
   { title: 'fuzz slice: 60 large cases (blocked convolutions, tiles) on the CPU device (seed 31)', graphs: 60, seed: 31, devices: ['cpu'], profile: 'large' }
 ]
 
 for (const slice of SLICES) {
   test.serial(slice.title, async (t) => {
-    t.timeout(10 * 60 * 1000)
+    // Generous: lavapipe compiles each new kernel, slowly on a loaded machine with a cold shader cache.
+    t.timeout(20 * 60 * 1000)
     const s = await runFuzz({ graphs: slice.graphs, seed: slice.seed, jobs: 2, batch: slice.devices.includes('gpu') ? 30 : 160, devices: slice.devices, profile: slice.profile, skipKnownHostile: true, quiet: true })
     for (const f of s.findings) f.known = known.classify(f)
     t.log(printSummary(s, null))

@@ -3,7 +3,7 @@
 // crash, an abort or a hang is a finding with its seed, and summarizes.
 //
 //   node __test__/fuzz/run.js --graphs 100000 --seed 1 --jobs 2 [--devices cpu,gpu]
-//     [--kinds valid,invalid,hostile] [--batch 250] [--out DIR] [--timeout 180]
+//     [--kinds valid,invalid,hostile] [--batch 250] [--out DIR] [--timeout 600] [--profile large]
 //     [--skip-known-hostile]
 //   node __test__/fuzz/run.js --replay <graph seed> [--devices cpu,gpu]
 //   node __test__/fuzz/run.js --case <reproducer.json> [--devices cpu]
@@ -22,7 +22,7 @@ const live = new Set() // children running now
 let stopping = false
 
 function parseArgs (argv) {
-  const o = { graphs: 1000, seed: 1, jobs: 2, devices: ['cpu', 'gpu'], batch: 250, timeout: 180, kinds: null, quiet: false }
+  const o = { graphs: 1000, seed: 1, jobs: 2, devices: ['cpu', 'gpu'], batch: 250, timeout: 600, kinds: null, quiet: false }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const next = () => argv[++i]

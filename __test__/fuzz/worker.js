@@ -269,7 +269,7 @@ async function runValid (c, contexts, { shrink = true } = {}) {
         // Keep the one-node case only if it fails on its own; then simplify its values.
         const fails = async (k) => (await runValid(k, { [device]: context }, { shrink: false })).findings.some((f) => f.type === 'mismatch')
         if (!(await fails(repro))) repro = c
-        else repro = await simplify(repro, fails, device === 'cpu' ? 400 : 40)
+        else repro = await simplify(repro, fails, device === 'cpu' ? 400 : 12)
       }
       const w = b.cmp.worst || {}
       finding('mismatch', b.node.op, describe(b.name, b.dataType, b.cmp, b.tol, got[b.name] ? got[b.name].values.length : b.cmp.failures), repro, {

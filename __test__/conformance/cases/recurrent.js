@@ -154,13 +154,13 @@ lstmCell({ dataType: 'float16', batch: 3, inputSize: 4, hiddenSize: 5, with: ALL
 lstmCell({ dataType: 'float16', batch: 1, inputSize: 4, hiddenSize: 2 })
 
 // An infinite cell state without peepholeWeight (found by the fuzzer): no
-// peephole term at all, so c' = f * Inf + i * g = Inf and y = o * tanh(Inf) = o,
+// peephole term at all, so (h = 0) c' = f * Inf + i * g = Inf and y = o * tanh(Inf) = o,
 // not NaN (a zero peephole times Inf).
 cases.push(makeCase({
   name: 'float32 infinite cell state, no peepholeWeight',
   op: 'lstmCell',
   inputs: { x: D('float32', [1, 1], [1]), h: D('float32', [1, 1], [0]), c: D('float32', [1, 1], ['Infinity']) },
-  constants: { w: D('float32', [4, 1], [1, 1, 1, 1]), r: D('float32', [4, 1], [0, 0, 0, 0]) },
+  constants: { w: D('float32', [4, 1], [1, 1, 1, 1]), r: D('float32', [4, 1], [0.5, -0.25, 0.125, 1]) },
   graph: [{ op: 'lstmCell', args: ['x', 'w', 'r', 'h', 'c'], options: { hiddenSize: 1, optional: [] }, out: ['y', 'cell'] }],
   outputs: ['y', 'cell'],
   expected: { y: [1 / (1 + Math.exp(-1))], cell: ['Infinity'] },

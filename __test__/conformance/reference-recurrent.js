@@ -108,9 +108,11 @@ function lstmCellValues (x, w, r, h, c, bias, rbias, peephole, B, I, H, layout, 
     const hr = proj(h, r, off, B, H, H)
     const b = part(bias, off, H)
     const rb = part(rbias, off, H)
-    const p = peepholeOffset === null ? new Array(H).fill(0) : part(peephole, peepholeOffset, H)
+    // No peephole term at all without peepholeWeight (not a zero one: an infinite
+    // cell state times 0 would be NaN).
+    const p = peepholeOffset === null || !peephole ? null : part(peephole, peepholeOffset, H)
     // add(mul(cellState, peephole), add(add(bias, recurrentBias), add(x·Wᵀ, h·Rᵀ)))
-    return xw.map((_, k) => act(c[k] * row(p, k, H) + ((row(b, k, H) + row(rb, k, H)) + (xw[k] + hr[k]))))
+    return xw.map((_, k) => act((p ? c[k] * row(p, k, H) : 0) + ((row(b, k, H) + row(rb, k, H)) + (xw[k] + hr[k]))))
   }
   const i = gate(gates.i, 0, f)
   const fg = gate(gates.f, 2 * H, f)

@@ -209,4 +209,4 @@ async function runCase (t, device, context, c, { strict = false } = {}) {
   }
 }
 
-module.exports = { cases, referenceFor, toleranceFor, describeMismatch, runCase, unsupported }
+module.exports = { cases, referenceFor, toleranceFor, describeMismatch, runCase, unsupported, buildOperands, callOperator, show }

@@ -6,7 +6,7 @@
 // constants in some cases and graph inputs in others. Expected values come from
 // reference-recurrent.js (float64, from the sections' decompositions).
 
-const { R, makeCase } = require('./_helpers.js')
+const { R, D, makeCase } = require('./_helpers.js')
 const { tolerance } = require('../reference-recurrent.js')
 
 const U = (dataType, shape) => R(dataType, shape, -1, 1)
@@ -174,5 +174,19 @@ lstmCell({ batch: 2, inputSize: 3, hiddenSize: 3, with: ['bias', 'recurrentBias'
 lstmCell({ batch: 3, inputSize: 3, hiddenSize: 4, with: ALL.lstmCell, layout: 'ifgo', activations: [clamp(0, 1), { name: 'relu' }, { name: 'sigmoid' }] })
 lstmCell({ dataType: 'float16', batch: 3, inputSize: 4, hiddenSize: 5, with: ALL.lstmCell, layout: 'ifgo' })
 lstmCell({ dataType: 'float16', batch: 1, inputSize: 4, hiddenSize: 2 })
+
+// An infinite cell state without peepholeWeight (found by the fuzzer): no
+// peephole term at all, so (h = 0) c' = f * Inf + i * g = Inf and y = o * tanh(Inf) = o,
+// not NaN (a zero peephole times Inf).
+cases.push(makeCase({
+  name: 'float32 infinite cell state, no peepholeWeight',
+  op: 'lstmCell',
+  inputs: { x: D('float32', [1, 1], [1]), h: D('float32', [1, 1], [0]), c: D('float32', [1, 1], ['Infinity']) },
+  constants: { w: D('float32', [4, 1], [1, 1, 1, 1]), r: D('float32', [4, 1], [0.5, -0.25, 0.125, 1]) },
+  graph: [{ op: 'lstmCell', args: ['x', 'w', 'r', 'h', 'c'], options: { hiddenSize: 1, optional: [] }, out: ['y', 'cell'] }],
+  outputs: ['y', 'cell'],
+  expected: { y: [1 / (1 + Math.exp(-1))], cell: ['Infinity'] },
+  tolerance: tolerance('float32', { steps: 1, inputSize: 1, hiddenSize: 1 })
+}))
 
 module.exports = cases

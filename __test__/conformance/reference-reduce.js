@@ -179,7 +179,11 @@ function activation (op, x, options = {}) {
   return { dataType: x.dataType, shape: x.shape.slice(), values: x.values.map((v) => roundFloat(x.dataType, f(v))) }
 }
 
-/** 7.8.33: max(0, x) + slope * min(0, x), the slope broadcast to the input. */
+/** 7.8.33: x where x >= 0, else slope * x, the slope broadcast to the input. The
+ * spec's decomposition, max(0, x) + slope * min(0, x), is a template ("user agents
+ * typically have a more efficient implementation"); it differs only where the slope
+ * is NaN or infinite and x >= 0 (NaN there from 0 * slope), and Chromium's backends,
+ * as both engines here, select x (fuzz finding F1). */
 function prelu (x, slope) {
   const t = x.dataType
   if (!['float32', 'float16', 'int32', 'int8'].includes(t) || slope.dataType !== t) throw new Error('prelu: data types')
@@ -199,7 +203,7 @@ function prelu (x, slope) {
     }
     const s = slope.values[off]
     if (!isFloat(t)) return v < 0n ? wrap(t, s * v) : v
-    return roundFloat(t, nanMax(0, v) + s * nanMin(0, v))
+    return roundFloat(t, v >= 0 ? v : s * v)
   })
   return { dataType: t, shape: x.shape.slice(), values }
 }

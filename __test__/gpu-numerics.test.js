@@ -144,7 +144,9 @@ const UNARY = {
   erf: { ref: erf, tol: { ulp: 4, atol: 2 ** -22 } },
   sin: { ref: Math.sin, tol: { ulp: 1 }, inputs: TRIG },
   cos: { ref: Math.cos, tol: { ulp: 1 }, inputs: TRIG },
-  tan: { ref: Math.tan, tol: { ulp: 1 }, inputs: TRIG },
+  // On an H100 (NVIDIA's Vulkan driver, 2026-11-27) tan reached 3 ULP (x = +-1.06e37,
+  // 1.6e9 .. 2.5e13); lavapipe and the CPU 1.
+  tan: { ref: Math.tan, tol: { ulp: 1 }, gpuTol: { ulp: 3 }, inputs: TRIG },
   sqrt: { ref: Math.sqrt, tol: { ulp: 1 } },
   reciprocal: { ref: (x) => 1 / x, tol: { ulp: 1 } },
   abs: { ref: Math.abs, tol: { ulp: 0 } },
@@ -219,8 +221,16 @@ for (const op of Object.keys(UNARY)) {
   deviceTest(`${op} over the float32 range matches the float64 reference (${JSON.stringify(spec.tol)})`, async (t, context, device) => {
     const got = await run(context, (b, o) => call(b, o.x), { x: { shape: [xs.length], values: xs } }, [xs.length])
     let want = Array.from(xs, (x) => ref32(op, x))
-    if (device === 'gpu') want = nearestUnderFlush('float32', Array.from(got), want, Array.from(xs, (x) => ref32(op, flushF32(x))))
-    const fails = mismatches('float32', xs, got, want, spec.tol)
+    let tol = spec.tol
+    if (device === 'gpu') {
+      want = nearestUnderFlush('float32', Array.from(got), want, Array.from(xs, (x) => ref32(op, flushF32(x))))
+      // A GPU that flushes subnormal intermediates (NVIDIA) may be off by up to the
+      // smallest normal where an intermediate underflows: hardSwish(2^-125) is 0 on
+      // an H100 (x^2/6 and x/2 at the boundary), linear's split product of x below
+      // 2^-100 loses the low half's bits.
+      tol = { ...(spec.gpuTol || spec.tol), atol: Math.max((spec.gpuTol || spec.tol).atol || 0, 2 ** -126) }
+    }
+    const fails = mismatches('float32', xs, got, want, tol)
     t.true(fails.length === 0, describe(fails, xs.length))
   })
 }

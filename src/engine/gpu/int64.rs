@@ -25,18 +25,9 @@ fn e64_sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 fn e64_neg(a: vec2<u32>) -> vec2<u32> { return e64_sub(vec2<u32>(0u, 0u), a); }
 fn e64_is_neg(a: vec2<u32>) -> bool { return (a.y & 0x80000000u) != 0u; }
 fn e64_is_zero(a: vec2<u32>) -> bool { return a.x == 0u && a.y == 0u; }
-// The full 64-bit product of two words, from 16-bit limbs.
-fn e64_mul32(a: u32, b: u32) -> vec2<u32> {
-  let a0 = a & 0xffffu;
-  let a1 = a >> 16u;
-  let b0 = b & 0xffffu;
-  let b1 = b >> 16u;
-  let p00 = a0 * b0;
-  let p01 = a0 * b1;
-  let p10 = a1 * b0;
-  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-  return vec2<u32>((p00 & 0xffffu) | (mid << 16u), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
-}
+// The full 64-bit product of two words (the base prelude's `mul_wide`, which
+// every kernel including this one also includes).
+fn e64_mul32(a: u32, b: u32) -> vec2<u32> { return mul_wide(a, b); }
 // The low 64 bits of a product (the same bits for signed and unsigned operands).
 fn e64_mul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
   let r = e64_mul32(a.x, b.x);

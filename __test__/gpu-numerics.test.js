@@ -346,3 +346,28 @@ for (const op of Object.keys(UNARY)) {
     t.true(fails.length === 0, describe(fails, xs.length))
   })
 }
+
+// The recurrent operators' gate activations without intermediate overflow: with
+// weight [1, 0, 0] and no recurrence, gruCell's update gate is act(x) and its new
+// gate act(0) = 0, so h' = z * h0 = act(x) * h0 (the reset gate multiplies zeros).
+// hardSwish(3e38) is 3e38 (x * 6 / 6 overflowed on the GPU, making h' NaN);
+// linear with alpha 2, beta -3e38 gives 3e38 at x = 3e38 (2x alone overflows).
+for (const [name, activation, expectZ] of [
+  ['hardSwish', 'hardSwish', 3e38],
+  ['linear', null, 2 * Math.fround(3e38) - Math.fround(3e38)]
+]) {
+  deviceTest(`gruCell's ${name} gate activation at x = 3e38 does not overflow`, async (t, context) => {
+    const b = new MLGraphBuilder(context)
+    const x = b.input('x', { dataType: 'float32', dimensions: [1, 1] })
+    const h = b.input('h', { dataType: 'float32', dimensions: [1, 1] })
+    const w = b.constant({ dataType: 'float32', dimensions: [3, 1] }, new Float32Array([1, 0, 0]))
+    const r = b.constant({ dataType: 'float32', dimensions: [3, 1] }, new Float32Array(3))
+    const act = activation ? b[activation]() : b.linear({ alpha: 2, beta: -3e38 })
+    // The new gate's activation is hardSwish in both (act(0) = 0 for hardSwish;
+    // linear's beta would make it non-zero).
+    const graph = await b.build({ y: b.gruCell(x, w, r, h, 1, { activations: [act, b.hardSwish()] }) })
+    const out = await context.compute(graph, { x: new Float32Array([3e38]), h: new Float32Array([0.5]) }, { y: new Float32Array(1) })
+    const want = Math.fround(Math.fround(expectZ) * 0.5)
+    t.is(out.outputs.y[0], want)
+  })
+}

@@ -452,6 +452,14 @@ fn step_head(name: &str, st: Storage, peephole: bool) -> String {
         r#"
 fn sv(i: u32) -> f32 {{ return bitcast<f32>(state[i]); }}
 
+// a * x + b, formed a quarter the size where a * x alone overflows and the
+// result may not (a 2, x 3e38, b -3e38).
+fn affine(a: f32, x: f32, b: f32) -> f32 {{
+  let v = a * x + b;
+  if (is_finite(v) || !is_finite(a) || !is_finite(x) || !is_finite(b)) {{ return v; }}
+  return ((0.25 * a) * x + 0.25 * b) * 4.0;
+}}
+
 // Activation k of the operator's list, as the CPU's ops::Activation computes it.
 fn act(k: u32, x: f32) -> f32 {{
   let kind = p[{a}u + 3u * k];
@@ -469,18 +477,18 @@ fn act(k: u32, x: f32) -> f32 {{
     }}
     case 2u: {{ v = 0.5 * x * (1.0 + erf_f(x * 0.7071067811865476)); }}
     case 3u: {{
-      v = a * x + b;
+      v = affine(a, x, b);
       if (f_lt(v, 0.0)) {{ v = 0.0; }}
       if (f_lt(1.0, v)) {{ v = 1.0; }}
     }}
     case 4u: {{
+      // From x = 3 up the result is x itself: x * 6 / 6 overflows from 2^125 on.
       var c = x + 3.0;
       if (f_lt(c, 0.0)) {{ c = 0.0; }}
-      if (f_lt(6.0, c)) {{ c = 6.0; }}
-      v = x * c / 6.0;
+      if (!f_lt(c, 6.0)) {{ v = x; }} else {{ v = x * c / 6.0; }}
     }}
     case 5u: {{ if (f_lt(x, 0.0)) {{ v = a * x; }} }}
-    case 6u: {{ v = a * x + b; }}
+    case 6u: {{ v = affine(a, x, b); }}
     case 7u: {{ if (f_lt(x, 0.0)) {{ v = 0.0; }} }}
     case 8u: {{ v = sigmoid_f(x); }}
     case 9u: {{

@@ -110,6 +110,13 @@ class MLGraph {
   get [Symbol.toStringTag] () { return 'MLGraph' }
 }
 
+/** The first of indices 0..n-1 whose `nameAt` is `name`, or -1 (a loop over
+ * arrays the engine built: no Array.prototype method a caller may replace). */
+function position (n, nameAt, name) {
+  for (let i = 0; i < n; i++) if (nameAt(i) === name) return i
+  return -1
+}
+
 /** The MLNamedArrayBufferViews of a compute() result: an ordinary object whose own
  * properties are defined without running any setter a caller may have added. */
 function plainRecord (names, views) {
@@ -165,9 +172,8 @@ class MLContext {
       const inputOrder = []
       for (let k = 0; k < parts.inputs.length; k++) {
         const d = parts.inputs[k]
-        let i = 0
-        while (i < inViews.length && inViews[i][0] !== d.name) i++
-        if (i === inViews.length) throw new TypeError(`compute: input '${d.name}' is missing`)
+        const i = position(inViews.length, (j) => inViews[j][0], d.name)
+        if (i < 0) throw new TypeError(`compute: input '${d.name}' is missing`)
         const why = bufferMismatch(inInfo[i], d.dataType, d.byteLength)
         if (why) throw new TypeError(`compute: input '${d.name}': ${why}`)
         append(inputOrder, i)
@@ -175,9 +181,7 @@ class MLContext {
       // Chromium also rejects names that are not graph inputs (the spec is silent).
       if (inViews.length !== parts.inputs.length) {
         for (let i = 0; i < inViews.length; i++) {
-          let k = 0
-          while (k < parts.inputs.length && parts.inputs[k].name !== inViews[i][0]) k++
-          if (k === parts.inputs.length) throw new TypeError(`compute: '${inViews[i][0]}' is not an input of the graph`)
+          if (position(parts.inputs.length, (k) => parts.inputs[k].name, inViews[i][0]) < 0) throw new TypeError(`compute: '${inViews[i][0]}' is not an input of the graph`)
         }
       }
       // Step 6: each output view names a graph output and fits it.
@@ -185,9 +189,8 @@ class MLContext {
       for (let k = 0; k < parts.outputs.length; k++) append(outputOrder, -1)
       for (let i = 0; i < outViews.length; i++) {
         const name = outViews[i][0]
-        let k = 0
-        while (k < parts.outputs.length && parts.outputs[k].name !== name) k++
-        if (k === parts.outputs.length) throw new TypeError(`compute: '${name}' is not an output of the graph`)
+        const k = position(parts.outputs.length, (j) => parts.outputs[j].name, name)
+        if (k < 0) throw new TypeError(`compute: '${name}' is not an output of the graph`)
         const d = parts.outputs[k]
         const why = bufferMismatch(outInfo[i], d.dataType, d.byteLength)
         if (why) throw new TypeError(`compute: output '${name}': ${why}`)

@@ -11,11 +11,11 @@ const native = require('./native.js')
 
 const {
   DATA_TYPES, DEVICE_TYPES, POWER_PREFERENCES, convertError, call, promiseStep, describe, toUint32, toFloat,
-  toDouble, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, toDOMString, toUSVString, viewBytes, typeMismatch, bufferMismatch, toDescriptor
+  toDouble, toMLNumber, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, toDOMString, toUSVString, viewBytes, typeMismatch, bufferMismatch, toDescriptor
 } = require('./lib/webidl.js')
 
 const {
-  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, then, resolved
+  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, then, resolved, bufferSource, copyBytes
 } = require('./lib/intrinsics.js')
 
 const kToken = Symbol('webnn-node internal constructor token')
@@ -30,6 +30,7 @@ function illegal () {
 class MLOperand {
   #builder
   #id
+  #cached
   constructor (token, builder, id) {
     if (token !== kToken) illegal()
     this.#builder = builder
@@ -46,14 +47,24 @@ class MLOperand {
     return operand.#id
   }
 
-  dataType () {
-    if (!MLOperand._is(this)) throw new TypeError('MLOperand.dataType: `this` is not an MLOperand')
-    return call(() => MLGraphBuilder._native(this.#builder).operandDataType(this.#id))
+  // The current draft's attributes (the CRD's dataType() and shape() methods are
+  // retired, as in Chromium). The descriptor is read from the native builder once.
+  #desc () {
+    if (this.#cached === undefined) {
+      const n = MLGraphBuilder._native(this.#builder)
+      this.#cached = { dataType: call(() => n.operandDataType(this.#id)), shape: Object.freeze(call(() => n.operandShape(this.#id))) }
+    }
+    return this.#cached
   }
 
-  shape () {
+  get dataType () {
+    if (!MLOperand._is(this)) throw new TypeError('MLOperand.dataType: `this` is not an MLOperand')
+    return this.#desc().dataType
+  }
+
+  get shape () {
     if (!MLOperand._is(this)) throw new TypeError('MLOperand.shape: `this` is not an MLOperand')
-    return call(() => MLGraphBuilder._native(this.#builder).operandShape(this.#id))
+    return this.#desc().shape
   }
 
   get [Symbol.toStringTag] () { return 'MLOperand' }
@@ -89,6 +100,7 @@ class MLGraph {
   #inputs
   #outputs
   #handsOff
+  #destroyed = false
   constructor (token, context, nativeGraph) {
     if (token !== kToken) illegal()
     this.#context = context
@@ -107,7 +119,163 @@ class MLGraph {
     return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs, handsOff: graph.#handsOff }
   }
 
+  static _destroyed (graph) {
+    return graph.#destroyed
+  }
+
+  /** destroy(): later dispatch() and compute() calls with the graph throw
+   * InvalidStateError; work already issued still runs. Idempotent. */
+  destroy () {
+    if (!MLGraph._is(this)) throw new TypeError('destroy: `this` is not an MLGraph')
+    this.#destroyed = true
+  }
+
   get [Symbol.toStringTag] () { return 'MLGraph' }
+}
+
+/**
+ * MLTensor: memory owned by its context. Its bytes live in an ArrayBuffer that no
+ * caller can reach: writeTensor() copies into it, readTensor() copies out of it,
+ * and dispatch() hands it to the engine (which holds a reference until done).
+ */
+class MLTensor {
+  #context
+  #dataType
+  #shape
+  #byteLength
+  #flags
+  #bytes
+  #destroyed = false
+  #failure = null
+  constructor (token, context, desc, byteLength, flags) {
+    if (token !== kToken) illegal()
+    this.#context = context
+    this.#dataType = desc.dataType
+    this.#shape = Object.freeze(desc.dimensions.slice())
+    this.#byteLength = byteLength
+    this.#flags = flags
+    this.#bytes = new Uint8Array(byteLength)
+  }
+
+  static _is (v) {
+    return v !== null && typeof v === 'object' && #bytes in v
+  }
+
+  static _describe (t) {
+    return `(${t.#dataType} [${t.#shape.join(',')}])`
+  }
+
+  /** The tensor's facts, after checking it is a live tensor of `context`. */
+  static _usable (t, context, what) {
+    if (!MLTensor._is(t)) throw new TypeError(`${what}: ${describe(t)} is not an MLTensor`)
+    if (t.#context !== context) throw new TypeError(`${what}: the tensor belongs to another MLContext`)
+    if (t.#destroyed) throw new TypeError(`${what}: the tensor has been destroyed`)
+    if (t.#flags.constant && !what.startsWith('constant')) throw new TypeError(`${what}: a constant tensor can only be passed to MLGraphBuilder.constant()`)
+    return { byteLength: t.#byteLength, readable: t.#flags.readable, writable: t.#flags.writable }
+  }
+
+  /** Why the tensor does not fit operand descriptor `d` ({dataType, shape}), or null. */
+  static _mismatch (t, d) {
+    const shape = d.shape
+    let same = t.#dataType === d.dataType && shape.length === t.#shape.length
+    for (let i = 0; same && i < shape.length; i++) same = shape[i] === t.#shape[i]
+    if (same) return null
+    return `the tensor is ${t.#dataType} [${t.#shape.join(',')}] but the graph's operand is ${d.dataType} [${shape.join(',')}]`
+  }
+
+  static _bytes (t) { return t.#bytes }
+  static _gone (t) { return t.#destroyed }
+  static _failure (t) { return t.#failure }
+  static _fail (t, e) { t.#failure = e }
+  static _write (t, src) {
+    copyBytes(t.#bytes, src)
+    t.#failure = null
+  }
+
+  static _descriptor (t) {
+    return { dataType: t.#dataType, dimensions: t.#shape.slice(), context: t.#context, constant: t.#flags.constant, destroyed: t.#destroyed }
+  }
+
+  get dataType () { return MLTensor.#self(this, 'dataType').#dataType }
+  get shape () { return MLTensor.#self(this, 'shape').#shape }
+  get readable () { return MLTensor.#self(this, 'readable').#flags.readable }
+  get writable () { return MLTensor.#self(this, 'writable').#flags.writable }
+  get constant () { return MLTensor.#self(this, 'constant').#flags.constant }
+
+  static #self (v, what) {
+    if (!MLTensor._is(v)) throw new TypeError(`MLTensor.${what}: \`this\` is not an MLTensor`)
+    return v
+  }
+
+  /** destroy(): the memory is released; later uses throw. Work already issued
+   * that reads or writes the tensor is skipped. Idempotent. */
+  destroy () {
+    MLTensor.#self(this, 'destroy')
+    if (this.#destroyed) return
+    this.#destroyed = true
+    this.#bytes = new Uint8Array(0)
+  }
+
+  get [Symbol.toStringTag] () { return 'MLTensor' }
+}
+
+/** The bytes of AllowSharedBufferSource `v`, which must hold exactly `byteLength`. */
+function sourceBytes (v, what, byteLength) {
+  const info = bufferSource(v)
+  if (info === null) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+  if (info.resizable) throw new TypeError(`${what}: resizable buffers are not accepted`)
+  if (info.detached) throw new TypeError(`${what}: its ArrayBuffer is detached`)
+  if (info.bytes.length !== byteLength) throw new TypeError(`${what}: holds ${info.bytes.length} bytes but the tensor needs ${byteLength}`)
+  return info.bytes
+}
+
+const ELEMENT_BYTES = { float32: 4, float16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8, int8: 1, uint8: 1 }
+
+/** The byte length of a valid operand descriptor; the core's operand checks
+ * (rank, dimensions, byte-length limit) decide what is valid. */
+function descriptorByteLength (desc, what) {
+  try {
+    new native.NativeBuilder().input('t', desc.dataType, desc.dimensions)
+  } catch (e) {
+    const err = convertError(e)
+    throw new TypeError(`${what}: ${err.message.replace(/^input: /, '')}`)
+  }
+  let n = ELEMENT_BYTES[desc.dataType]
+  for (let i = 0; i < desc.dimensions.length; i++) n *= desc.dimensions[i]
+  return n
+}
+
+let limitsCache = null
+/**
+ * MLOpSupportLimits of a device from the table in lib/limits.json: per operator,
+ * per operand, the data types each engine builds and the rank range. The table is
+ * written by scripts/limits.js from what build() accepts and checked against
+ * build() by __test__/limits.test.js.
+ */
+function limitsOf (table, deviceType) {
+  const tensor = (types) => ({ dataTypes: types.slice(), rankRange: { min: 0, max: table.maxRank } })
+  const out = {
+    preferredInputLayout: 'nchw',
+    maxTensorByteLength: table.maxTensorByteLength,
+    input: tensor(table.types),
+    constant: tensor(table.types),
+    output: tensor(table.types)
+  }
+  for (const [op, operands] of Object.entries(table.operators)) {
+    const entry = {}
+    for (const [name, limits] of Object.entries(operands)) {
+      entry[name] = { dataTypes: limits[deviceType].slice(), rankRange: { min: limits.ranks[0], max: limits.ranks[1] } }
+    }
+    out[op] = entry
+  }
+  return out
+}
+
+/** opSupportLimits() of a device: a new object each call. */
+function supportLimits (deviceType) {
+  if (limitsCache === null) limitsCache = ObjectCreate(null)
+  if (limitsCache[deviceType] === undefined) limitsCache[deviceType] = JSON.stringify(limitsOf(require('./lib/limits.json'), deviceType))
+  return JSON.parse(limitsCache[deviceType])
 }
 
 /** The first of indices 0..n-1 whose `nameAt` is `name`, or -1 (a loop over
@@ -129,11 +297,22 @@ class MLContext {
   #native
   #deviceType
   #powerPreference
+  #accelerated
+  // The context's timeline: work issued by dispatch(), writeTensor() and
+  // readTensor() runs in the order it was issued, one item at a time.
+  #queue = []
+  #head = 0
+  #busy = false
+  #destroyed = false
+  #lost
+  #resolveLost
   constructor (token, nativeContext, deviceType, powerPreference) {
     if (token !== kToken) illegal()
     this.#native = nativeContext
     this.#deviceType = deviceType
     this.#powerPreference = powerPreference
+    this.#accelerated = deviceType === 'gpu' && !/, Cpu\)$/.test(nativeContext.adapter || '')
+    this.#lost = new Promise((resolve) => { this.#resolveLost = resolve })
   }
 
   static _native (context) {
@@ -143,6 +322,231 @@ class MLContext {
   /** Brand check: a real MLContext, not an object inheriting its prototype. */
   static _is (v) {
     return v !== null && typeof v === 'object' && #native in v
+  }
+
+  static _check (context, what) {
+    if (!MLContext._is(context)) throw new TypeError(`${what}: \`this\` is not an MLContext`)
+    if (context.#destroyed) throw new DOMException(`${what}: the context has been destroyed`, 'InvalidStateError')
+  }
+
+  static _destroyed (context) {
+    return context.#destroyed
+  }
+
+  /** Enqueues `task` on the timeline; it runs once everything issued before it is
+   * done. `task` returns undefined (done) or a promise (done when it settles). */
+  #enqueue (task) {
+    append(this.#queue, task)
+    if (!this.#busy) this.#pump()
+  }
+
+  #pump () {
+    while (!this.#busy && this.#head < this.#queue.length) {
+      const task = this.#queue[this.#head]
+      this.#queue[this.#head++] = undefined
+      if (this.#head === this.#queue.length) {
+        this.#queue = []
+        this.#head = 0
+      }
+      let pending
+      try {
+        pending = task(this.#destroyed)
+      } catch {}
+      if (pending !== undefined) {
+        this.#busy = true
+        const next = () => {
+          this.#busy = false
+          this.#pump()
+        }
+        then(resolved(pending), next, next)
+      }
+    }
+  }
+
+  /** Whether the timeline has nothing queued or running (work may start now). */
+  #idle () {
+    return !this.#busy && this.#head === this.#queue.length
+  }
+
+  get accelerated () {
+    if (!MLContext._is(this)) throw new TypeError('MLContext.accelerated: `this` is not an MLContext')
+    return this.#accelerated
+  }
+
+  get lost () {
+    if (!MLContext._is(this)) throw new TypeError('MLContext.lost: `this` is not an MLContext')
+    return this.#lost
+  }
+
+  /** destroy(): pending reads reject, `lost` resolves, later calls throw
+   * InvalidStateError. Idempotent. */
+  destroy () {
+    if (!MLContext._is(this)) throw new TypeError('destroy: `this` is not an MLContext')
+    if (this.#destroyed) return
+    this.#destroyed = true
+    // Queued tasks see `destroyed` and settle their promises with an error.
+    if (!this.#busy) this.#pump()
+    this.#resolveLost({ message: 'The context was destroyed (MLContext.destroy()).' })
+  }
+
+  /** opSupportLimits(): what build() accepts on this context's engine, per
+   * operator and operand (src/ops/limits.rs). */
+  opSupportLimits () {
+    if (!MLContext._is(this)) throw new TypeError('opSupportLimits: `this` is not an MLContext')
+    return supportLimits(this.#deviceType)
+  }
+
+  /** createTensor(descriptor): a zero-filled tensor owned by the context. */
+  createTensor (descriptor) {
+    return promiseStep(() => {
+      MLContext._check(this, 'createTensor')
+      const d = toDictionary(descriptor, 'createTensor: descriptor')
+      const desc = toDescriptor(d, 'createTensor: descriptor')
+      const readable = Boolean(d.readable)
+      const writable = Boolean(d.writable)
+      const byteLength = descriptorByteLength(desc, 'createTensor: descriptor')
+      return new MLTensor(kToken, this, desc, byteLength, { readable, writable, constant: false })
+    })
+  }
+
+  /** createConstantTensor(descriptor, inputData): a tensor holding a copy of
+   * `inputData`, usable only as `builder.constant(tensor)`. */
+  createConstantTensor (descriptor, inputData) {
+    return promiseStep(() => {
+      MLContext._check(this, 'createConstantTensor')
+      const desc = toDescriptor(descriptor, 'createConstantTensor: descriptor')
+      const byteLength = descriptorByteLength(desc, 'createConstantTensor: descriptor')
+      const src = sourceBytes(inputData, 'createConstantTensor: inputData', byteLength)
+      const tensor = new MLTensor(kToken, this, desc, byteLength, { readable: false, writable: false, constant: true })
+      copyBytes(MLTensor._bytes(tensor), src)
+      return tensor
+    })
+  }
+
+  /** writeTensor(tensor, inputData): copies the caller's bytes before it returns;
+   * the write takes effect in timeline order. */
+  writeTensor (tensor, inputData) {
+    MLContext._check(this, 'writeTensor')
+    const t = MLTensor._usable(tensor, this, 'writeTensor: tensor')
+    if (!t.writable) throw new TypeError(`writeTensor: the tensor ${MLTensor._describe(tensor)} is not writable (create it with writable: true)`)
+    const src = sourceBytes(inputData, 'writeTensor: inputData', t.byteLength)
+    if (this.#idle()) {
+      MLTensor._write(tensor, src)
+      return
+    }
+    const copy = new Uint8Array(t.byteLength)
+    copyBytes(copy, src)
+    this.#enqueue((destroyed) => { if (!destroyed && !MLTensor._gone(tensor)) MLTensor._write(tensor, copy) })
+  }
+
+  /** readTensor(tensor) resolves to a new ArrayBuffer; readTensor(tensor,
+   * outputData) writes into the caller's buffer (which may be shared). Both see
+   * every write and dispatch issued before them. */
+  readTensor (tensor, outputData) {
+    return promiseStep(() => {
+      MLContext._check(this, 'readTensor')
+      const t = MLTensor._usable(tensor, this, 'readTensor: tensor')
+      if (!t.readable) throw new TypeError(`readTensor: the tensor ${MLTensor._describe(tensor)} is not readable (create it with readable: true)`)
+      let dst = null
+      if (arguments.length > 1) {
+        const info = bufferSource(outputData)
+        if (info === null) throw new TypeError(`readTensor: outputData ${describe(outputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+        if (info.resizable) throw new TypeError('readTensor: outputData is a resizable buffer')
+        if (info.detached) throw new TypeError('readTensor: outputData\'s buffer is detached')
+        if (info.bytes.length < t.byteLength) throw new TypeError(`readTensor: outputData holds ${info.bytes.length} bytes, fewer than the tensor's ${t.byteLength}`)
+        dst = outputData
+      }
+      return new Promise((resolve, reject) => {
+        this.#enqueue((destroyed) => {
+          if (destroyed) return reject(new DOMException('readTensor: the context was destroyed', 'InvalidStateError'))
+          if (MLTensor._gone(tensor)) return reject(new DOMException('readTensor: the tensor was destroyed', 'InvalidStateError'))
+          const failure = MLTensor._failure(tensor)
+          if (failure) return reject(failure)
+          const bytes = MLTensor._bytes(tensor)
+          if (dst === null) {
+            const out = new ArrayBuffer(t.byteLength)
+            copyBytes(new Uint8Array(out), bytes)
+            return resolve(out)
+          }
+          // Read the destination again: the caller may have detached it meanwhile.
+          const info = bufferSource(dst)
+          if (info === null || info.detached || info.bytes.length < t.byteLength) {
+            return reject(new TypeError('readTensor: outputData was detached or shrunk before the read completed'))
+          }
+          copyBytes(info.bytes, bytes)
+          resolve(undefined)
+        })
+      })
+    })
+  }
+
+  /**
+   * dispatch(graph, inputs, outputs): enqueues one execution of `graph` on the
+   * timeline, reading the input tensors and writing the output tensors. Returns
+   * at once; a later readTensor() sees the results.
+   */
+  dispatch (graph, inputs, outputs) {
+    MLContext._check(this, 'dispatch')
+    if (!MLGraph._is(graph)) throw new TypeError(`dispatch: graph ${describe(graph)} is not an MLGraph`)
+    const parts = MLGraph._parts(graph)
+    if (parts.context !== this) throw new TypeError('dispatch: the graph was built for another MLContext')
+    if (MLGraph._destroyed(graph)) throw new DOMException('dispatch: the graph has been destroyed', 'InvalidStateError')
+    const ins = toRecord(inputs, 'dispatch: inputs', (v) => v)
+    const outs = toRecord(outputs, 'dispatch: outputs', (v) => v)
+    const check = (named, descs, kind) => {
+      if (named.length !== descs.length) {
+        throw new TypeError(`dispatch: ${named.length} ${kind} tensors given; the graph has ${descs.length} ${kind}s (${descs.map((d) => `'${d.name}'`).join(', ')})`)
+      }
+      const order = []
+      for (let k = 0; k < descs.length; k++) {
+        const d = descs[k]
+        const i = position(named.length, (j) => named[j][0], d.name)
+        if (i < 0) throw new TypeError(`dispatch: ${kind} '${d.name}' is missing`)
+        const what = `dispatch: ${kind}s['${d.name}']`
+        MLTensor._usable(named[i][1], this, what)
+        const why = MLTensor._mismatch(named[i][1], d)
+        if (why) throw new TypeError(`${what}: ${why}`)
+        append(order, named[i][1])
+      }
+      return order
+    }
+    const inTensors = check(ins, parts.inputs, 'input')
+    const outTensors = check(outs, parts.outputs, 'output')
+    for (let k = 0; k < outTensors.length; k++) {
+      for (let j = 0; j < inTensors.length; j++) {
+        if (outTensors[k] === inTensors[j]) throw new TypeError(`dispatch: the tensor for output '${parts.outputs[k].name}' is also input '${parts.inputs[j].name}'`)
+      }
+      for (let j = 0; j < k; j++) {
+        if (outTensors[k] === outTensors[j]) throw new TypeError(`dispatch: outputs '${parts.outputs[j].name}' and '${parts.outputs[k].name}' are one tensor`)
+      }
+    }
+    const run = (destroyed) => {
+      if (destroyed || MLGraph._destroyed(graph)) return
+      for (let k = 0; k < inTensors.length; k++) if (MLTensor._gone(inTensors[k])) return
+      for (let k = 0; k < outTensors.length; k++) if (MLTensor._gone(outTensors[k])) return
+      const nativeInputs = []
+      for (let k = 0; k < inTensors.length; k++) append(nativeInputs, MLTensor._bytes(inTensors[k]))
+      const nativeOutputs = []
+      for (let k = 0; k < outTensors.length; k++) {
+        MLTensor._fail(outTensors[k], null)
+        append(nativeOutputs, MLTensor._bytes(outTensors[k]))
+      }
+      const fail = (e) => {
+        const err = convertError(e)
+        const failure = new DOMException(`dispatch: the graph failed: ${err.message}`, 'OperationError')
+        for (let k = 0; k < outTensors.length; k++) MLTensor._fail(outTensors[k], failure)
+      }
+      let pending
+      try {
+        if (parts.handsOff) parts.native.prepare()
+        pending = parts.native.compute(nativeInputs, nativeOutputs)
+      } catch (e) {
+        fail(e)
+        return
+      }
+      if (pending !== undefined) return then(pending, undefined, fail)
+    }
+    this.#enqueue(run)
   }
 
   /**
@@ -156,6 +560,8 @@ class MLContext {
     return promiseStep(() => {
       if (!MLContext._is(this)) throw new TypeError('compute: `this` is not an MLContext')
       if (!MLGraph._is(graph)) throw new TypeError(`compute: graph ${describe(graph)} is not an MLGraph`)
+      if (MLContext._destroyed(this)) throw new DOMException('compute: the context has been destroyed', 'InvalidStateError')
+      if (MLGraph._destroyed(graph)) throw new DOMException('compute: the graph has been destroyed', 'InvalidStateError')
       const parts = MLGraph._parts(graph)
       // Wake the engine's thread while the arguments are checked.
       if (parts.handsOff) parts.native.prepare()
@@ -248,28 +654,59 @@ class ML {
     return v !== null && typeof v === 'object' && #brand in v
   }
 
-  /** 7.2.2 createContext(options). `numThreads` is Chromium's non-standard option. */
+  /**
+   * createContext(options) of the current draft (powerPreference, accelerated) and
+   * of the CRD (deviceType 'cpu' | 'gpu', which clients still pass; 'npu' too), or
+   * createContext(gpuDevice). `numThreads` is Chromium's non-standard option.
+   * The device: deviceType 'gpu' (or a GPUDevice) is the GPU engine; 'cpu' is the
+   * CPU engine; 'npu', or no deviceType with `accelerated: true` given explicitly
+   * or powerPreference 'high-performance', is the GPU engine where a hardware
+   * adapter exists and the CPU engine otherwise; anything else is the CPU engine.
+   */
   createContext (options) {
     return promiseStep(() => {
       if (!ML._is(this)) throw new TypeError('createContext: `this` is not an ML object')
+      if (typeof GPUDeviceClass === 'function' && options instanceof GPUDeviceClass) return openGpu('default', false)
       const o = toDictionary(options, 'createContext: options')
-      const deviceType = o.deviceType === undefined ? 'cpu' : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
+      const accelerated = o.accelerated === undefined ? undefined : Boolean(o.accelerated)
+      const deviceType = o.deviceType === undefined ? undefined : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
+      const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
       const powerPreference = o.powerPreference === undefined
         ? 'default'
         : toEnum(o.powerPreference, POWER_PREFERENCES, 'createContext: options.powerPreference')
-      const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
-      if (deviceType === 'gpu') {
-        // Choosing an adapter and opening its device runs off the JS thread.
-        return native.NativeContext.createGpu(powerPreference)
-          .then((nativeContext) => new MLContext(kToken, nativeContext, deviceType, powerPreference))
-      }
-      const nativeContext = call(() => native.NativeContext.create(deviceType, numThreads))
-      return new MLContext(kToken, nativeContext, deviceType, powerPreference)
+      if (deviceType === 'gpu') return openGpu(powerPreference, false)
+      const preferAccelerated = deviceType === 'npu' ||
+        (deviceType === undefined && accelerated !== false && (accelerated === true || powerPreference === 'high-performance'))
+      const cpu = () => new MLContext(kToken, call(() => native.NativeContext.create('cpu', numThreads)), 'cpu', powerPreference)
+      if (preferAccelerated) return openGpu(powerPreference, true).then((c) => c || cpu())
+      return cpu()
     })
   }
 
   get [Symbol.toStringTag] () { return 'ML' }
 }
+
+/** A GPU context; with `hardwareOnly`, null (instead of an error) where no GPU
+ * exists or the only adapter is a software one (lavapipe: the CPU engine is faster). */
+function openGpu (powerPreference, hardwareOnly) {
+  const made = native.NativeContext.createGpu(powerPreference)
+    .then((nativeContext) => {
+      if (hardwareOnly && /, Cpu\)$/.test(nativeContext.adapter || '')) return null
+      return new MLContext(kToken, nativeContext, 'gpu', powerPreference)
+    })
+  return hardwareOnly ? made.catch(() => null) : made
+}
+
+/**
+ * GPUDevice where the runtime has no WebGPU: a class without instances, so that
+ * clients' `x instanceof GPUDevice` checks work (the polyfill installs it as a
+ * global). Where a real GPUDevice exists, createContext(device) accepts one.
+ */
+class GPUDevice {
+  constructor () { illegal() }
+  get [Symbol.toStringTag] () { return 'GPUDevice' }
+}
+const GPUDeviceClass = typeof globalThis.GPUDevice === 'function' ? globalThis.GPUDevice : GPUDevice
 
 const BINARY = ['add', 'sub', 'mul', 'div', 'max', 'min', 'pow']
 const LOGICAL = ['equal', 'greater', 'greaterOrEqual', 'lesser', 'lesserOrEqual']
@@ -279,6 +716,7 @@ const ACTIVATIONS = ['relu', 'sigmoid', 'tanh']
 class MLGraphBuilder {
   #native
   #context
+  #built = false
   /** 7.8.1 constructor(context). */
   constructor (context) {
     if (!MLContext._is(context)) throw new TypeError(`MLGraphBuilder: ${describe(context)} is not an MLContext`)
@@ -288,6 +726,10 @@ class MLGraphBuilder {
 
   static _native (builder) {
     return builder.#native
+  }
+
+  static _built (builder) {
+    return builder.#built
   }
 
   /** Brand check: a real MLGraphBuilder, not an object inheriting its prototype. */
@@ -311,24 +753,64 @@ class MLGraphBuilder {
     return this.#wrap(call(() => this.#native.input(n, desc.dataType, desc.dimensions)))
   }
 
-  /** 7.8.3 constant(descriptor, bufferView) and constant(value, type = 'float32'). */
+  /**
+   * constant() in all its forms: (descriptor, buffer) with an ArrayBuffer, a
+   * SharedArrayBuffer or a view of either (the current draft; a typed view must
+   * match the data type, as in the CRD); (dataType, value) with an MLNumber (the
+   * current draft; bigint keeps int64/uint64 exact); (value, dataType = 'float32')
+   * (the CRD); (tensor) with a constant MLTensor. The bytes are copied now.
+   */
   constant (descriptorOrValue, bufferViewOrType) {
     if (arguments.length < 1) throw new TypeError('constant: at least 1 argument required, 0 given')
     const first = descriptorOrValue
+    if (MLTensor._is(first)) {
+      const t = MLTensor._descriptor(first)
+      if (t.context !== this.#context) throw new TypeError('constant: the tensor belongs to another MLContext')
+      if (t.destroyed) throw new TypeError('constant: the tensor has been destroyed')
+      if (!t.constant) throw new TypeError('constant: the tensor was not made by createConstantTensor()')
+      const bytes = MLTensor._bytes(first)
+      return this.#wrap(call(() => this.#native.constant(t.dataType, t.dimensions, bytes)))
+    }
+    if (typeof first === 'string') {
+      const type = toEnum(first, DATA_TYPES, 'constant: dataType')
+      if (arguments.length < 2) throw new TypeError('constant: constant(dataType, value) needs a value')
+      return this.#scalar(type, bufferViewOrType)
+    }
     // WebIDL overload resolution: a dictionary for undefined, null and objects,
-    // a double otherwise.
+    // a number otherwise.
     if (first === undefined || first === null || typeof first === 'object') {
       const desc = toDescriptor(first, 'constant: descriptor')
-      const view = toArrayBufferView(bufferViewOrType, 'constant: bufferView')
-      // Step 2's element type check; the core checks dimensions, then the byte length.
-      const why = typeMismatch(view, desc.dataType)
-      if (why) throw new TypeError(`constant: bufferView: ${why}`)
-      const bytes = viewBytes(view, 'constant: bufferView')
+      const info = bufferSource(bufferViewOrType)
+      if (info === null) throw new TypeError(`constant: buffer ${describe(bufferViewOrType)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+      if (info.resizable) throw new TypeError('constant: buffer: resizable buffers are not accepted')
+      if (info.type !== null && info.type !== 'DataView') {
+        const why = typeMismatch(info, desc.dataType)
+        if (why) throw new TypeError(`constant: buffer: ${why}`)
+      }
+      if (info.detached) throw new TypeError('constant: buffer: its ArrayBuffer is detached')
+      // A shared buffer may change under the copy: copy it first.
+      let bytes = info.bytes
+      if (info.shared) {
+        bytes = new Uint8Array(info.bytes.length)
+        copyBytes(bytes, info.bytes)
+      }
       return this.#wrap(call(() => this.#native.constant(desc.dataType, desc.dimensions, bytes)))
     }
     const value = toDouble(first, 'constant: value')
     const type = bufferViewOrType === undefined ? 'float32' : toEnum(bufferViewOrType, DATA_TYPES, 'constant: type')
-    return this.#wrap(call(() => this.#native.constantScalar(value, type)))
+    return this.#scalar(type, value)
+  }
+
+  /** A scalar constant of `type` from MLNumber `value`: 64-bit integers from a
+   * bigint are exact (wrapped modulo 2^64, as BigInt64Array stores them). */
+  #scalar (type, value) {
+    if ((type === 'int64' || type === 'uint64') && typeof value === 'bigint') {
+      const a = type === 'int64' ? new BigInt64Array([value]) : new BigUint64Array([value])
+      return this.#wrap(call(() => this.#native.constant(type, [], new Uint8Array(a.buffer))))
+    }
+    if (typeof value === 'symbol') throw new TypeError('constant: value: a Symbol is not a number')
+    const v = Number(value)
+    return this.#wrap(call(() => this.#native.constantScalar(v, type)))
   }
 
   /** 7.8.4 build(outputs). */
@@ -341,7 +823,10 @@ class MLGraphBuilder {
         names.push(name)
         ids.push(this.#operand(operand, `build: outputs['${name}']`))
       }
+      if (MLContext._destroyed(this.#context)) throw new DOMException('build: the context has been destroyed', 'InvalidStateError')
       const nativeContext = MLContext._native(this.#context)
+      // The builder is spent once build() has been called (the current draft).
+      this.#built = true
       return this.#native.build(nativeContext, names, ids).then((g) => new MLGraph(kToken, this.#context, g))
     })
   }
@@ -406,12 +891,33 @@ class MLGraphBuilder {
     return this.#wrap(call(() => this.#native.reshape(x, shape)))
   }
 
-  /** 7.8.39 slice(input, starts, sizes). */
-  slice (input, starts, sizes) {
+  /** slice(input, starts, sizes, options) with the current draft's `strides`:
+   * a strided axis is a plain slice then a gather of every stride-th element. */
+  slice (input, starts, sizes, options) {
     const x = this.#operand(input, 'slice: input')
     const st = toSequence(starts, 'slice: starts', toUint32)
     const sz = toSequence(sizes, 'slice: sizes', toUint32)
-    return this.#wrap(call(() => this.#native.slice(x, st, sz)))
+    const o = toDictionary(options, 'slice: options')
+    const strides = o.strides === undefined ? null : toSequence(o.strides, 'slice: options.strides', toUint32)
+    const n = this.#native
+    return this.#wrap(call(() => {
+      let id = n.slice(x, st, sz)
+      if (strides === null) return id
+      if (strides.length !== sz.length) {
+        throw new TypeError(`slice: options.strides has ${strides.length} entries but the input has rank ${sz.length}`)
+      }
+      for (let axis = 0; axis < strides.length; axis++) {
+        const stride = strides[axis]
+        if (stride < 1) throw new TypeError(`slice: options.strides[${axis}] is 0; strides must be at least 1`)
+        if (stride === 1 || sz[axis] <= 1) continue
+        const picks = Math.ceil(sz[axis] / stride)
+        const indices = new Uint32Array(picks)
+        for (let k = 0; k < picks; k++) indices[k] = k * stride
+        const idx = n.constant('uint32', [picks], new Uint8Array(indices.buffer))
+        id = n.gather(id, idx, axis)
+      }
+      return id
+    }))
   }
 
   /** 7.8.43 split(input, splits, options). */
@@ -449,8 +955,8 @@ class MLGraphBuilder {
 function clampOptions (options) {
   const o = toDictionary(options, 'clamp: options')
   return {
-    minValue: o.minValue === undefined ? undefined : toFloat(o.minValue, 'clamp: options.minValue'),
-    maxValue: o.maxValue === undefined ? undefined : toFloat(o.maxValue, 'clamp: options.maxValue')
+    minValue: o.minValue === undefined ? undefined : toMLNumber(o.minValue, 'clamp: options.minValue'),
+    maxValue: o.maxValue === undefined ? undefined : toMLNumber(o.maxValue, 'clamp: options.maxValue')
   }
 }
 
@@ -505,6 +1011,25 @@ for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWi
   require(require('node:path').join(opsDir, file))(internals)
 }
 
+/** MLOperatorOptions.label: the options dictionary is an operator's last
+ * argument; an error about the operator quotes its label, when one is given. */
+function withLabel (e, op, args) {
+  if (!(e instanceof Error) || typeof e.message !== 'string') return e
+  let label = ''
+  for (let i = args.length - 1; i >= 0; i--) {
+    const o = args[i]
+    if (o === null || typeof o !== 'object' || Array.isArray(o) || MLOperand._is(o) || MLTensor._is(o) || ArrayBuffer.isView(o)) continue
+    try {
+      if (o.label !== undefined) label = toUSVString(o.label, `${op}: options.label`)
+    } catch {}
+    break
+  }
+  if (label === '') return e
+  const quoted = `${op} (label ${JSON.stringify(label)})`
+  const message = e.message.startsWith(`${op}:`) ? quoted + e.message.slice(op.length) : `${quoted}: ${e.message}`
+  return e instanceof DOMException ? new DOMException(message, e.name) : new e.constructor(message)
+}
+
 // Every builder method first checks that `this` is a real MLGraphBuilder, so that a
 // method called on another object (`MLGraphBuilder.prototype.add.call({})`) throws a
 // TypeError naming the method instead of V8's "Cannot read private member"; build(),
@@ -522,7 +1047,17 @@ for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWi
           if (key === 'build') return Promise.reject(e)
           throw e
         }
-        return Reflect.apply(method, this, args)
+        if (MLGraphBuilder._built(this)) {
+          const e = new DOMException(`${key}: build() has been called on this MLGraphBuilder; create a new one`, 'InvalidStateError')
+          if (key === 'build') return Promise.reject(e)
+          throw e
+        }
+        if (key === 'build') return Reflect.apply(method, this, args)
+        try {
+          return Reflect.apply(method, this, args)
+        } catch (e) {
+          throw withLabel(e, key, args)
+        }
       }
     }[key]
     Object.defineProperty(checked, 'length', { value: method.length })
@@ -532,4 +1067,4 @@ for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWi
 
 const ml = new ML(kToken)
 
-module.exports = { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation }
+module.exports = { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation, MLTensor, GPUDevice: GPUDeviceClass }

@@ -4,5 +4,5 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const webnn = require('./index.js')
 
-export const { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation } = webnn
+export const { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation, MLTensor, GPUDevice } = webnn
 export default webnn

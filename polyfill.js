@@ -10,7 +10,9 @@ if (globalThis.navigator === undefined) {
 if (globalThis.navigator.ml === undefined) {
   Object.defineProperty(globalThis.navigator, 'ml', { value: webnn.ml, writable: false, configurable: true, enumerable: true })
 }
-for (const name of ['ML', 'MLContext', 'MLGraph', 'MLGraphBuilder', 'MLOperand', 'MLActivation']) {
+// GPUDevice: clients test `x instanceof GPUDevice`; a class without instances where
+// the runtime has no WebGPU.
+for (const name of ['ML', 'MLContext', 'MLGraph', 'MLGraphBuilder', 'MLOperand', 'MLActivation', 'MLTensor', 'GPUDevice']) {
   if (globalThis[name] === undefined) {
     Object.defineProperty(globalThis, name, { value: webnn[name], writable: true, configurable: true, enumerable: false })
   }

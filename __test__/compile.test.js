@@ -120,7 +120,7 @@ async function run (b, outputs, inputs, ctx = context) {
   const graph = await b.build(outputs)
   const outs = {}
   for (const [name, op] of Object.entries(outputs)) {
-    outs[name] = op.dataType() === 'float16' ? new Uint16Array(count(op.shape())) : new Float32Array(count(op.shape()))
+    outs[name] = op.dataType === 'float16' ? new Uint16Array(count(op.shape)) : new Float32Array(count(op.shape))
   }
   // compute() transfers the views it is given: hand it copies, so the references
   // can still read the data.

@@ -580,7 +580,7 @@ test('randomized broadcasting of add/mul/max and greater matches the reference',
     const b = builder.input(`b${k}`, { dataType, dimensions: sb })
     const shape = broadcastShapes(sa, sb)
     for (const op of ['add', 'mul', 'max', 'greater']) outs[`${op}${k}`] = builder[op](a, b)
-    t.deepEqual(outs[`add${k}`].shape(), shape)
+    t.deepEqual(outs[`add${k}`].shape, shape)
     inputs[`a${k}`] = av.slice() // compute() detaches what it is given
     inputs[`b${k}`] = bv.slice()
     cases.push({ k, sa, sb, shape, av, bv, dataType })
@@ -632,7 +632,7 @@ test('randomized where with three-way broadcasting matches the reference', async
       builder.input(`x${k}`, { dataType, dimensions: shapes[1] }),
       builder.input(`y${k}`, { dataType, dimensions: shapes[2] }))
     const shape = broadcastShapes(...shapes)
-    t.deepEqual(w.shape(), shape)
+    t.deepEqual(w.shape, shape)
     outs[`w${k}`] = w
     Object.assign(inputs, { [`c${k}`]: cv.slice(), [`x${k}`]: xv.slice(), [`y${k}`]: yv.slice() })
     cases.push({ k, shapes, shape, cv, xv, yv, dataType })
@@ -677,7 +677,7 @@ test('randomized transpose, slice, expand, concat and split match the reference'
     outs[`s${k}`] = builder.slice(x, starts, sizes)
     // expand: prepend a dimension and stretch the size-1 ones.
     const ones = builder.slice(x, shape.map(() => 0), shape.map((d) => (rng() < 0.5 ? 1 : d)))
-    const onesShape = ones.shape()
+    const onesShape = ones.shape
     const expandTo = [2, ...onesShape.map((d) => (d === 1 ? 1 + Math.floor(rng() * 3) : d))]
     outs[`e${k}`] = builder.expand(ones, expandTo)
     // concat along a random axis with a slice of itself.
@@ -698,7 +698,7 @@ test('randomized transpose, slice, expand, concat and split match the reference'
   }
   const graph = await builder.build(outs)
   const outputs = {}
-  for (const [name, operand] of Object.entries(outs)) outputs[name] = new VIEWS[operand.dataType()](count(operand.shape()))
+  for (const [name, operand] of Object.entries(outs)) outputs[name] = new VIEWS[operand.dataType](count(operand.shape))
   const r = await context.compute(graph, inputs, outputs)
   for (const c of cases) {
     const { k, shape, xv } = c

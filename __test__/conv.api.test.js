@@ -28,15 +28,15 @@ test('conv2d: output shape formula with padding, strides and dilations', (t) => 
   const b = builder()
   const x = f32(b, [1, 1, 7, 5])
   const w = f32(b, [1, 1, 3, 3])
-  t.deepEqual(b.conv2d(x, w).shape(), [1, 1, 5, 3])
+  t.deepEqual(b.conv2d(x, w).shape, [1, 1, 5, 3])
   // floor(1 + (7 - 3 + 2) / 2) = 4, floor(1 + (5 - 3 + 2) / 2) = 3.
-  t.deepEqual(b.conv2d(x, w, { padding: [1, 1, 1, 1], strides: [2, 2] }).shape(), [1, 1, 4, 3])
+  t.deepEqual(b.conv2d(x, w, { padding: [1, 1, 1, 1], strides: [2, 2] }).shape, [1, 1, 4, 3])
   // Dilation 2: effective filter 5 -> 3 and 1.
-  t.deepEqual(b.conv2d(x, w, { dilations: [2, 2] }).shape(), [1, 1, 3, 1])
+  t.deepEqual(b.conv2d(x, w, { dilations: [2, 2] }).shape, [1, 1, 3, 1])
   const y = b.conv2d(x, w, { bias: f32(b, [1]) })
   t.true(y instanceof MLOperand)
-  t.is(y.dataType(), 'float32')
-  t.is(b.conv2d(typed(b, 'float16', [1, 2, 3, 3]), typed(b, 'float16', [4, 2, 1, 1])).dataType(), 'float16')
+  t.is(y.dataType, 'float32')
+  t.is(b.conv2d(typed(b, 'float16', [1, 2, 3, 3]), typed(b, 'float16', [4, 2, 1, 1])).dataType, 'float16')
 })
 
 test('conv2d: every input layout and filter layout', (t) => {
@@ -44,14 +44,14 @@ test('conv2d: every input layout and filter layout', (t) => {
   // 6 input channels, groups 2 (3 per group), 4 output channels, 2x1 filter.
   const filters = { oihw: [4, 3, 2, 1], hwio: [2, 1, 3, 4], ohwi: [4, 2, 1, 3], ihwo: [3, 2, 1, 4] }
   for (const [filterLayout, shape] of Object.entries(filters)) {
-    t.deepEqual(b.conv2d(f32(b, [1, 6, 5, 5]), f32(b, shape), { groups: 2, filterLayout }).shape(), [1, 4, 4, 5], filterLayout)
-    t.deepEqual(b.conv2d(f32(b, [1, 5, 5, 6]), f32(b, shape), { groups: 2, filterLayout, inputLayout: 'nhwc' }).shape(),
+    t.deepEqual(b.conv2d(f32(b, [1, 6, 5, 5]), f32(b, shape), { groups: 2, filterLayout }).shape, [1, 4, 4, 5], filterLayout)
+    t.deepEqual(b.conv2d(f32(b, [1, 5, 5, 6]), f32(b, shape), { groups: 2, filterLayout, inputLayout: 'nhwc' }).shape,
       [1, 4, 5, 4], `nhwc ${filterLayout}`)
   }
   // Depthwise, as the spec describes it for each layout.
   const depthwise = { oihw: [8, 1, 3, 3], hwio: [3, 3, 1, 8], ohwi: [8, 3, 3, 1], ihwo: [1, 3, 3, 8] }
   for (const [filterLayout, shape] of Object.entries(depthwise)) {
-    t.deepEqual(b.conv2d(f32(b, [2, 8, 4, 4]), f32(b, shape), { groups: 8, filterLayout }).shape(), [2, 8, 2, 2])
+    t.deepEqual(b.conv2d(f32(b, [2, 8, 4, 4]), f32(b, shape), { groups: 8, filterLayout }).shape, [2, 8, 2, 2])
   }
 })
 
@@ -125,11 +125,11 @@ test('conv2d: an output size below 1 is a TypeError (step 14.10)', (t) => {
   t.throws(() => b.conv2d(x, f32(b, [1, 1, 4, 3])), { instanceOf: TypeError, message: /conv2d: the output height would be 0, which is not a valid dimension/ })
   t.throws(() => b.conv2d(x, f32(b, [1, 1, 2, 2]), { dilations: [1, 3] }), { instanceOf: TypeError, message: /conv2d: the output width would be 0/ })
   // Padding makes up for a large filter.
-  t.deepEqual(b.conv2d(x, f32(b, [1, 1, 4, 3]), { padding: [1, 0, 0, 0] }).shape(), [1, 1, 1, 1])
+  t.deepEqual(b.conv2d(x, f32(b, [1, 1, 4, 3]), { padding: [1, 0, 0, 0] }).shape, [1, 1, 1, 1])
   // Huge padding and strides do not overflow.
   t.throws(() => b.conv2d(x, f32(b, [1, 1, 1, 1]), { padding: [4294967295, 4294967295, 0, 0] }),
     { instanceOf: TypeError, message: /conv2d: the output height would be 8589934593/ })
-  t.deepEqual(b.conv2d(x, f32(b, [1, 1, 1, 1]), { strides: [4294967295, 4294967295] }).shape(), [1, 1, 1, 1])
+  t.deepEqual(b.conv2d(x, f32(b, [1, 1, 1, 1]), { strides: [4294967295, 4294967295] }).shape, [1, 1, 1, 1])
 })
 
 test('conv2d: WebIDL conversion of the options', (t) => {
@@ -145,8 +145,8 @@ test('conv2d: WebIDL conversion of the options', (t) => {
   t.throws(() => b.conv2d(x, w, { inputLayout: 'NCHW' }), { instanceOf: TypeError, message: /conv2d: options\.inputLayout.*'nchw', 'nhwc'/ })
   t.throws(() => b.conv2d(x, w, { filterLayout: 'iohw' }), { instanceOf: TypeError, message: /conv2d: options\.filterLayout.*'oihw'/ })
   // null and undefined are the empty dictionary; fractional values truncate.
-  t.deepEqual(b.conv2d(x, w, null).shape(), [1, 1, 3, 3])
-  t.deepEqual(b.conv2d(x, w, { strides: [1.9, 2.5], padding: { * [Symbol.iterator] () { yield * [0, 1, 0, 1] } } }).shape(), [1, 1, 4, 2])
+  t.deepEqual(b.conv2d(x, w, null).shape, [1, 1, 3, 3])
+  t.deepEqual(b.conv2d(x, w, { strides: [1.9, 2.5], padding: { * [Symbol.iterator] () { yield * [0, 1, 0, 1] } } }).shape, [1, 1, 4, 2])
 })
 
 test('conv2d computes a padded, biased convolution (nhwc, ohwi)', async (t) => {
@@ -167,14 +167,14 @@ test('convTranspose2d: output shape formula, outputPadding and outputSizes', (t)
   const b = builder()
   const x = f32(b, [1, 1, 3, 3])
   const w = f32(b, [1, 2, 3, 3])
-  t.deepEqual(b.convTranspose2d(x, w).shape(), [1, 2, 5, 5])
+  t.deepEqual(b.convTranspose2d(x, w).shape, [1, 2, 5, 5])
   // (3 - 1) * 2 + 3 - 1 - 1 + 1 = 6 and (3 - 1) * 3 + 3 + 2 = 11.
-  t.deepEqual(b.convTranspose2d(x, w, { strides: [2, 3], padding: [1, 1, 0, 0], outputPadding: [1, 2] }).shape(), [1, 2, 6, 11])
+  t.deepEqual(b.convTranspose2d(x, w, { strides: [2, 3], padding: [1, 1, 0, 0], outputPadding: [1, 2] }).shape, [1, 2, 6, 11])
   // (3 - 1) * 1 + (3 - 1) * 2 + 1 = 7.
-  t.deepEqual(b.convTranspose2d(x, w, { dilations: [2, 1] }).shape(), [1, 2, 7, 5])
+  t.deepEqual(b.convTranspose2d(x, w, { dilations: [2, 1] }).shape, [1, 2, 7, 5])
   // outputSizes overrides (and outputPadding is then ignored).
-  t.deepEqual(b.convTranspose2d(x, w, { strides: [2, 2], outputSizes: [8, 7], outputPadding: [5, 5] }).shape(), [1, 2, 8, 7])
-  t.is(b.convTranspose2d(typed(b, 'float16', [1, 1, 2, 2]), typed(b, 'float16', [1, 1, 2, 2])).dataType(), 'float16')
+  t.deepEqual(b.convTranspose2d(x, w, { strides: [2, 2], outputSizes: [8, 7], outputPadding: [5, 5] }).shape, [1, 2, 8, 7])
+  t.is(b.convTranspose2d(typed(b, 'float16', [1, 1, 2, 2]), typed(b, 'float16', [1, 1, 2, 2])).dataType, 'float16')
 })
 
 test('convTranspose2d: every input layout and filter layout', (t) => {
@@ -182,9 +182,9 @@ test('convTranspose2d: every input layout and filter layout', (t) => {
   // 4 input channels, groups 2, filter output channels 3 -> 6 output channels, 2x1 filter.
   const filters = { iohw: [4, 3, 2, 1], hwoi: [2, 1, 3, 4], ohwi: [3, 2, 1, 4] }
   for (const [filterLayout, shape] of Object.entries(filters)) {
-    t.deepEqual(b.convTranspose2d(f32(b, [1, 4, 5, 5]), f32(b, shape), { groups: 2, filterLayout, bias: f32(b, [6]) }).shape(),
+    t.deepEqual(b.convTranspose2d(f32(b, [1, 4, 5, 5]), f32(b, shape), { groups: 2, filterLayout, bias: f32(b, [6]) }).shape,
       [1, 6, 6, 5], filterLayout)
-    t.deepEqual(b.convTranspose2d(f32(b, [1, 5, 5, 4]), f32(b, shape), { groups: 2, filterLayout, inputLayout: 'nhwc' }).shape(),
+    t.deepEqual(b.convTranspose2d(f32(b, [1, 5, 5, 4]), f32(b, shape), { groups: 2, filterLayout, inputLayout: 'nhwc' }).shape,
       [1, 6, 5, 6], `nhwc ${filterLayout}`)
   }
 })
@@ -230,7 +230,7 @@ test('convTranspose2d: outputPadding must be below the stride unless outputSizes
     { instanceOf: TypeError, message: /convTranspose2d: options\.outputPadding\[0\] \(1\) must be smaller than options\.strides\[0\] \(1\)/ })
   t.throws(() => b.convTranspose2d(x, w, { strides: [3, 2], outputPadding: [2, 2] }),
     { instanceOf: TypeError, message: /convTranspose2d: options\.outputPadding\[1\] \(2\)/ })
-  t.deepEqual(b.convTranspose2d(x, w, { outputPadding: [1, 0], outputSizes: [5, 5] }).shape(), [1, 1, 5, 5])
+  t.deepEqual(b.convTranspose2d(x, w, { outputPadding: [1, 0], outputSizes: [5, 5] }).shape, [1, 1, 5, 5])
 })
 
 test('convTranspose2d: channels, groups and bias (steps 17.5-17.7)', (t) => {
@@ -243,7 +243,7 @@ test('convTranspose2d: channels, groups and bias (steps 17.5-17.7)', (t) => {
     { instanceOf: TypeError, message: /convTranspose2d: the input channels \(4\) are not divisible by options\.groups \(3\)/ })
   const w = f32(b, [4, 2, 3, 3])
   // outputChannels = filterOutputChannels * groups = 4 with groups 2.
-  t.deepEqual(b.convTranspose2d(x, w, { groups: 2, bias: f32(b, [4]) }).shape(), [1, 4, 5, 5])
+  t.deepEqual(b.convTranspose2d(x, w, { groups: 2, bias: f32(b, [4]) }).shape, [1, 4, 5, 5])
   t.throws(() => b.convTranspose2d(x, w, { bias: f32(b, [4]) }),
     { instanceOf: TypeError, message: /convTranspose2d: options\.bias has shape \[4\]; it must be \[outputChannels\] = \[2\]/ })
   t.throws(() => b.convTranspose2d(x, w, { bias: typed(b, 'float16', [2]) }),
@@ -255,7 +255,7 @@ test('convTranspose2d: outputSizes must be within one stride of the computed siz
   const x = f32(b, [1, 1, 3, 3])
   const w = f32(b, [1, 1, 3, 3])
   // Computed size with strides 2: (3 - 1) * 2 + 3 = 7, so [7, 9) is accepted.
-  t.deepEqual(b.convTranspose2d(x, w, { strides: [2, 2], outputSizes: [7, 8] }).shape(), [1, 1, 7, 8])
+  t.deepEqual(b.convTranspose2d(x, w, { strides: [2, 2], outputSizes: [7, 8] }).shape, [1, 1, 7, 8])
   t.throws(() => b.convTranspose2d(x, w, { strides: [2, 2], outputSizes: [6, 7] }),
     { instanceOf: TypeError, message: /convTranspose2d: options\.outputSizes\[0\] \(6\) must be in \[7, 9\)/ })
   t.throws(() => b.convTranspose2d(x, w, { strides: [2, 2], outputSizes: [7, 9] }),
@@ -284,7 +284,7 @@ test('convTranspose2d: WebIDL conversion of the options', (t) => {
   t.throws(() => b.convTranspose2d(x, w, { groups: Infinity }), { instanceOf: TypeError, message: /convTranspose2d: options\.groups/ })
   t.throws(() => b.convTranspose2d(x, w, { inputLayout: 'nhcw' }), { instanceOf: TypeError, message: /convTranspose2d: options\.inputLayout/ })
   t.throws(() => b.convTranspose2d(x, w, { filterLayout: 'oihw' }), { instanceOf: TypeError, message: /convTranspose2d: options\.filterLayout.*'iohw', 'hwoi', 'ohwi'/ })
-  t.deepEqual(b.convTranspose2d(x, w, { strides: [2.7, 1] }).shape(), [1, 1, 4, 3])
+  t.deepEqual(b.convTranspose2d(x, w, { strides: [2.7, 1] }).shape, [1, 1, 4, 3])
 })
 
 test('convTranspose2d computes a strided transposed convolution with bias', async (t) => {

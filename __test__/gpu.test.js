@@ -100,8 +100,8 @@ async function againstCpu (t, context, make, inputs, { rtol = 1e-6, atol = 1e-6 
     const graph = await b.build(outs)
     const ins = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.slice()]))
     const bufs = Object.fromEntries(Object.entries(outs).map(([k, o]) => {
-      const n = o.shape().reduce((x, y) => x * y, 1)
-      const View = { float32: Float32Array, float16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int8: Int8Array, uint8: Uint8Array }[o.dataType()]
+      const n = o.shape.reduce((x, y) => x * y, 1)
+      const View = { float32: Float32Array, float16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int8: Int8Array, uint8: Uint8Array }[o.dataType]
       return [k, new View(n)]
     }))
     results.push((await ctx.compute(graph, ins, bufs)).outputs)

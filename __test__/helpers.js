@@ -58,8 +58,8 @@ function elementCount (shape) {
 
 /** A zero-filled view of the right type and size for an operand. */
 function viewFor (operand) {
-  const Ctor = VIEW[operand.dataType()]
-  return new Ctor(elementCount(operand.shape()))
+  const Ctor = VIEW[operand.dataType]
+  return new Ctor(elementCount(operand.shape))
 }
 
 /** Creates an MLContext (cpu unless options say otherwise). */

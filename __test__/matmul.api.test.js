@@ -35,10 +35,10 @@ test('matmul: output shapes, with batch broadcasting in both directions', (t) =>
   for (const [sa, sb, so] of cases) {
     const y = b.matmul(f32(b, `a${sa}`, sa), f32(b, `b${sb}`, sb))
     t.true(y instanceof MLOperand)
-    t.deepEqual(y.shape(), so, `${sa} x ${sb}`)
-    t.is(y.dataType(), 'float32')
+    t.deepEqual(y.shape, so, `${sa} x ${sb}`)
+    t.is(y.dataType, 'float32')
   }
-  t.is(b.matmul(typed(b, 'h1', 'float16', [2, 2]), typed(b, 'h2', 'float16', [2, 2])).dataType(), 'float16')
+  t.is(b.matmul(typed(b, 'h1', 'float16', [2, 2]), typed(b, 'h2', 'float16', [2, 2])).dataType, 'float16')
 })
 
 test('matmul: operands must be MLOperands of this builder (step 1)', (t) => {
@@ -102,15 +102,15 @@ test('gemm: output shapes with transposes and every shape of c', (t) => {
   const at = f32(b, 'at', [3, 2])
   const bb = f32(b, 'b', [3, 4])
   const bt = f32(b, 'bt', [4, 3])
-  t.deepEqual(b.gemm(a, bb).shape(), [2, 4])
-  t.deepEqual(b.gemm(at, bb, { aTranspose: true }).shape(), [2, 4])
-  t.deepEqual(b.gemm(a, bt, { bTranspose: true }).shape(), [2, 4])
-  t.deepEqual(b.gemm(at, bt, { aTranspose: true, bTranspose: true }).shape(), [2, 4])
+  t.deepEqual(b.gemm(a, bb).shape, [2, 4])
+  t.deepEqual(b.gemm(at, bb, { aTranspose: true }).shape, [2, 4])
+  t.deepEqual(b.gemm(a, bt, { bTranspose: true }).shape, [2, 4])
+  t.deepEqual(b.gemm(at, bt, { aTranspose: true, bTranspose: true }).shape, [2, 4])
   for (const cs of [[], [1], [4], [1, 1], [1, 4], [2, 1], [2, 4]]) {
-    t.deepEqual(b.gemm(a, bb, { c: f32(b, `c${cs}`, cs), alpha: 2, beta: 0.5 }).shape(), [2, 4], `c ${cs}`)
+    t.deepEqual(b.gemm(a, bb, { c: f32(b, `c${cs}`, cs), alpha: 2, beta: 0.5 }).shape, [2, 4], `c ${cs}`)
   }
-  t.deepEqual(b.gemm(a, bb, { c: b.constant(1.5) }).shape(), [2, 4])
-  t.is(b.gemm(typed(b, 'h', 'float16', [1, 1]), typed(b, 'h2', 'float16', [1, 1])).dataType(), 'float16')
+  t.deepEqual(b.gemm(a, bb, { c: b.constant(1.5) }).shape, [2, 4])
+  t.is(b.gemm(typed(b, 'h', 'float16', [1, 1]), typed(b, 'h2', 'float16', [1, 1])).dataType, 'float16')
 })
 
 test('gemm: operands and options.c must be MLOperands of this builder (step 1)', (t) => {
@@ -133,7 +133,7 @@ test('gemm: options are converted as WebIDL says (float alpha/beta, boolean tran
   t.throws(() => b.gemm(a, bb, 5), { instanceOf: TypeError, message: /gemm: options/ })
   // Truthy values are `true`: [2,3]^T is [3,2], which does not chain with [3,2].
   t.throws(() => b.gemm(a, bb, { aTranspose: 'yes' }), { instanceOf: TypeError, message: /gemm: a's inner dimension/ })
-  t.deepEqual(b.gemm(a, bb, { aTranspose: 0, bTranspose: '', alpha: '2' }).shape(), [2, 2])
+  t.deepEqual(b.gemm(a, bb, { aTranspose: 0, bTranspose: '', alpha: '2' }).shape, [2, 2])
 })
 
 test('gemm: a must be float32 or float16 (step 2)', (t) => {

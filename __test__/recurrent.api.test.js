@@ -29,14 +29,14 @@ test('gru: output shapes and data types', async (t) => {
   const out = b.gru(x, w, r, 2, 5)
   t.true(Array.isArray(out))
   t.is(out.length, 1)
-  t.deepEqual(out[0].shape(), [1, 3, 5])
-  t.is(out[0].dataType(), 'float32')
+  t.deepEqual(out[0].shape, [1, 3, 5])
+  t.is(out[0].dataType, 'float32')
   const both = gruArgs(b, 2)
   const seq = b.gru(both.x, both.w, both.r, 2, 5, { direction: 'both', returnSequence: true })
-  t.deepEqual(seq.map((o) => o.shape()), [[2, 3, 5], [2, 2, 3, 5]])
+  t.deepEqual(seq.map((o) => o.shape), [[2, 3, 5], [2, 2, 3, 5]])
   const h = b.gru(f16(b, 'hx', [1, 1, 2]), f16(b, 'hw', [1, 3, 2]), f16(b, 'hr', [1, 3, 1]), 1, 1, { direction: 'backward' })
-  t.is(h[0].dataType(), 'float16')
-  t.deepEqual(h[0].shape(), [1, 1, 1])
+  t.is(h[0].dataType, 'float16')
+  t.deepEqual(h[0].shape, [1, 1, 1])
   // All options present.
   const o = b.gru(x, w, r, 2, 5, {
     bias: f32(b, 'b', [1, 15]),
@@ -46,7 +46,7 @@ test('gru: output shapes and data types', async (t) => {
     layout: 'rzn',
     activations: [b.relu(), b.clamp({ minValue: -1, maxValue: 1 })]
   })
-  t.deepEqual(o[0].shape(), [1, 3, 5])
+  t.deepEqual(o[0].shape, [1, 3, 5])
 })
 
 test('gru: every validation step throws a TypeError', async (t) => {
@@ -117,12 +117,12 @@ test('gruCell: output shape and every validation step', async (t) => {
   const h = f32(b, 'h', [3, 5])
   const out = b.gruCell(x, w, r, h, 5)
   t.false(Array.isArray(out))
-  t.deepEqual(out.shape(), [3, 5])
-  t.is(out.dataType(), 'float32')
+  t.deepEqual(out.shape, [3, 5])
+  t.is(out.dataType, 'float32')
   const o = b.gruCell(x, w, r, h, 5, { bias: f32(b, 'b', [15]), recurrentBias: f32(b, 'rb', [15]), resetAfter: false, layout: 'rzn', activations: [b.sigmoid(), b.relu()] })
-  t.deepEqual(o.shape(), [3, 5])
+  t.deepEqual(o.shape, [3, 5])
   const o16 = b.gruCell(f16(b, 'hx', [2, 3]), f16(b, 'hw', [6, 3]), f16(b, 'hr', [6, 2]), f16(b, 'hh', [2, 2]), 2)
-  t.is(o16.dataType(), 'float16')
+  t.is(o16.dataType, 'float16')
   // WebIDL, steps 1-2.
   throwsType(t, () => b.gruCell(x, w, r, h), /gruCell: 5 arguments required/)
   throwsType(t, () => b.gruCell(x, w, r, f32(other, 'h', [3, 5]), 5), /gruCell: hiddenState/)
@@ -160,8 +160,8 @@ test('lstm: output shapes and data types', async (t) => {
   const { builder: b } = await makeBuilder()
   const { x, w, r } = lstmArgs(b)
   const out = b.lstm(x, w, r, 2, 5)
-  t.deepEqual(out.map((o) => o.shape()), [[1, 3, 5], [1, 3, 5]])
-  t.deepEqual(out.map((o) => o.dataType()), ['float32', 'float32'])
+  t.deepEqual(out.map((o) => o.shape), [[1, 3, 5], [1, 3, 5]])
+  t.deepEqual(out.map((o) => o.dataType), ['float32', 'float32'])
   const both = lstmArgs(b, 2)
   const seq = b.lstm(both.x, both.w, both.r, 2, 5, {
     direction: 'both',
@@ -174,9 +174,9 @@ test('lstm: output shapes and data types', async (t) => {
     initialCellState: f32(b, 'c0', [2, 3, 5]),
     activations: [b.sigmoid(), b.relu(), b.tanh()]
   })
-  t.deepEqual(seq.map((o) => o.shape()), [[2, 3, 5], [2, 3, 5], [2, 2, 3, 5]])
+  t.deepEqual(seq.map((o) => o.shape), [[2, 3, 5], [2, 3, 5], [2, 2, 3, 5]])
   const h = b.lstm(f16(b, 'hx', [1, 2, 3]), f16(b, 'hw', [1, 4, 3]), f16(b, 'hr', [1, 4, 1]), 1, 1, { direction: 'backward' })
-  t.deepEqual(h.map((o) => o.dataType()), ['float16', 'float16'])
+  t.deepEqual(h.map((o) => o.dataType), ['float16', 'float16'])
 })
 
 test('lstm: every validation step throws a TypeError', async (t) => {
@@ -237,7 +237,7 @@ test('lstmCell: output shapes and every validation step', async (t) => {
   const h = f32(b, 'h', [3, 5])
   const c = f32(b, 'c', [3, 5])
   const out = b.lstmCell(x, w, r, h, c, 5)
-  t.deepEqual(out.map((o) => o.shape()), [[3, 5], [3, 5]])
+  t.deepEqual(out.map((o) => o.shape), [[3, 5], [3, 5]])
   const full = b.lstmCell(x, w, r, h, c, 5, {
     bias: f32(b, 'b', [20]),
     recurrentBias: f32(b, 'rb', [20]),
@@ -247,7 +247,7 @@ test('lstmCell: output shapes and every validation step', async (t) => {
   })
   t.is(full.length, 2)
   const o16 = b.lstmCell(f16(b, 'hx', [1, 2]), f16(b, 'hw', [4, 2]), f16(b, 'hr', [4, 1]), f16(b, 'hh', [1, 1]), f16(b, 'hc', [1, 1]), 1)
-  t.deepEqual(o16.map((o) => o.dataType()), ['float16', 'float16'])
+  t.deepEqual(o16.map((o) => o.dataType), ['float16', 'float16'])
   // WebIDL, steps 1-2.
   throwsType(t, () => b.lstmCell(x, w, r, h, c), /lstmCell: 6 arguments required/)
   throwsType(t, () => b.lstmCell(x, w, r, h, f32(other, 'c', [3, 5]), 5), /lstmCell: cellState/)
@@ -290,7 +290,7 @@ test('a sequence output beyond the byte-length bound is a TypeError', async (t) 
   const x = f32(b, 'x', [steps, 1, 1])
   throwsType(t, () => b.gru(x, f32(b, 'w', [1, 192, 1]), f32(b, 'r', [1, 192, 64]), steps, 64, { returnSequence: true }), /gru: output 1.*too large/)
   throwsType(t, () => b.lstm(x, f32(b, 'lw', [1, 256, 1]), f32(b, 'lr', [1, 256, 64]), steps, 64, { returnSequence: true }), /lstm: output 2.*too large/)
-  t.deepEqual(b.gru(x, f32(b, 'w2', [1, 192, 1]), f32(b, 'r2', [1, 192, 64]), steps, 64)[0].shape(), [1, 1, 64])
+  t.deepEqual(b.gru(x, f32(b, 'w2', [1, 192, 1]), f32(b, 'r2', [1, 192, 64]), steps, 64)[0].shape, [1, 1, 64])
 })
 
 test('dictionary members are read in WebIDL order', async (t) => {

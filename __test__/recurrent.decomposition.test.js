@@ -16,11 +16,11 @@ const { webnn, mulberry32, randomFloat32 } = require('./helpers.js')
 
 const REQUIRED_GPU = process.env.WEBNN_REQUIRE_GPU === '1'
 
-const squeeze = (b, op) => b.reshape(op, op.shape().slice(1))
+const squeeze = (b, op) => b.reshape(op, op.shape.slice(1))
 
 /** The decomposition of lstm or gru (`op`), as the spec writes it. */
 function decomposition (b, op, x, w, r, steps, H, o) {
-  const [, B, I] = x.shape()
+  const [, B, I] = x.shape
   const D = o.direction === 'both' ? 2 : 1
   const G = op === 'lstm' ? 4 : 3
   const state = (given) => given || b.constant({ dataType: 'float32', dimensions: [D, B, H] }, new Float32Array(D * B * H))
@@ -108,11 +108,11 @@ async function check (t, context, c) {
   names.forEach((n, i) => {
     outputs[`net_${n}`] = net[i]
     outputs[`ref_${n}`] = ref[i]
-    const size = net[i].shape().reduce((p, q) => p * q, 1)
+    const size = net[i].shape.reduce((p, q) => p * q, 1)
     views[`net_${n}`] = new Float32Array(size)
     views[`ref_${n}`] = new Float32Array(size)
   })
-  names.forEach((n, i) => t.deepEqual(net[i].shape(), ref[i].shape(), `${n}: shape`))
+  names.forEach((n, i) => t.deepEqual(net[i].shape, ref[i].shape, `${n}: shape`))
   const graph = await b.build(outputs)
   const result = await context.compute(graph, inputs, views)
   for (const n of names) {

@@ -111,6 +111,50 @@ function viewInfo (v) {
   return { __proto__: null, type: tag === undefined ? 'DataView' : tag, buffer, byteOffset, byteLength, shared, resizable, detached }
 }
 
+/** Whether `b` is an ArrayBuffer (a brand check). */
+function isArrayBuffer (b) {
+  try {
+    apply(abByteLength, b, [])
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * AllowSharedBufferSource (an ArrayBuffer, a SharedArrayBuffer or a view of
+ * either), read through the built-ins: `null` when `v` is none of them, else
+ * `{ bytes, detached, resizable, type }` where `bytes` is a Uint8Array over the
+ * same memory (empty when detached) and `type` the view's type, or null.
+ */
+function bufferSource (v) {
+  let buffer, byteOffset, byteLength, type = null
+  const info = viewInfo(v)
+  if (info !== null) {
+    ({ buffer, byteOffset, byteLength, type } = info)
+  } else if (isShared(v)) {
+    buffer = v
+    byteOffset = 0
+    byteLength = apply(sabByteLength, v, [])
+  } else if (isArrayBuffer(v)) {
+    buffer = v
+    byteOffset = 0
+    byteLength = apply(abByteLength, v, [])
+  } else {
+    return null
+  }
+  const shared = isShared(buffer)
+  const resizable = !shared && abResizable !== undefined && apply(abResizable, buffer, []) === true
+  const detached = !shared && isDetached(buffer)
+  const bytes = detached ? new NativeUint8Array(0) : new NativeUint8Array(buffer, byteOffset, byteLength)
+  return { __proto__: null, bytes, detached, resizable, shared, type }
+}
+
+/** Copies Uint8Array `src` into Uint8Array `dst` at `offset` (the built-in set). */
+function copyBytes (dst, src, offset = 0) {
+  apply(taSet, dst, [src, offset])
+}
+
 /** The byte length of a (non-shared) ArrayBuffer. */
 function bufferByteLength (b) {
   return apply(abByteLength, b, [])
@@ -201,6 +245,8 @@ module.exports = {
   ownKeys,
   getOwnPropertyDescriptor,
   viewInfo,
+  bufferSource,
+  copyBytes,
   bufferByteLength,
   transferBuffer,
   newView,

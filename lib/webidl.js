@@ -68,6 +68,15 @@ function toFloat (v, what) {
   return f
 }
 
+/** MLNumber (bigint or unrestricted double) as a JS number, rounded to float32
+ * (the precision the engine's operator parameters have); NaN only with `allowNaN`. */
+function toMLNumber (v, what, allowNaN = false) {
+  if (typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = typeof v === 'bigint' ? Number(v) : Number(v)
+  if (Number.isNaN(n) && !allowNaN) throw new TypeError(`${what}: ${describe(v)} is NaN`)
+  return Math.fround(n)
+}
+
 /** double (restricted). */
 function toDouble (v, what) {
   if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
@@ -122,7 +131,7 @@ function toRecord (v, what, convert) {
 }
 
 const DATA_TYPES = ['float32', 'float16', 'int32', 'uint32', 'int64', 'uint64', 'int8', 'uint8']
-const DEVICE_TYPES = ['cpu', 'gpu']
+const DEVICE_TYPES = ['cpu', 'gpu', 'npu']
 const POWER_PREFERENCES = ['default', 'high-performance', 'low-power']
 
 // Spec 10.1: the ArrayBufferView type of each data type. float16 travels as
@@ -211,6 +220,7 @@ module.exports = {
   toUint32,
   toFloat,
   toDouble,
+  toMLNumber,
   toSequence,
   toDictionary,
   toEnum,

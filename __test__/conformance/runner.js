@@ -157,8 +157,8 @@ async function runCase (t, device, context, c, { strict = false } = {}) {
   // The output descriptors the builder inferred must match the reference.
   for (const name of c.outputs) {
     const e = expected[name]
-    t.is(env[name].dataType(), e.dataType, `output '${name}': data type`)
-    t.deepEqual(env[name].shape(), e.shape, `output '${name}': shape`)
+    t.is(env[name].dataType, e.dataType, `output '${name}': data type`)
+    t.deepEqual(env[name].shape, e.shape, `output '${name}': shape`)
   }
 
   let graph

@@ -37,7 +37,7 @@ async function runOnDevice (c, device, context, operands, outputs) {
     return { error: { stage: 'builder', e } }
   }
   const descs = {}
-  for (const name of outputs) descs[name] = { dataType: env[name].dataType(), shape: env[name].shape() }
+  for (const name of outputs) descs[name] = { dataType: env[name].dataType, shape: env[name].shape }
   let graph
   try {
     graph = await b.build(Object.fromEntries(outputs.map((n) => [n, env[n]])))
@@ -358,10 +358,10 @@ async function runInvalid (c, context) {
   return { findings }
 }
 function typeOf (a, env) {
-  try { return env[a].dataType() } catch { return '?' }
+  try { return env[a].dataType } catch { return '?' }
 }
 function shapeOf (c, a, env) {
-  try { return env[a].shape().join(',') } catch { return '?' }
+  try { return env[a].shape.join(',') } catch { return '?' }
 }
 
 // ---------------------------------------------------------------------------

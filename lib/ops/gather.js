@@ -41,7 +41,7 @@ module.exports = function install (internals) {
     const end = webidl.toSequence(endingPadding, 'pad: endingPadding', webidl.toUint32)
     const o = webidl.toDictionary(options, 'pad: options')
     const mode = o.mode === undefined ? 'constant' : webidl.toEnum(o.mode, PADDING_MODES, 'pad: options.mode')
-    const value = o.value === undefined ? 0 : webidl.toFloat(o.value, 'pad: options.value')
+    const value = o.value === undefined ? 0 : webidl.toMLNumber(o.value, 'pad: options.value', true)
     return internals.wrap(this, webidl.call(() => internals.native(this).pad(x, begin, end, mode, value)))
   }
 

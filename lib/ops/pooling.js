@@ -23,9 +23,11 @@ module.exports = function install (internals) {
     const what = (m) => `${op}: options.${m}`
     const dilations = uints(o.dilations, what('dilations'))
     const layout = enumOr(o.layout, LAYOUTS, 'nchw', what('layout'))
+    // The current draft's name for the CRD's roundingType; either may be given.
+    const shapeRounding = enumOr(o.outputShapeRounding, ROUNDING_TYPES, undefined, what('outputShapeRounding'))
     const outputSizes = uints(o.outputSizes, what('outputSizes'))
     const padding = uints(o.padding, what('padding'))
-    const roundingType = enumOr(o.roundingType, ROUNDING_TYPES, 'floor', what('roundingType'))
+    const roundingType = shapeRounding ?? enumOr(o.roundingType, ROUNDING_TYPES, 'floor', what('roundingType'))
     const strides = uints(o.strides, what('strides'))
     const windowDimensions = uints(o.windowDimensions, what('windowDimensions'))
     return { windowDimensions, padding, strides, dilations, layout, roundingType, outputSizes }

@@ -8,6 +8,8 @@ const DIRECTIONS = ['forward', 'backward', 'both']
 const GRU_LAYOUTS = ['zrn', 'rzn']
 const LSTM_LAYOUTS = ['iofg', 'ifgo']
 
+const RECURRENT_ACTIVATIONS = ['relu', 'sigmoid', 'tanh']
+
 module.exports = function install (internals) {
   const { webidl } = internals
   const proto = internals.MLGraphBuilder.prototype
@@ -16,10 +18,14 @@ module.exports = function install (internals) {
     if (args.length < n) throw new TypeError(`${op}: ${n} arguments required, ${args.length} given`)
   }
 
-  /** sequence<MLActivation>, each checked to belong to the builder (step 2). */
+  /** sequence<MLRecurrentNetworkActivation> (the current draft: 'relu', 'sigmoid',
+   * 'tanh') or the CRD's sequence<MLActivation>, each checked to belong to the
+   * builder (step 2). */
   function activations (builder, v, what) {
     if (v === undefined) return undefined
-    return webidl.toSequence(v, what, (a, w) => internals.activation(builder, a, w))
+    return webidl.toSequence(v, what, (a, w) => typeof a === 'string'
+      ? { name: webidl.toEnum(a, RECURRENT_ACTIVATIONS, w) }
+      : internals.activation(builder, a, w))
   }
 
   const bool = (v, dflt) => (v === undefined ? dflt : Boolean(v))

@@ -32,14 +32,32 @@ module.exports = function install (internals) {
 
   for (const op of ['argMin', 'argMax']) {
     proto[op] = {
-      [op] (input, options) {
+      [op] (input, axisOrOptions, options) {
         const x = internals.operand(this, input, `${op}: input`)
-        const o = webidl.toDictionary(options, `${op}: options`)
+        const n = internals.native(this)
+        // The current draft's argMin(input, axis, options) with outputDataType
+        // (int32 by default); the CRD's argMin(input, options) with axes (int64).
+        if (typeof axisOrOptions !== 'object' || axisOrOptions === null) {
+          if (axisOrOptions === undefined) throw new TypeError(`${op}: 2 arguments required (input, axis), 1 given`)
+          const axis = webidl.toUint32(axisOrOptions, `${op}: axis`)
+          const o = webidl.toDictionary(options, `${op}: options`)
+          const keepDimensions = o.keepDimensions === undefined ? false : Boolean(o.keepDimensions)
+          const outputDataType = o.outputDataType === undefined
+            ? 'int32'
+            : webidl.toEnum(o.outputDataType, webidl.DATA_TYPES, `${op}: options.outputDataType`)
+          if (outputDataType !== 'int32' && outputDataType !== 'int64') {
+            throw new TypeError(`${op}: options.outputDataType '${outputDataType}' is not 'int32' or 'int64'`)
+          }
+          return internals.wrap(this, webidl.call(() => {
+            const id = n.argMinMax(op, x, [axis], keepDimensions, false)
+            return outputDataType === 'int64' ? id : n.cast(id, outputDataType)
+          }))
+        }
+        const o = webidl.toDictionary(axisOrOptions, `${op}: options`)
         const { axes, keepDimensions } = axesAndKeep(o, op)
         const last = o.selectLastIndex
         const selectLastIndex = last === undefined ? false : Boolean(last)
-        return internals.wrap(this, webidl.call(() =>
-          internals.native(this).argMinMax(op, x, axes, keepDimensions, selectLastIndex)))
+        return internals.wrap(this, webidl.call(() => n.argMinMax(op, x, axes, keepDimensions, selectLastIndex)))
       }
     }[op]
   }

@@ -101,12 +101,19 @@ class MLGraph {
   #outputs
   #handsOff
   #destroyed = false
-  constructor (token, context, nativeGraph) {
+  #unused
+  constructor (token, context, nativeGraph, declared = []) {
     if (token !== kToken) illegal()
     this.#context = context
     this.#native = nativeGraph
     this.#inputs = nativeGraph.inputs
     this.#outputs = nativeGraph.outputs
+    // Inputs declared with input() that no output depends on: the engine never
+    // sees them, but callers (ONNX Runtime Web among them) pass them anyway.
+    this.#unused = []
+    for (let i = 0; i < declared.length; i++) {
+      if (position(this.#inputs.length, (k) => this.#inputs[k].name, declared[i].name) < 0) append(this.#unused, declared[i])
+    }
     // Tiny graphs run on the calling thread: compute() wakes no engine thread.
     this.#handsOff = !nativeGraph.runsInline
   }
@@ -116,7 +123,7 @@ class MLGraph {
   }
 
   static _parts (graph) {
-    return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs, handsOff: graph.#handsOff }
+    return { context: graph.#context, native: graph.#native, inputs: graph.#inputs, outputs: graph.#outputs, handsOff: graph.#handsOff, unused: graph.#unused }
   }
 
   static _destroyed (graph) {
@@ -218,6 +225,10 @@ class MLTensor {
 
   get [Symbol.toStringTag] () { return 'MLTensor' }
 }
+
+/** An earlier draft's tensor usage flags (createTensor's `usage`), kept for the
+ * clients that still send them; the polyfill installs it as a global. */
+const MLTensorUsage = Object.freeze({ __proto__: null, WEBGPU_INTEROP: 1, READ: 2, WRITE: 4 })
 
 /** The bytes of AllowSharedBufferSource `v`, which must hold exactly `byteLength`. */
 function sourceBytes (v, what, byteLength) {
@@ -402,8 +413,11 @@ class MLContext {
       MLContext._check(this, 'createTensor')
       const d = toDictionary(descriptor, 'createTensor: descriptor')
       const desc = toDescriptor(d, 'createTensor: descriptor')
-      const readable = Boolean(d.readable)
-      const writable = Boolean(d.writable)
+      // `usage` (MLTensorUsage flags) is an earlier draft's form, still sent by
+      // ONNX Runtime Web 1.20-1.21: READ and WRITE stand for readable and writable.
+      const usage = d.usage === undefined ? 0 : toUint32(d.usage, 'createTensor: descriptor.usage')
+      const readable = d.readable === undefined ? (usage & MLTensorUsage.READ) !== 0 : Boolean(d.readable)
+      const writable = d.writable === undefined ? (usage & MLTensorUsage.WRITE) !== 0 : Boolean(d.writable)
       const byteLength = descriptorByteLength(desc, 'createTensor: descriptor')
       return new MLTensor(kToken, this, desc, byteLength, { readable, writable, constant: false })
     })
@@ -491,11 +505,24 @@ class MLContext {
     const parts = MLGraph._parts(graph)
     if (parts.context !== this) throw new TypeError('dispatch: the graph was built for another MLContext')
     if (MLGraph._destroyed(graph)) throw new DOMException('dispatch: the graph has been destroyed', 'InvalidStateError')
-    const ins = toRecord(inputs, 'dispatch: inputs', (v) => v)
+    const given = toRecord(inputs, 'dispatch: inputs', (v) => v)
     const outs = toRecord(outputs, 'dispatch: outputs', (v) => v)
+    // A tensor for a declared input that no output depends on is checked, not used.
+    const ins = []
+    for (let i = 0; i < given.length; i++) {
+      const k = position(parts.unused.length, (j) => parts.unused[j].name, given[i][0])
+      if (k < 0) {
+        append(ins, given[i])
+        continue
+      }
+      const what = `dispatch: inputs['${given[i][0]}']`
+      MLTensor._usable(given[i][1], this, what)
+      const why = MLTensor._mismatch(given[i][1], parts.unused[k])
+      if (why) throw new TypeError(`${what}: ${why}`)
+    }
     const check = (named, descs, kind) => {
       if (named.length !== descs.length) {
-        throw new TypeError(`dispatch: ${named.length} ${kind} tensors given; the graph has ${descs.length} ${kind}s (${descs.map((d) => `'${d.name}'`).join(', ')})`)
+        throw new TypeError(`dispatch: ${named.length} ${kind} tensors given (${named.map((n) => `'${n[0]}'`).join(', ')}); the graph has ${descs.length} ${kind}s (${descs.map((d) => `'${d.name}'`).join(', ')})`)
       }
       const order = []
       for (let k = 0; k < descs.length; k++) {
@@ -587,7 +614,9 @@ class MLContext {
       // Chromium also rejects names that are not graph inputs (the spec is silent).
       if (inViews.length !== parts.inputs.length) {
         for (let i = 0; i < inViews.length; i++) {
-          if (position(parts.inputs.length, (k) => parts.inputs[k].name, inViews[i][0]) < 0) throw new TypeError(`compute: '${inViews[i][0]}' is not an input of the graph`)
+          if (position(parts.inputs.length, (k) => parts.inputs[k].name, inViews[i][0]) >= 0) continue
+          if (position(parts.unused.length, (k) => parts.unused[k].name, inViews[i][0]) >= 0) continue
+          throw new TypeError(`compute: '${inViews[i][0]}' is not an input of the graph`)
         }
       }
       // Step 6: each output view names a graph output and fits it.
@@ -717,6 +746,8 @@ class MLGraphBuilder {
   #native
   #context
   #built = false
+  // Every input() declared, reached by the outputs or not.
+  #declared = []
   /** 7.8.1 constructor(context). */
   constructor (context) {
     if (!MLContext._is(context)) throw new TypeError(`MLGraphBuilder: ${describe(context)} is not an MLContext`)
@@ -750,7 +781,9 @@ class MLGraphBuilder {
     if (arguments.length < 2) throw new TypeError(`input: 2 arguments required, ${arguments.length} given`)
     const n = toUSVString(name, 'input: name')
     const desc = toDescriptor(descriptor, 'input: descriptor')
-    return this.#wrap(call(() => this.#native.input(n, desc.dataType, desc.dimensions)))
+    const id = this.#wrap(call(() => this.#native.input(n, desc.dataType, desc.dimensions)))
+    append(this.#declared, { name: n, dataType: desc.dataType, shape: desc.dimensions })
+    return id
   }
 
   /**
@@ -771,7 +804,11 @@ class MLGraphBuilder {
       const bytes = MLTensor._bytes(first)
       return this.#wrap(call(() => this.#native.constant(t.dataType, t.dimensions, bytes)))
     }
-    if (typeof first === 'string') {
+    // The current draft's (dataType, value): a data type name, or any string
+    // followed by a non-string value; otherwise the CRD's (value, type), where a
+    // string value converts to a double.
+    if (typeof first === 'string' && (DATA_TYPES.includes(first) ||
+        (arguments.length >= 2 && bufferViewOrType !== undefined && typeof bufferViewOrType !== 'string'))) {
       const type = toEnum(first, DATA_TYPES, 'constant: dataType')
       if (arguments.length < 2) throw new TypeError('constant: constant(dataType, value) needs a value')
       return this.#scalar(type, bufferViewOrType)
@@ -825,9 +862,12 @@ class MLGraphBuilder {
       }
       if (MLContext._destroyed(this.#context)) throw new DOMException('build: the context has been destroyed', 'InvalidStateError')
       const nativeContext = MLContext._native(this.#context)
-      // The builder is spent once build() has been called (the current draft).
+      const declared = this.#declared
+      const pending = this.#native.build(nativeContext, names, ids)
+      // The builder is spent once a build() has passed validation (the current
+      // draft's [[hasBuilt]]); a build() rejected with a TypeError leaves it usable.
       this.#built = true
-      return this.#native.build(nativeContext, names, ids).then((g) => new MLGraph(kToken, this.#context, g))
+      return pending.then((g) => new MLGraph(kToken, this.#context, g, declared))
     })
   }
 
@@ -1056,6 +1096,9 @@ function withLabel (e, op, args) {
         try {
           return Reflect.apply(method, this, args)
         } catch (e) {
+          // An attribute getter of ours met while converting an argument (a forged
+          // MLOperand as a dictionary): name the method first.
+          if (e instanceof TypeError && /^ML(Operand|Tensor)\.\w+: `this`/.test(e.message)) throw new TypeError(`${key}: ${e.message}`)
           throw withLabel(e, key, args)
         }
       }
@@ -1067,4 +1110,4 @@ function withLabel (e, op, args) {
 
 const ml = new ML(kToken)
 
-module.exports = { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation, MLTensor, GPUDevice: GPUDeviceClass }
+module.exports = { ml, ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLActivation, MLTensor, MLTensorUsage, GPUDevice: GPUDeviceClass }

@@ -10,9 +10,10 @@ if (globalThis.navigator === undefined) {
 if (globalThis.navigator.ml === undefined) {
   Object.defineProperty(globalThis.navigator, 'ml', { value: webnn.ml, writable: false, configurable: true, enumerable: true })
 }
+// MLTensorUsage: an earlier draft's flags, still used by ONNX Runtime Web 1.20-1.21.
 // GPUDevice: clients test `x instanceof GPUDevice`; a class without instances where
 // the runtime has no WebGPU.
-for (const name of ['ML', 'MLContext', 'MLGraph', 'MLGraphBuilder', 'MLOperand', 'MLActivation', 'MLTensor', 'GPUDevice']) {
+for (const name of ['ML', 'MLContext', 'MLGraph', 'MLGraphBuilder', 'MLOperand', 'MLActivation', 'MLTensor', 'MLTensorUsage', 'GPUDevice']) {
   if (globalThis[name] === undefined) {
     Object.defineProperty(globalThis, name, { value: webnn[name], writable: true, configurable: true, enumerable: false })
   }

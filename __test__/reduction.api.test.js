@@ -59,7 +59,8 @@ test('input must be an MLOperand of this builder (validate operand, step 2)', (t
 test('options must be a dictionary', (t) => {
   const { b, x } = setup()
   for (const op of ALL_OPS) {
-    for (const bad of [5, 'axes', true, Symbol('o')]) {
+    // argMin/argMax(input, axis, options) take a number or string as the axis.
+    for (const bad of op.startsWith('arg') ? [] : [5, 'axes', true, Symbol('o')]) {
       t.throws(() => b[op](x, bad), { instanceOf: TypeError, message: new RegExp(`${op}: options`) })
     }
     // undefined and null are the empty dictionary.

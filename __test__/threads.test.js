@@ -213,7 +213,7 @@ const SPEC_EXAMPLE_WITH_GLOBALS = `
     const bufferC = new Float32Array(4);
     const result = await context.compute(graph, {'A': bufferA, 'B': bufferB}, {'C': bufferC});
     results.output = 'Output value: ' + result.outputs.C
-    results.activation = builder.relu() instanceof MLActivation
+    results.activation = new MLGraphBuilder(context).relu() instanceof MLActivation
     process.stdout.write(JSON.stringify(results))
   })().catch((e) => { console.error(e); process.exit(2) })
 `

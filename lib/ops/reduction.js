@@ -37,8 +37,8 @@ module.exports = function install (internals) {
         const n = internals.native(this)
         // The current draft's argMin(input, axis, options) with outputDataType
         // (int32 by default); the CRD's argMin(input, options) with axes (int64).
-        if (typeof axisOrOptions !== 'object' || axisOrOptions === null) {
-          if (axisOrOptions === undefined) throw new TypeError(`${op}: 2 arguments required (input, axis), 1 given`)
+        // undefined and null: the CRD form with default options (every axis).
+        if (typeof axisOrOptions !== 'object' && axisOrOptions !== undefined) {
           const axis = webidl.toUint32(axisOrOptions, `${op}: axis`)
           const o = webidl.toDictionary(options, `${op}: options`)
           const keepDimensions = o.keepDimensions === undefined ? false : Boolean(o.keepDimensions)

@@ -95,9 +95,13 @@ export type MLGPUDevice = GPUDeviceInstance;
  * The kind of device a context prefers to run on.
  * - `"cpu"`: the broadest compatibility across client devices, with varying performance.
  * - `"gpu"`: the broadest range of achievable performance across graphics hardware.
+ * - `"npu"`: an accelerator; webnn-node has none of its own and picks the GPU engine where a
+ *   hardware GPU adapter exists, the CPU engine otherwise (clients still pass it).
+ * The current draft dropped `deviceType` in favour of `accelerated` and `powerPreference`;
+ * webnn-node keeps accepting it.
  * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mldevicetype
  */
-export type MLDeviceType = "cpu" | "gpu";
+export type MLDeviceType = "cpu" | "gpu" | "npu";
 
 /**
  * The application's preference as to power consumption; a hint only.
@@ -123,6 +127,14 @@ export interface MLContextOptions {
    * @defaultValue `"default"`
    */
   powerPreference?: MLPowerPreference;
+  /**
+   * The current draft's hint that an accelerated device is preferred. Without `deviceType`:
+   * `true` given explicitly (or `powerPreference: "high-performance"`) picks the GPU engine where a
+   * hardware GPU adapter exists, the CPU engine otherwise; absent or `false` is the CPU engine
+   * (the CPU stays the default, as before). Read back as `MLContext.accelerated`.
+   * @see https://webmachinelearning.github.io/webnn/#dom-mlcontextoptions-accelerated
+   */
+  accelerated?: boolean;
   /**
    * Size of the CPU thread pool that runs this context's work, after Chromium's non-standard
    * option of the same name. `0` or absent means one thread per available core. Converted like an
@@ -234,6 +246,138 @@ export declare class MLContext {
     inputs: I,
     outputs: O,
   ): Promise<MLComputeResult<I, O>>;
+
+  /**
+   * Enqueues one execution of `graph` on the context's timeline: reads the input tensors,
+   * writes the output tensors, returns at once. Work on one context runs in the order it was
+   * issued, so a later `readTensor()` sees the results and a tensor written by one dispatch can
+   * be read by the next. Throws a `TypeError` for a graph or tensor of another context, a missing
+   * or extra tensor, a tensor whose data type or shape differs from its operand's, a destroyed
+   * or constant tensor, or one tensor used as input and output; `"InvalidStateError"` for a
+   * destroyed context or graph. A failed execution makes later reads of its outputs reject with
+   * an `"OperationError"`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-dispatch
+   */
+  dispatch(graph: MLGraph, inputs: MLNamedTensors, outputs: MLNamedTensors): void;
+  /**
+   * A zero-filled tensor owned by the context. `readable`/`writable` allow `readTensor()` and
+   * `writeTensor()`. Rejects with a `TypeError` for an invalid descriptor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-createtensor
+   */
+  createTensor(descriptor: MLTensorDescriptor): Promise<MLTensor>;
+  /**
+   * A tensor holding a copy of `inputData` (exactly the descriptor's byte length), usable only as
+   * `MLGraphBuilder.constant(tensor)`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-createconstanttensor
+   */
+  createConstantTensor(descriptor: MLOperandDescriptor, inputData: AllowSharedBufferSource): Promise<MLTensor>;
+  /**
+   * Resolves to a new `ArrayBuffer` with the tensor's bytes, after all work issued before it.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-readtensor
+   */
+  readTensor(tensor: MLTensor): Promise<ArrayBuffer>;
+  /**
+   * Writes the tensor's bytes into `outputData` (an `ArrayBuffer`, a `SharedArrayBuffer` or a
+   * view of either, at least the tensor's byte length), after all work issued before it.
+   */
+  readTensor(tensor: MLTensor, outputData: AllowSharedBufferSource): Promise<undefined>;
+  /**
+   * Copies `inputData` (exactly the tensor's byte length) before returning; the write takes
+   * effect in timeline order. Throws a `TypeError` for a tensor that is not writable.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-writetensor
+   */
+  writeTensor(tensor: MLTensor, inputData: AllowSharedBufferSource): void;
+  /**
+   * Per operator and operand, the data types and ranks `build()` accepts on this context's
+   * engine (an operator or data type left out is one `build()` rejects), plus the limits for
+   * graph inputs, constants and outputs. A new object each call.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-opsupportlimits
+   */
+  opSupportLimits(): MLOpSupportLimits;
+  /**
+   * Destroys the context: queued reads reject with `"InvalidStateError"`, `lost` resolves, and
+   * later calls throw (or reject with) `"InvalidStateError"`. Idempotent.
+   */
+  destroy(): void;
+  /** Whether the context runs on a hardware accelerator (a GPU adapter that is not software). */
+  readonly accelerated: boolean;
+  /** Resolves when the context is destroyed. */
+  readonly lost: Promise<MLContextLostInfo>;
+}
+
+/** A `BufferSource` that may also be shared: what the tensor API reads from and writes to. */
+export type AllowSharedBufferSource = ArrayBuffer | SharedArrayBuffer | ArrayBufferView;
+
+/** `MLContext.lost`'s value. */
+export interface MLContextLostInfo {
+  message?: string;
+}
+
+/** Tensors keyed by graph input or output name, for `MLContext.dispatch()`. */
+export type MLNamedTensors = Record<string, MLTensor>;
+
+/**
+ * An `MLOperandDescriptor` plus the access a tensor allows.
+ * @see https://webmachinelearning.github.io/webnn/#dictdef-mltensordescriptor
+ */
+export interface MLTensorDescriptor extends MLOperandDescriptor {
+  /** `readTensor()` may read it. @defaultValue `false` */
+  readable?: boolean;
+  /** `writeTensor()` may write it. @defaultValue `false` */
+  writable?: boolean;
+  /**
+   * An earlier draft's flags (`MLTensorUsage.READ | MLTensorUsage.WRITE`), used where
+   * `readable`/`writable` are absent.
+   * @deprecated Use `readable` and `writable`.
+   */
+  usage?: number;
+}
+
+/**
+ * Memory owned by a context (a copy of the bytes lives with the engine, out of any caller's
+ * reach): written by `writeTensor()`, read by `readTensor()`, bound to graph inputs and outputs by
+ * `dispatch()`. Created by `MLContext.createTensor()`; not constructible.
+ * @see https://webmachinelearning.github.io/webnn/#api-mltensor
+ */
+export declare class MLTensor {
+  private constructor();
+  private readonly __brand;
+  readonly dataType: MLOperandDataType;
+  readonly shape: readonly number[];
+  readonly readable: boolean;
+  readonly writable: boolean;
+  /** Made by `createConstantTensor()`: usable only as `MLGraphBuilder.constant(tensor)`. */
+  readonly constant: boolean;
+  /** Releases the memory; later uses throw a `TypeError`. Idempotent. */
+  destroy(): void;
+}
+
+/** An earlier draft's tensor usage flags, still sent by ONNX Runtime Web 1.20-1.21. */
+export declare const MLTensorUsage: { readonly WEBGPU_INTEROP: 1; readonly READ: 2; readonly WRITE: 4 };
+
+/** A class without instances where the runtime has no WebGPU, so `x instanceof GPUDevice` works. */
+export declare class GPUDevice {
+  private constructor();
+}
+
+/** The data types and rank range of one operand. */
+export interface MLTensorLimits {
+  dataTypes: MLOperandDataType[];
+  rankRange: { min: number; max: number };
+}
+
+/**
+ * `MLContext.opSupportLimits()`: context-wide limits, then one entry per operator keyed by its
+ * method name, each keyed by operand name (`a`, `input`, `filter`, ..., `output`).
+ * @see https://webmachinelearning.github.io/webnn/#api-mlcontext-opsupportlimits-dictionary
+ */
+export interface MLOpSupportLimits {
+  preferredInputLayout: MLInputOperandLayout;
+  maxTensorByteLength: number;
+  input: MLTensorLimits;
+  constant: MLTensorLimits;
+  output: MLTensorLimits;
+  [operator: string]: Record<string, MLTensorLimits> | MLTensorLimits | MLInputOperandLayout | number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -249,6 +393,8 @@ export declare class MLGraph {
   private constructor();
   /** Nominal brand: only objects made by this package are of this type. */
   private readonly __brand;
+  /** Later `dispatch()`/`compute()` calls with the graph fail with `"InvalidStateError"`. */
+  destroy(): void;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,15 +455,17 @@ export declare class MLOperand {
   /** Nominal brand: only objects made by this package are of this type. */
   private readonly __brand;
   /**
-   * Returns the data type of the operand.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mloperand-datatype
+   * The data type of the operand (an attribute in the current draft; the CRD's `dataType()`
+   * method form is retired).
+   * @see https://webmachinelearning.github.io/webnn/#dom-mloperand-datatype
    */
-  dataType(): MLOperandDataType;
+  readonly dataType: MLOperandDataType;
   /**
-   * Returns the shape (dimensions) of the operand; an empty array for a scalar.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mloperand-shape
+   * The shape of the operand, a frozen array; empty for a scalar (an attribute in the current
+   * draft; the CRD's `shape()` method form is retired).
+   * @see https://webmachinelearning.github.io/webnn/#dom-mloperand-shape
    */
-  shape(): number[];
+  readonly shape: readonly number[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,6 +495,22 @@ export declare class MLActivation {
  */
 export type MLNamedOperands = Record<string, MLOperand>;
 
+/** A scalar of the current draft: a `bigint` for 64-bit integer types, else a number. */
+export type MLNumber = number | bigint;
+
+/**
+ * Every operator's options (the current draft): `label` names the operator in the messages of
+ * the errors it throws, as `conv2d (label "stem"): ...`.
+ */
+export interface MLOperatorOptions {
+  label?: string;
+}
+
+/** `slice()`'s options: `strides` (at least 1 per dimension) picks every stride-th element. */
+export interface MLSliceOptions extends MLOperatorOptions {
+  strides?: number[];
+}
+
 /**
  * Options of `argMin()` and `argMax()`.
  * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlargminmaxoptions
@@ -367,6 +531,14 @@ export interface MLArgMinMaxOptions {
    * @defaultValue `false`
    */
   selectLastIndex?: boolean;
+  /**
+   * The current draft's `argMin(input, axis, options)` only: the output's data type, `"int32"`
+   * or `"int64"`.
+   * @defaultValue `"int32"`
+   */
+  outputDataType?: MLOperandDataType;
+  /** See `MLOperatorOptions`. */
+  label?: string;
 }
 
 /**
@@ -397,9 +569,9 @@ export interface MLBatchNormalizationOptions {
  */
 export interface MLClampOptions {
   /** The lower bound of the range; when absent, the lower side is not clamped. */
-  minValue?: number;
+  minValue?: MLNumber;
   /** The upper bound of the range; when absent, the upper side is not clamped. */
-  maxValue?: number;
+  maxValue?: MLNumber;
 }
 
 /**
@@ -846,7 +1018,7 @@ export interface MLPadOptions {
    * The padding value when `mode` is `"constant"`.
    * @defaultValue `0`
    */
-  value?: number;
+  value?: MLNumber;
 }
 
 /**
@@ -891,6 +1063,11 @@ export interface MLPool2dOptions {
    * @defaultValue `"floor"`
    */
   roundingType?: MLRoundingType;
+  /**
+   * The current draft's name of `roundingType`; used when given.
+   * @defaultValue `"floor"`
+   */
+  outputShapeRounding?: MLRoundingType;
   /**
    * [outputHeight, outputWidth]: explicit sizes of the output's spatial dimensions. When
    * absent, they are computed from the other options.
@@ -1047,6 +1224,16 @@ export declare class MLGraphBuilder {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-constant
    */
   constant(value: number, type?: MLOperandDataType): MLOperand;
+  /**
+   * The current draft's forms: bytes from an `ArrayBuffer`, a `SharedArrayBuffer` or any view (a
+   * typed array must still match the data type; a `DataView` or a bare buffer is checked only for
+   * its byte length); a scalar of `dataType` from an `MLNumber` (a `bigint` keeps 64-bit integers
+   * exact); or the bytes of a constant tensor made by `MLContext.createConstantTensor()`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-constant
+   */
+  constant(descriptor: MLOperandDescriptor, buffer: AllowSharedBufferSource): MLOperand;
+  constant(dataType: MLOperandDataType, value: MLNumber): MLOperand;
+  constant(tensor: MLTensor): MLOperand;
 
   /**
    * Compiles the part of the graph that the given outputs depend on, off the calling thread.
@@ -1074,6 +1261,12 @@ export declare class MLGraphBuilder {
    */
   argMin(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
   /**
+   * The current draft's form: the index of the minimum along `axis`, as `options.outputDataType`
+   * (`"int32"`, the default, or `"int64"`).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-argminmax
+   */
+  argMin(input: MLOperand, axis: number, options?: MLArgMinMaxOptions): MLOperand;
+  /**
    * Returns the indices of the maximum values along the given axes.
    * @param input - The input tensor.
    * @param options - Axes, keepDimensions and selectLastIndex.
@@ -1082,6 +1275,8 @@ export declare class MLGraphBuilder {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-argminmax
    */
   argMax(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
+  /** The current draft's form (see `argMin(input, axis, options)`). */
+  argMax(input: MLOperand, axis: number, options?: MLArgMinMaxOptions): MLOperand;
 
   // 7.8.6 batchNormalization --------------------------------------------------------------
 
@@ -1970,7 +2165,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if a size is 0, or either list's length is not the input's rank.
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-slice
    */
-  slice(input: MLOperand, starts: number[], sizes: number[]): MLOperand;
+  slice(input: MLOperand, starts: number[], sizes: number[], options?: MLSliceOptions): MLOperand;
 
   // 7.8.40 softmax --------------------------------------------------------------------------
 

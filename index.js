@@ -15,7 +15,7 @@ const {
 } = require('./lib/webidl.js')
 
 const {
-  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, then, resolved, bufferSource, copyBytes
+  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, toArray, then, resolved, bufferSource, copyBytes
 } = require('./lib/intrinsics.js')
 
 const kToken = Symbol('webnn-node internal constructor token')
@@ -508,7 +508,7 @@ class MLContext {
     const given = toRecord(inputs, 'dispatch: inputs', (v) => v)
     const outs = toRecord(outputs, 'dispatch: outputs', (v) => v)
     // A tensor for a declared input that no output depends on is checked, not used.
-    const ins = []
+    const ins = newList()
     for (let i = 0; i < given.length; i++) {
       const k = position(parts.unused.length, (j) => parts.unused[j].name, given[i][0])
       if (k < 0) {
@@ -522,9 +522,11 @@ class MLContext {
     }
     const check = (named, descs, kind) => {
       if (named.length !== descs.length) {
-        throw new TypeError(`dispatch: ${named.length} ${kind} tensors given (${named.map((n) => `'${n[0]}'`).join(', ')}); the graph has ${descs.length} ${kind}s (${descs.map((d) => `'${d.name}'`).join(', ')})`)
+        let given = ''
+        for (let i = 0; i < named.length; i++) given += `${i ? ', ' : ''}'${named[i][0]}'`
+        throw new TypeError(`dispatch: ${named.length} ${kind} tensors given (${given}); the graph has ${descs.length} ${kind}s (${descs.map((d) => `'${d.name}'`).join(', ')})`)
       }
-      const order = []
+      const order = newList()
       for (let k = 0; k < descs.length; k++) {
         const d = descs[k]
         const i = position(named.length, (j) => named[j][0], d.name)
@@ -551,9 +553,9 @@ class MLContext {
       if (destroyed || MLGraph._destroyed(graph)) return
       for (let k = 0; k < inTensors.length; k++) if (MLTensor._gone(inTensors[k])) return
       for (let k = 0; k < outTensors.length; k++) if (MLTensor._gone(outTensors[k])) return
-      const nativeInputs = []
+      const nativeInputs = newList()
       for (let k = 0; k < inTensors.length; k++) append(nativeInputs, MLTensor._bytes(inTensors[k]))
-      const nativeOutputs = []
+      const nativeOutputs = newList()
       for (let k = 0; k < outTensors.length; k++) {
         MLTensor._fail(outTensors[k], null)
         append(nativeOutputs, MLTensor._bytes(outTensors[k]))
@@ -566,7 +568,7 @@ class MLContext {
       let pending
       try {
         if (parts.handsOff) parts.native.prepare()
-        pending = parts.native.compute(nativeInputs, nativeOutputs)
+        pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs))
       } catch (e) {
         fail(e)
         return
@@ -595,14 +597,14 @@ class MLContext {
       // Every getter of the records runs here, before any view is looked at.
       const inViews = toRecord(inputs, 'compute: inputs', (v) => v)
       const outViews = toRecord(outputs, 'compute: outputs', (v) => v)
-      const inInfo = []
+      const inInfo = newList()
       for (let i = 0; i < inViews.length; i++) append(inInfo, toArrayBufferView(inViews[i][1], `compute: inputs['${inViews[i][0]}']`))
-      const outInfo = []
+      const outInfo = newList()
       for (let i = 0; i < outViews.length; i++) append(outInfo, toArrayBufferView(outViews[i][1], `compute: outputs['${outViews[i][0]}']`))
       // Step 3.
       if (parts.context !== this) throw new TypeError('compute: the graph was built for another MLContext')
       // Step 5: each graph input has a view of the right type and size.
-      const inputOrder = []
+      const inputOrder = newList()
       for (let k = 0; k < parts.inputs.length; k++) {
         const d = parts.inputs[k]
         const i = position(inViews.length, (j) => inViews[j][0], d.name)
@@ -620,7 +622,7 @@ class MLContext {
         }
       }
       // Step 6: each output view names a graph output and fits it.
-      const outputOrder = []
+      const outputOrder = newList()
       for (let k = 0; k < parts.outputs.length; k++) append(outputOrder, -1)
       for (let i = 0; i < outViews.length; i++) {
         const name = outViews[i][0]
@@ -633,7 +635,7 @@ class MLContext {
       }
       // Steps 7-8 would fail half-way on a buffer shared by two views (the second
       // transfer meets a detached buffer); check first so a failure detaches nothing.
-      const all = []
+      const all = newList()
       for (let i = 0; i < inInfo.length; i++) append(all, [`input '${inViews[i][0]}'`, inInfo[i].buffer])
       for (let i = 0; i < outInfo.length; i++) append(all, [`output '${outViews[i][0]}'`, outInfo[i].buffer])
       for (let i = 1; i < all.length; i++) {
@@ -644,23 +646,23 @@ class MLContext {
       // Steps 7-8: transfer (7.3.1). No caller code runs from here until the
       // engine has finished: the new buffers are reachable only from this closure.
       const transfer = (views, infos) => {
-        const result = { views: ObjectCreate(null), bytes: [] }
+        const result = { views: ObjectCreate(null), bytes: newList() }
         for (let i = 0; i < infos.length; i++) {
           const info = infos[i]
           const buffer = transferBuffer(info.buffer)
-          setOwn(result.views, views[i][0], newView(info.type, buffer, info.byteOffset, info.byteLength))
+          result.views[views[i][0]] = newView(info.type, buffer, info.byteOffset, info.byteLength) // a null-prototype object: no setter
           append(result.bytes, newBytes(buffer, info.byteOffset, info.byteLength))
         }
         return result
       }
       const ins = transfer(inViews, inInfo)
       const outs = transfer(outViews, outInfo)
-      const nativeInputs = []
+      const nativeInputs = newList()
       for (let k = 0; k < inputOrder.length; k++) append(nativeInputs, ins.bytes[inputOrder[k]])
-      const nativeOutputs = []
+      const nativeOutputs = newList()
       for (let k = 0; k < outputOrder.length; k++) append(nativeOutputs, outputOrder[k] < 0 ? null : outs.bytes[outputOrder[k]])
       // Step 10. The native side holds references to the buffers until it is done.
-      const pending = parts.native.compute(nativeInputs, nativeOutputs) // undefined: done already
+      const pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs)) // undefined: done already
       return then(resolved(pending), () => {
         const result = {}
         setOwn(result, 'inputs', plainRecord(inViews, ins.views))
@@ -856,7 +858,8 @@ class MLGraphBuilder {
       const named = toRecord(outputs, 'build: outputs', (v) => v)
       const names = []
       const ids = []
-      for (const [name, operand] of named) {
+      for (let i = 0; i < named.length; i++) {
+        const [name, operand] = named[i]
         names.push(name)
         ids.push(this.#operand(operand, `build: outputs['${name}']`))
       }

@@ -1,7 +1,8 @@
 /**
  * Globals installed by the opt-in entry `webnn-node/polyfill`
  * (`require('webnn-node/polyfill')` or `import 'webnn-node/polyfill'`): `navigator.ml` and the
- * classes `ML`, `MLContext`, `MLGraph`, `MLGraphBuilder`, `MLOperand` and `MLActivation`, so
+ * classes `ML`, `MLContext`, `MLGraph`, `MLGraphBuilder`, `MLOperand`, `MLActivation`, `MLTensor`, `MLTensorUsage` and (where WebGPU is absent)
+ * `GPUDevice`, so
  * code written for browsers (`navigator.ml.createContext()`, `new MLGraphBuilder(context)`) runs
  * unchanged. The entry exports nothing.
  *
@@ -99,6 +100,15 @@ declare global {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlactivation
    */
   var MLActivation: typeof webnn.MLActivation;
+
+  /** The tensor type of the current draft, as exported by `webnn-node`. */
+  interface MLTensor extends webnn.MLTensor {}
+  /** The `MLTensor` class (not constructible; created by `MLContext.createTensor()`). */
+  var MLTensor: typeof webnn.MLTensor;
+  /** An earlier draft's tensor usage flags, still used by ONNX Runtime Web 1.20-1.21. */
+  var MLTensorUsage: typeof webnn.MLTensorUsage;
+  /** Where the runtime has no WebGPU: a class without instances, for `instanceof` checks. */
+  var GPUDevice: typeof webnn.GPUDevice;
 }
 
 export {};

@@ -16,6 +16,8 @@ const PromiseReject = Promise.reject
 const ArrayBufferIsView = ArrayBuffer.isView
 const NativeArrayBuffer = ArrayBuffer
 const NativeUint8Array = Uint8Array
+const NativeArray = Array
+const ArrayFrom = Array.from
 const nativeStructuredClone = globalThis.structuredClone
 const StringCharCodeAt = String.prototype.charCodeAt
 const StringFromCharCode = String.fromCharCode
@@ -57,15 +59,13 @@ for (const C of [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Arr
   if (typeof C === 'function') CONSTRUCTORS[C.name] = C
 }
 
+// Brand checks without exceptions (a thrown and caught TypeError costs microseconds
+// on every call of the tensor API's hot path).
+const { isSharedArrayBuffer, isArrayBuffer: utilIsArrayBuffer } = require('node:util').types
+
 /** Whether `b` is a SharedArrayBuffer (a brand check, not `instanceof`). */
 function isShared (b) {
-  if (sabByteLength === undefined) return false
-  try {
-    apply(sabByteLength, b, [])
-    return true
-  } catch {
-    return false
-  }
+  return isSharedArrayBuffer(b)
 }
 
 /** Whether ArrayBuffer `b` is detached (Node 20 has no `detached` getter: a
@@ -113,12 +113,7 @@ function viewInfo (v) {
 
 /** Whether `b` is an ArrayBuffer (a brand check). */
 function isArrayBuffer (b) {
-  try {
-    apply(abByteLength, b, [])
-    return true
-  } catch {
-    return false
-  }
+  return utilIsArrayBuffer(b)
 }
 
 /**
@@ -202,9 +197,27 @@ function setOwn (object, key, value) {
   defineProperty(object, key, { __proto__: null, value, writable: true, enumerable: true, configurable: true })
 }
 
-/** Appends to an array the engine owns (no Array.prototype method or setter runs). */
-function append (array, value) {
-  setOwn(array, array.length, value)
+/**
+ * A list for the engine's own bookkeeping: a null-prototype array-like, so that
+ * `list[i] = v` can meet no setter a caller added to Array.prototype or
+ * Object.prototype, and V8 keeps it in fast elements (defining array elements one
+ * by one through defineProperty made every compute() measurably slower).
+ */
+function newList () {
+  return { __proto__: null, length: 0 }
+}
+
+/** Appends to a list (`newList`) or to an array the engine owns; neither runs a
+ * caller's setter or Array.prototype method. */
+function append (list, value) {
+  if (getPrototypeOf(list) === null) list[list.length++] = value
+  else setOwn(list, list.length, value)
+}
+
+/** A real Array of a list's items (for the native side), built with the captured
+ * Array.from, which defines each element without running setters. */
+function toArray (list) {
+  return apply(ArrayFrom, NativeArray, [list])
 }
 
 /** `then` on a native promise, as the built-in (a caller's replacement never runs). */
@@ -253,6 +266,8 @@ module.exports = {
   newBytes,
   setOwn,
   append,
+  newList,
+  toArray,
   then,
   resolved,
   rejected,

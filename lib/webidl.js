@@ -114,7 +114,7 @@ function toEnum (v, values, what) {
  */
 function toRecord (v, what, convert) {
   if (v === null || typeof v !== 'object') throw new TypeError(`${what}: ${describe(v)} is not an object`)
-  const out = []
+  const out = I.newList()
   const keys = I.ownKeys(v)
   for (let k = 0; k < keys.length; k++) {
     const key = keys[k]
@@ -125,7 +125,8 @@ function toRecord (v, what, convert) {
     const value = convert(v[key], `${what}['${name}']`)
     let i = 0
     while (i < out.length && out[i][0] !== name) i++
-    I.setOwn(out, i, [name, value])
+    if (i === out.length) I.append(out, [name, value])
+    else out[i] = [name, value]
   }
   return out
 }

@@ -154,15 +154,21 @@ class MLTensor {
   #bytes
   #destroyed = false
   #failure = null
-  constructor (token, context, desc, byteLength, flags) {
+  // The engine's own memory for the tensor (a GPU context's device buffer), or
+  // null: the bytes then live in #bytes.
+  #device
+  constructor (token, context, desc, byteLength, flags, device = null) {
     if (token !== kToken) illegal()
     this.#context = context
     this.#dataType = desc.dataType
     this.#shape = Object.freeze(desc.dimensions.slice())
     this.#byteLength = byteLength
     this.#flags = flags
-    this.#bytes = new Uint8Array(byteLength)
+    this.#device = device
+    this.#bytes = device === null ? new Uint8Array(byteLength) : null
   }
+
+  static _device (t) { return t.#device }
 
   static _is (v) {
     return v !== null && typeof v === 'object' && #bytes in v
@@ -195,7 +201,8 @@ class MLTensor {
   static _failure (t) { return t.#failure }
   static _fail (t, e) { t.#failure = e }
   static _write (t, src) {
-    copyBytes(t.#bytes, src)
+    if (t.#device !== null) t.#device.write(src)
+    else copyBytes(t.#bytes, src)
     t.#failure = null
   }
 
@@ -220,7 +227,8 @@ class MLTensor {
     MLTensor.#self(this, 'destroy')
     if (this.#destroyed) return
     this.#destroyed = true
-    this.#bytes = new Uint8Array(0)
+    if (this.#device !== null) this.#device.destroy()
+    else this.#bytes = new Uint8Array(0)
   }
 
   get [Symbol.toStringTag] () { return 'MLTensor' }
@@ -232,12 +240,17 @@ const MLTensorUsage = Object.freeze({ __proto__: null, WEBGPU_INTEROP: 1, READ: 
 
 /** The bytes of AllowSharedBufferSource `v`, which must hold exactly `byteLength`. */
 function sourceBytes (v, what, byteLength) {
+  return sourceInfo(v, what, byteLength).bytes
+}
+
+/** `bufferSource(v)`, checked to hold exactly `byteLength` bytes. */
+function sourceInfo (v, what, byteLength) {
   const info = bufferSource(v)
   if (info === null) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
   if (info.resizable) throw new TypeError(`${what}: resizable buffers are not accepted`)
   if (info.detached) throw new TypeError(`${what}: its ArrayBuffer is detached`)
   if (info.bytes.length !== byteLength) throw new TypeError(`${what}: holds ${info.bytes.length} bytes but the tensor needs ${byteLength}`)
-  return info.bytes
+  return info
 }
 
 const ELEMENT_BYTES = { float32: 4, float16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8, int8: 1, uint8: 1 }
@@ -419,7 +432,8 @@ class MLContext {
       const readable = d.readable === undefined ? (usage & MLTensorUsage.READ) !== 0 : Boolean(d.readable)
       const writable = d.writable === undefined ? (usage & MLTensorUsage.WRITE) !== 0 : Boolean(d.writable)
       const byteLength = descriptorByteLength(desc, 'createTensor: descriptor')
-      return new MLTensor(kToken, this, desc, byteLength, { readable, writable, constant: false })
+      const device = call(() => this.#native.createTensor(byteLength))
+      return new MLTensor(kToken, this, desc, byteLength, { readable, writable, constant: false }, device)
     })
   }
 
@@ -443,9 +457,16 @@ class MLContext {
     MLContext._check(this, 'writeTensor')
     const t = MLTensor._usable(tensor, this, 'writeTensor: tensor')
     if (!t.writable) throw new TypeError(`writeTensor: the tensor ${MLTensor._describe(tensor)} is not writable (create it with writable: true)`)
-    const src = sourceBytes(inputData, 'writeTensor: inputData', t.byteLength)
+    const info = sourceInfo(inputData, 'writeTensor: inputData', t.byteLength)
+    let src = info.bytes
+    if (MLTensor._device(tensor) !== null && info.shared) {
+      // A SharedArrayBuffer: copy it here, the native side takes unshared bytes.
+      const copy = new Uint8Array(t.byteLength)
+      copyBytes(copy, src)
+      src = copy
+    }
     if (this.#idle()) {
-      MLTensor._write(tensor, src)
+      call(() => MLTensor._write(tensor, src))
       return
     }
     const copy = new Uint8Array(t.byteLength)
@@ -471,12 +492,7 @@ class MLContext {
         dst = outputData
       }
       return new Promise((resolve, reject) => {
-        this.#enqueue((destroyed) => {
-          if (destroyed) return reject(new DOMException('readTensor: the context was destroyed', 'InvalidStateError'))
-          if (MLTensor._gone(tensor)) return reject(new DOMException('readTensor: the tensor was destroyed', 'InvalidStateError'))
-          const failure = MLTensor._failure(tensor)
-          if (failure) return reject(failure)
-          const bytes = MLTensor._bytes(tensor)
+        const deliver = (bytes) => {
           if (dst === null) {
             const out = new ArrayBuffer(t.byteLength)
             copyBytes(new Uint8Array(out), bytes)
@@ -489,6 +505,22 @@ class MLContext {
           }
           copyBytes(info.bytes, bytes)
           resolve(undefined)
+        }
+        this.#enqueue((destroyed) => {
+          try {
+            if (destroyed) return reject(new DOMException('readTensor: the context was destroyed', 'InvalidStateError'))
+            if (MLTensor._gone(tensor)) return reject(new DOMException('readTensor: the tensor was destroyed', 'InvalidStateError'))
+            const failure = MLTensor._failure(tensor)
+            if (failure) return reject(failure)
+            const device = MLTensor._device(tensor)
+            if (device !== null) {
+              // The engine downloads the tensor; the timeline waits for it.
+              return then(device.read(), deliver, (e) => reject(convertError(e)))
+            }
+            deliver(MLTensor._bytes(tensor))
+          } catch (e) {
+            reject(convertError(e))
+          }
         })
       })
     })
@@ -553,12 +585,16 @@ class MLContext {
       if (destroyed || MLGraph._destroyed(graph)) return
       for (let k = 0; k < inTensors.length; k++) if (MLTensor._gone(inTensors[k])) return
       for (let k = 0; k < outTensors.length; k++) if (MLTensor._gone(outTensors[k])) return
+      // Device tensors (a GPU context) run on the engine's memory; host tensors
+      // (the CPU engine) through compute's path, without transfers.
+      const onDevice = (inTensors.length ? MLTensor._device(inTensors[0]) : MLTensor._device(outTensors[0])) !== null
+      const memory = onDevice ? MLTensor._device : MLTensor._bytes
       const nativeInputs = newList()
-      for (let k = 0; k < inTensors.length; k++) append(nativeInputs, MLTensor._bytes(inTensors[k]))
+      for (let k = 0; k < inTensors.length; k++) append(nativeInputs, memory(inTensors[k]))
       const nativeOutputs = newList()
       for (let k = 0; k < outTensors.length; k++) {
         MLTensor._fail(outTensors[k], null)
-        append(nativeOutputs, MLTensor._bytes(outTensors[k]))
+        append(nativeOutputs, memory(outTensors[k]))
       }
       const fail = (e) => {
         const err = convertError(e)
@@ -567,8 +603,12 @@ class MLContext {
       }
       let pending
       try {
-        if (parts.handsOff) parts.native.prepare()
-        pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs))
+        if (onDevice) {
+          pending = parts.native.dispatch(toArray(nativeInputs), toArray(nativeOutputs))
+        } else {
+          if (parts.handsOff) parts.native.prepare()
+          pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs))
+        }
       } catch (e) {
         fail(e)
         return

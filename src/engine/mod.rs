@@ -70,9 +70,37 @@ pub(crate) fn running_average(average: u64, sample: u64) -> u64 {
 
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 
+/// Called with a tensor's bytes once a read has finished (on an engine thread).
+pub type ReadCompletion = Box<dyn FnOnce(Result<Vec<u8>>) + Send>;
+
+/// An MLTensor's memory where an engine keeps it itself (the GPU engine: a device
+/// buffer, so that graphs chained through tensors make no host round trip). Engines
+/// whose tensors live in host memory (the CPU engine) make none.
+pub trait DeviceTensor: Send + Sync {
+    fn byte_length(&self) -> usize;
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
 pub trait Engine: Send + Sync {
     /// Compiles a graph; runs on a blocking pool, may take long.
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>>;
+
+    /// A zero-filled tensor of `byte_length` bytes in the engine's own memory, or
+    /// `None` where tensors live in host memory (the facade keeps them).
+    fn create_tensor(&self, _byte_length: usize) -> Result<Option<Arc<dyn DeviceTensor>>> {
+        Ok(None)
+    }
+
+    /// Copies `bytes` (exactly the tensor's length) into a tensor of this engine.
+    /// Takes effect before any later dispatch or read.
+    fn write_tensor(&self, _tensor: &dyn DeviceTensor, _bytes: &[u8]) -> Result<()> {
+        Err(crate::error::WebnnError::Operation("internal: this engine has no device tensors".into()))
+    }
+
+    /// Reads a tensor of this engine after all work issued before; `done` gets its bytes.
+    fn read_tensor(&self, _tensor: Arc<dyn DeviceTensor>, done: ReadCompletion) {
+        done(Err(crate::error::WebnnError::Operation("internal: this engine has no device tensors".into())))
+    }
 }
 
 pub trait Executable: Send + Sync {
@@ -92,4 +120,11 @@ pub trait Executable: Send + Sync {
     /// An execution is about to start (its caller is still checking the
     /// arguments): the engine may wake the threads it will run on.
     fn prepare(&self) {}
+
+    /// Runs the graph on device tensors of this executable's engine (inputs and
+    /// outputs in graph order, lengths checked by the caller); `done` is called on
+    /// an engine thread when the outputs are written.
+    fn dispatch(self: Arc<Self>, _inputs: Vec<Arc<dyn DeviceTensor>>, _outputs: Vec<Arc<dyn DeviceTensor>>, done: Completion) {
+        done(Err(crate::error::WebnnError::Operation("internal: this engine has no device tensors".into())))
+    }
 }

@@ -28,7 +28,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-use super::{Bindings, Completion, Engine, Executable};
+use super::{Bindings, Completion, DeviceTensor, Engine, Executable, ReadCompletion};
 use crate::error::{Result, WebnnError};
 use crate::graph::builder::Graph;
 
@@ -81,15 +81,15 @@ pub(crate) struct Shared {
 /// for it, so the device is destroyed on the dropping thread and not while the
 /// process exits.
 struct WorkerHandle {
-    tx: Option<Sender<Job>>,
+    tx: Option<Sender<Work>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl WorkerHandle {
-    fn send(&self, job: Job) -> std::result::Result<(), Job> {
+    fn send(&self, work: Work) -> std::result::Result<(), Work> {
         match &self.tx {
-            Some(tx) => tx.send(job).map_err(|mpsc::SendError(j)| j),
-            None => Err(job),
+            Some(tx) => tx.send(work).map_err(|mpsc::SendError(j)| j),
+            None => Err(work),
         }
     }
 }
@@ -258,6 +258,7 @@ impl GpuEngine {
         let (tx, rx) = mpsc::channel();
         let worker = Worker {
             device: device.clone(),
+            queue: queue.clone(),
             lost: lost.clone(),
             jobs: rx,
             pending: Vec::new(),
@@ -288,29 +289,123 @@ impl GpuEngine {
     }
 }
 
+/// An MLTensor of a GPU context: a device buffer (storage, copy source and
+/// destination) of the tensor's byte length rounded up to whole words. Dispatches
+/// copy between it and the plan's buffers on the device; only reads download.
+pub struct GpuTensor {
+    buffer: wgpu::Buffer,
+    len: usize,
+}
+
+impl DeviceTensor for GpuTensor {
+    fn byte_length(&self) -> usize {
+        self.len
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn gpu_tensor(t: &dyn DeviceTensor) -> Result<&GpuTensor> {
+    t.as_any()
+        .downcast_ref::<GpuTensor>()
+        .ok_or_else(|| WebnnError::Operation("internal: a tensor of another engine".into()))
+}
+
 impl Engine for GpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
         let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
         Ok(Arc::new(GpuPlan::new(self.shared.clone(), graph)?))
     }
+
+    fn create_tensor(&self, byte_length: usize) -> Result<Option<Arc<dyn DeviceTensor>>> {
+        if let Some(reason) = self.shared.lost_reason() {
+            return Err(WebnnError::Operation(format!("createTensor: {reason}")));
+        }
+        let size = plan::padded(byte_length);
+        if size > self.shared.limits.max_buffer_size || size > u64::from(self.shared.limits.max_storage_buffer_binding_size) {
+            return Err(WebnnError::NotSupported(format!(
+                "createTensor: {byte_length} bytes exceed the GPU's largest buffer"
+            )));
+        }
+        let device = &self.shared.device;
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("webnn tensor"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            return Err(WebnnError::Operation(format!("createTensor: out of GPU memory: {e}")));
+        }
+        Ok(Some(Arc::new(GpuTensor { buffer, len: byte_length })))
+    }
+
+    fn write_tensor(&self, tensor: &dyn DeviceTensor, bytes: &[u8]) -> Result<()> {
+        let t = gpu_tensor(tensor)?;
+        if bytes.len() != t.len {
+            return Err(WebnnError::Operation("internal: writeTensor length mismatch".into()));
+        }
+        plan::write_padded(&self.shared.queue, &t.buffer, bytes);
+        Ok(())
+    }
+
+    fn read_tensor(&self, tensor: Arc<dyn DeviceTensor>, done: ReadCompletion) {
+        if let Err(Work::Read(r)) = self.shared.jobs.send(Work::Read(ReadJob { tensor, done })) {
+            (r.done)(Err(WebnnError::Operation("readTensor: the GPU thread has stopped".into())));
+        }
+    }
 }
 
-/// One execution handed to the worker.
+/// One execution handed to the worker: on host buffers (`compute()`) or, with
+/// `tensors`, on device tensors (`dispatch()`).
 struct Job {
     plan: Arc<GpuPlan>,
     bindings: Bindings,
+    tensors: Option<(Vec<Arc<dyn DeviceTensor>>, Vec<Arc<dyn DeviceTensor>>)>,
     done: Completion,
+}
+
+/// A tensor read handed to the worker.
+struct ReadJob {
+    tensor: Arc<dyn DeviceTensor>,
+    done: ReadCompletion,
+}
+
+enum Work {
+    Run(Job),
+    Read(ReadJob),
 }
 
 impl Executable for GpuPlan {
     fn execute(self: Arc<Self>, bindings: Bindings, done: Completion) {
         let shared = self.shared.clone();
-        if let Err(job) = shared.jobs.send(Job {
+        if let Err(Work::Run(job)) = shared.jobs.send(Work::Run(Job {
             plan: self,
             bindings,
+            tensors: None,
             done,
-        }) {
+        })) {
             (job.done)(Err(WebnnError::Operation("compute: the GPU thread has stopped".into())));
+        }
+    }
+
+    fn dispatch(self: Arc<Self>, inputs: Vec<Arc<dyn DeviceTensor>>, outputs: Vec<Arc<dyn DeviceTensor>>, done: Completion) {
+        let shared = self.shared.clone();
+        let bindings = Bindings {
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            cancel: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            early: None,
+        };
+        if let Err(Work::Run(job)) = shared.jobs.send(Work::Run(Job {
+            plan: self,
+            bindings,
+            tensors: Some((inputs, outputs)),
+            done,
+        })) {
+            (job.done)(Err(WebnnError::Operation("dispatch: the GPU thread has stopped".into())));
         }
     }
 
@@ -327,9 +422,24 @@ const WAITING: u8 = 0;
 const READY: u8 = 1;
 const FAILED: u8 = 2;
 
-/// An execution submitted to the queue, waiting for its results.
+/// What a submission finishes: an execution, or a tensor read.
+enum Finish {
+    Run(Job),
+    Read { len: usize, done: ReadCompletion },
+}
+
+impl Finish {
+    fn fail(self, e: WebnnError) {
+        match self {
+            Finish::Run(job) => (job.done)(Err(e)),
+            Finish::Read { done, .. } => done(Err(e)),
+        }
+    }
+}
+
+/// An execution or read submitted to the queue, waiting for its results.
 pub(crate) struct Pending {
-    job: Job,
+    finish: Finish,
     submission: wgpu::SubmissionIndex,
     staging: Option<wgpu::Buffer>,
     state: Arc<AtomicU8>,
@@ -337,8 +447,9 @@ pub(crate) struct Pending {
 
 struct Worker {
     device: wgpu::Device,
+    queue: wgpu::Queue,
     lost: Arc<Mutex<Option<String>>>,
-    jobs: Receiver<Job>,
+    jobs: Receiver<Work>,
     pending: Vec<Pending>,
 }
 
@@ -354,9 +465,16 @@ impl Worker {
             } else {
                 self.jobs.try_recv().ok()
             };
-            if let Some(job) = job {
-                self.start(job);
-                continue;
+            match job {
+                Some(Work::Run(job)) => {
+                    self.start(job);
+                    continue;
+                }
+                Some(Work::Read(read)) => {
+                    self.start_read(read);
+                    continue;
+                }
+                None => {}
             }
             self.wait_oldest();
         }
@@ -364,6 +482,43 @@ impl Worker {
 
     fn lost_reason(&self) -> Option<String> {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Copies the tensor to a new staging buffer and asks for it to be mapped.
+    fn start_read(&mut self, read: ReadJob) {
+        if let Some(reason) = self.lost_reason() {
+            (read.done)(Err(WebnnError::Operation(format!("readTensor: {reason}"))));
+            return;
+        }
+        let started = catch_unwind(AssertUnwindSafe(|| -> Result<(wgpu::SubmissionIndex, wgpu::Buffer, Arc<AtomicU8>, usize)> {
+            let t = gpu_tensor(&*read.tensor)?;
+            let size = plan::padded(t.len);
+            let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webnn tensor read"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("webnn read") });
+            encoder.copy_buffer_to_buffer(&t.buffer, 0, &staging, 0, size);
+            let submission = self.queue.submit([encoder.finish()]);
+            let state = Arc::new(AtomicU8::new(WAITING));
+            let st = state.clone();
+            staging
+                .slice(..)
+                .map_async(wgpu::MapMode::Read, move |r| st.store(if r.is_ok() { READY } else { FAILED }, Ordering::Release));
+            Ok((submission, staging, state, t.len))
+        }))
+        .unwrap_or_else(|p| Err(WebnnError::Operation(format!("internal error in the GPU engine: {}", panic_message(&*p)))));
+        match started {
+            Ok((submission, staging, state, len)) => self.pending.push(Pending {
+                finish: Finish::Read { len, done: read.done },
+                submission,
+                staging: Some(staging),
+                state,
+            }),
+            Err(e) => (read.done)(Err(e)),
+        }
     }
 
     fn start(&mut self, job: Job) {
@@ -378,7 +533,11 @@ impl Worker {
             return;
         }
         let state = Arc::new(AtomicU8::new(WAITING));
-        let submitted = catch_unwind(AssertUnwindSafe(|| job.plan.submit(&job.bindings, &state))).unwrap_or_else(|p| {
+        let submitted = catch_unwind(AssertUnwindSafe(|| match &job.tensors {
+            Some((ins, outs)) => job.plan.submit_tensors(ins, outs, &state),
+            None => job.plan.submit(&job.bindings, &state),
+        }))
+        .unwrap_or_else(|p| {
             Err(WebnnError::Operation(format!(
                 "internal error in the GPU engine: {}",
                 panic_message(&*p)
@@ -386,7 +545,7 @@ impl Worker {
         });
         match submitted {
             Ok((submission, staging)) => self.pending.push(Pending {
-                job,
+                finish: Finish::Run(job),
                 submission,
                 staging,
                 state,
@@ -419,7 +578,7 @@ impl Worker {
                 .unwrap_or_else(|e| e.into_inner())
                 .get_or_insert_with(|| reason.clone());
             for p in self.pending.drain(..) {
-                (p.job.done)(Err(WebnnError::Operation(format!("compute: {reason}"))));
+                p.finish.fail(WebnnError::Operation(format!("compute: {reason}")));
             }
             return;
         }
@@ -430,19 +589,38 @@ impl Worker {
             .is_some_and(|p| p.state.load(Ordering::Acquire) != WAITING)
         {
             let p = self.pending.remove(0);
-            let result = if p.state.load(Ordering::Acquire) == READY {
-                catch_unwind(AssertUnwindSafe(|| p.job.plan.finish(&p.job.bindings, p.staging))).unwrap_or_else(|e| {
-                    Err(WebnnError::Operation(format!(
-                        "internal error in the GPU engine: {}",
-                        panic_message(&*e)
-                    )))
-                })
-            } else {
-                Err(WebnnError::Operation(
-                    "compute: reading the results back from the GPU failed".into(),
-                ))
+            let ready = p.state.load(Ordering::Acquire) == READY;
+            let failed = || WebnnError::Operation("reading the results back from the GPU failed".into());
+            let internal = |e: Box<dyn std::any::Any + Send>| {
+                WebnnError::Operation(format!("internal error in the GPU engine: {}", panic_message(&*e)))
             };
-            (p.job.done)(result);
+            match p.finish {
+                Finish::Run(job) => {
+                    let result = if ready {
+                        catch_unwind(AssertUnwindSafe(|| job.plan.finish(&job.bindings, p.staging))).unwrap_or_else(|e| Err(internal(e)))
+                    } else {
+                        Err(failed())
+                    };
+                    (job.done)(result);
+                }
+                Finish::Read { len, done } => {
+                    let result = match (ready, p.staging) {
+                        (true, Some(staging)) => catch_unwind(AssertUnwindSafe(|| {
+                            let bytes = staging
+                                .get_mapped_range(..)
+                                .map_err(|e| WebnnError::Operation(format!("readTensor: {e}")))?
+                                .get(..len)
+                                .map(|b| b.to_vec())
+                                .ok_or_else(|| WebnnError::Operation("internal: tensor read out of range".into()));
+                            staging.unmap();
+                            bytes
+                        }))
+                        .unwrap_or_else(|e| Err(internal(e))),
+                        _ => Err(failed()),
+                    };
+                    done(result);
+                }
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::{Op, UnaryKind};
 
 /// Bytes of a tensor's buffer: whole u32 words, at least one.
-pub(super) fn padded(bytes: usize) -> u64 {
+pub(crate) fn padded(bytes: usize) -> u64 {
     (bytes.div_ceil(4).max(1) * 4) as u64
 }
 
@@ -540,7 +540,7 @@ const PROFILED: usize = 2048;
 
 /// Writes bytes into a buffer through the queue; a length that is not a whole
 /// number of words is padded (queue writes move whole words).
-fn write_padded(queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: &[u8]) {
+pub(crate) fn write_padded(queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: &[u8]) {
     let whole = bytes.len() / 4 * 4;
     if whole > 0 {
         queue.write_buffer(buffer, 0, &bytes[..whole]);
@@ -979,6 +979,74 @@ impl GpuPlan {
         scope_error(v, "compute")?;
         scope_error(o, "compute")?;
         Ok((submission, staging))
+    }
+
+    /// `dispatch()`: copies the input tensors into the plan's input buffers, runs
+    /// every step and copies the outputs into the output tensors, all on the
+    /// device (no upload, no readback); `state` becomes READY once the work is
+    /// done. Runs on the worker thread.
+    pub(super) fn submit_tensors(
+        &self,
+        ins: &[Arc<dyn crate::engine::DeviceTensor>],
+        outs: &[Arc<dyn crate::engine::DeviceTensor>],
+        state: &Arc<AtomicU8>,
+    ) -> Result<(wgpu::SubmissionIndex, Option<wgpu::Buffer>)> {
+        if ins.len() != self.inputs.len() || outs.len() != self.outputs.len() {
+            return Err(WebnnError::Operation("internal: dispatch() tensor count mismatch".into()));
+        }
+        // Every check before the error scopes open (an early return must not leave one open).
+        let mut tin = Vec::with_capacity(ins.len());
+        for (t, (_, len)) in ins.iter().zip(&self.inputs) {
+            let t = super::gpu_tensor(&**t)?;
+            if t.len != *len {
+                return Err(WebnnError::Operation("internal: an input tensor has the wrong length".into()));
+            }
+            tin.push(t);
+        }
+        let mut tout = Vec::with_capacity(outs.len());
+        for (t, (_, len, _)) in outs.iter().zip(&self.outputs) {
+            let t = super::gpu_tensor(&**t)?;
+            if t.len != *len {
+                return Err(WebnnError::Operation("internal: an output tensor has the wrong length".into()));
+            }
+            tout.push(t);
+        }
+        let device = &self.shared.device;
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("webnn dispatch") });
+        for (t, (buffer, len)) in tin.iter().zip(&self.inputs) {
+            encoder.copy_buffer_to_buffer(&t.buffer, 0, buffer, 0, padded(*len));
+        }
+        self.encode(&mut encoder);
+        for (t, (buffer, len, _)) in tout.iter().zip(&self.outputs) {
+            encoder.copy_buffer_to_buffer(buffer, 0, &t.buffer, 0, padded(*len));
+        }
+        let submission = self.shared.queue.submit([encoder.finish()]);
+        let st = state.clone();
+        self.shared.queue.on_submitted_work_done(move || st.store(READY, Ordering::Release));
+        scope_error(pollster::block_on(validation.pop()), "dispatch")?;
+        scope_error(pollster::block_on(oom.pop()), "dispatch")?;
+        Ok((submission, None))
+    }
+
+    /// Encodes every step (no profiling) into `encoder`.
+    fn encode(&self, encoder: &mut wgpu::CommandEncoder) {
+        let mut i = 0;
+        while i < self.commands.len() {
+            if let Command::Copy { src, src_offset, dst, dst_offset, size } = &self.commands[i] {
+                encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+                i += 1;
+                continue;
+            }
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            while let Some(Command::Dispatch { pipeline, bind_group, groups, .. }) = self.commands.get(i) {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+                i += 1;
+            }
+        }
     }
 
     /// Waits for this compute's timestamps and adds them to the plan's sums;

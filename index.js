@@ -15,7 +15,7 @@ const {
 } = require('./lib/webidl.js')
 
 const {
-  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, toArray, then, resolved, bufferSource, copyBytes
+  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, toArray, then, resolved, rejected, bufferSource, copyBytes
 } = require('./lib/intrinsics.js')
 
 const kToken = Symbol('webnn-node internal constructor token')
@@ -163,7 +163,7 @@ class MLTensor {
     this.#dataType = desc.dataType
     this.#shape = Object.freeze(desc.dimensions.slice())
     this.#byteLength = byteLength
-    this.#flags = flags
+    this.#flags = { ...flags, facts: { byteLength, readable: flags.readable, writable: flags.writable } }
     this.#device = device
     this.#bytes = device === null ? new Uint8Array(byteLength) : null
   }
@@ -180,11 +180,14 @@ class MLTensor {
 
   /** The tensor's facts, after checking it is a live tensor of `context`. */
   static _usable (t, context, what) {
-    if (!MLTensor._is(t)) throw new TypeError(`${what}: ${describe(t)} is not an MLTensor`)
-    if (t.#context !== context) throw new TypeError(`${what}: the tensor belongs to another MLContext`)
-    if (t.#destroyed) throw new TypeError(`${what}: the tensor has been destroyed`)
-    if (t.#flags.constant && !what.startsWith('constant')) throw new TypeError(`${what}: a constant tensor can only be passed to MLGraphBuilder.constant()`)
-    return { byteLength: t.#byteLength, readable: t.#flags.readable, writable: t.#flags.writable }
+    // `what` names the argument in messages: a string, or a function making one
+    // (built only when a check fails: this runs for every tensor of a dispatch).
+    const name = () => (typeof what === 'function' ? what() : what)
+    if (!MLTensor._is(t)) throw new TypeError(`${name()}: ${describe(t)} is not an MLTensor`)
+    if (t.#context !== context) throw new TypeError(`${name()}: the tensor belongs to another MLContext`)
+    if (t.#destroyed) throw new TypeError(`${name()}: the tensor has been destroyed`)
+    if (t.#flags.constant) throw new TypeError(`${name()}: a constant tensor can only be passed to MLGraphBuilder.constant()`)
+    return t.#flags.facts
   }
 
   /** Why the tensor does not fit operand descriptor `d` ({dataType, shape}), or null. */
@@ -324,7 +327,7 @@ class MLContext {
   #accelerated
   // The context's timeline: work issued by dispatch(), writeTensor() and
   // readTensor() runs in the order it was issued, one item at a time.
-  #queue = []
+  #queue = newList()
   #head = 0
   #busy = false
   #destroyed = false
@@ -369,7 +372,7 @@ class MLContext {
       const task = this.#queue[this.#head]
       this.#queue[this.#head++] = undefined
       if (this.#head === this.#queue.length) {
-        this.#queue = []
+        this.#queue = newList()
         this.#head = 0
       }
       let pending
@@ -466,7 +469,8 @@ class MLContext {
       src = copy
     }
     if (this.#idle()) {
-      call(() => MLTensor._write(tensor, src))
+      if (MLTensor._device(tensor) === null) MLTensor._write(tensor, src)
+      else call(() => MLTensor._write(tensor, src))
       return
     }
     const copy = new Uint8Array(t.byteLength)
@@ -474,54 +478,63 @@ class MLContext {
     this.#enqueue((destroyed) => { if (!destroyed && !MLTensor._gone(tensor)) MLTensor._write(tensor, copy) })
   }
 
+  /** readTensor's checks: the tensor's facts and the destination (or null). */
+  #readArgs (tensor, outputData, hasDst) {
+    MLContext._check(this, 'readTensor')
+    const t = MLTensor._usable(tensor, this, 'readTensor: tensor')
+    if (!t.readable) throw new TypeError(`readTensor: the tensor ${MLTensor._describe(tensor)} is not readable (create it with readable: true)`)
+    if (!hasDst) return { t, dst: null }
+    const info = bufferSource(outputData)
+    if (info === null) throw new TypeError(`readTensor: outputData ${describe(outputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+    if (info.resizable) throw new TypeError('readTensor: outputData is a resizable buffer')
+    if (info.detached) throw new TypeError('readTensor: outputData\'s buffer is detached')
+    if (info.bytes.length < t.byteLength) throw new TypeError(`readTensor: outputData holds ${info.bytes.length} bytes, fewer than the tensor's ${t.byteLength}`)
+    return { t, dst: outputData }
+  }
+
   /** readTensor(tensor) resolves to a new ArrayBuffer; readTensor(tensor,
    * outputData) writes into the caller's buffer (which may be shared). Both see
    * every write and dispatch issued before them. */
   readTensor (tensor, outputData) {
-    return promiseStep(() => {
-      MLContext._check(this, 'readTensor')
-      const t = MLTensor._usable(tensor, this, 'readTensor: tensor')
-      if (!t.readable) throw new TypeError(`readTensor: the tensor ${MLTensor._describe(tensor)} is not readable (create it with readable: true)`)
-      let dst = null
-      if (arguments.length > 1) {
-        const info = bufferSource(outputData)
-        if (info === null) throw new TypeError(`readTensor: outputData ${describe(outputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
-        if (info.resizable) throw new TypeError('readTensor: outputData is a resizable buffer')
-        if (info.detached) throw new TypeError('readTensor: outputData\'s buffer is detached')
-        if (info.bytes.length < t.byteLength) throw new TypeError(`readTensor: outputData holds ${info.bytes.length} bytes, fewer than the tensor's ${t.byteLength}`)
-        dst = outputData
-      }
-      return new Promise((resolve, reject) => {
-        const deliver = (bytes) => {
-          if (dst === null) {
-            const out = new ArrayBuffer(t.byteLength)
-            copyBytes(new Uint8Array(out), bytes)
-            return resolve(out)
-          }
-          // Read the destination again: the caller may have detached it meanwhile.
-          const info = bufferSource(dst)
-          if (info === null || info.detached || info.bytes.length < t.byteLength) {
-            return reject(new TypeError('readTensor: outputData was detached or shrunk before the read completed'))
-          }
-          copyBytes(info.bytes, bytes)
-          resolve(undefined)
+    // Not promiseStep: the promise made here is the one returned (one microtask
+    // less per read); synchronous failures become rejections just the same.
+    let args
+    try {
+      args = this.#readArgs(tensor, outputData, arguments.length > 1)
+    } catch (e) {
+      return rejected(convertError(e))
+    }
+    const { t, dst } = args
+    return new Promise((resolve, reject) => {
+      const deliver = (bytes) => {
+        if (dst === null) {
+          const out = new ArrayBuffer(t.byteLength)
+          copyBytes(new Uint8Array(out), bytes)
+          return resolve(out)
         }
-        this.#enqueue((destroyed) => {
-          try {
-            if (destroyed) return reject(new DOMException('readTensor: the context was destroyed', 'InvalidStateError'))
-            if (MLTensor._gone(tensor)) return reject(new DOMException('readTensor: the tensor was destroyed', 'InvalidStateError'))
-            const failure = MLTensor._failure(tensor)
-            if (failure) return reject(failure)
-            const device = MLTensor._device(tensor)
-            if (device !== null) {
-              // The engine downloads the tensor; the timeline waits for it.
-              return then(device.read(), deliver, (e) => reject(convertError(e)))
-            }
-            deliver(MLTensor._bytes(tensor))
-          } catch (e) {
-            reject(convertError(e))
+        // Read the destination again: the caller may have detached it meanwhile.
+        const info = bufferSource(dst)
+        if (info === null || info.detached || info.bytes.length < t.byteLength) {
+          return reject(new TypeError('readTensor: outputData was detached or shrunk before the read completed'))
+        }
+        copyBytes(info.bytes, bytes)
+        resolve(undefined)
+      }
+      this.#enqueue((destroyed) => {
+        try {
+          if (destroyed) return reject(new DOMException('readTensor: the context was destroyed', 'InvalidStateError'))
+          if (MLTensor._gone(tensor)) return reject(new DOMException('readTensor: the tensor was destroyed', 'InvalidStateError'))
+          const failure = MLTensor._failure(tensor)
+          if (failure) return reject(failure)
+          const device = MLTensor._device(tensor)
+          if (device !== null) {
+            // The engine downloads the tensor; the timeline waits for it.
+            return then(device.read(), deliver, (e) => reject(convertError(e)))
           }
-        })
+          deliver(MLTensor._bytes(tensor))
+        } catch (e) {
+          reject(convertError(e))
+        }
       })
     })
   }
@@ -537,6 +550,9 @@ class MLContext {
     const parts = MLGraph._parts(graph)
     if (parts.context !== this) throw new TypeError('dispatch: the graph was built for another MLContext')
     if (MLGraph._destroyed(graph)) throw new DOMException('dispatch: the graph has been destroyed', 'InvalidStateError')
+    // Wake the engine's thread while the arguments are checked, when the run will
+    // start at once (a hint: a dispatch that then fails costs a wake-up).
+    if (parts.handsOff && this.#idle()) parts.native.prepare()
     const given = toRecord(inputs, 'dispatch: inputs', (v) => v)
     const outs = toRecord(outputs, 'dispatch: outputs', (v) => v)
     // A tensor for a declared input that no output depends on is checked, not used.
@@ -563,10 +579,10 @@ class MLContext {
         const d = descs[k]
         const i = position(named.length, (j) => named[j][0], d.name)
         if (i < 0) throw new TypeError(`dispatch: ${kind} '${d.name}' is missing`)
-        const what = `dispatch: ${kind}s['${d.name}']`
+        const what = () => `dispatch: ${kind}s['${d.name}']`
         MLTensor._usable(named[i][1], this, what)
         const why = MLTensor._mismatch(named[i][1], d)
-        if (why) throw new TypeError(`${what}: ${why}`)
+        if (why) throw new TypeError(`${what()}: ${why}`)
         append(order, named[i][1])
       }
       return order
@@ -606,14 +622,17 @@ class MLContext {
         if (onDevice) {
           pending = parts.native.dispatch(toArray(nativeInputs), toArray(nativeOutputs))
         } else {
-          if (parts.handsOff) parts.native.prepare()
           pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs))
         }
       } catch (e) {
         fail(e)
         return
       }
-      if (pending !== undefined) return then(pending, undefined, fail)
+      if (pending === undefined) return
+      // The failure handler and the timeline's next step both hang on the engine's
+      // promise (no promise in between: one microtask less per dispatch).
+      then(pending, undefined, fail)
+      return pending
     }
     this.#enqueue(run)
   }

@@ -7,7 +7,7 @@
 // Array.prototype and Promise.prototype, and none of it changes what the engine
 // reads or lets the caller reach a buffer the engine is using.
 
-const { apply, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, ownKeys } = Reflect
+const { apply, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, ownKeys } = Reflect
 const ObjectCreate = Object.create
 const NativePromise = Promise
 const PromiseThen = Promise.prototype.then
@@ -17,7 +17,6 @@ const ArrayBufferIsView = ArrayBuffer.isView
 const NativeArrayBuffer = ArrayBuffer
 const NativeUint8Array = Uint8Array
 const NativeArray = Array
-const ArrayFrom = Array.from
 const nativeStructuredClone = globalThis.structuredClone
 const StringCharCodeAt = String.prototype.charCodeAt
 const StringFromCharCode = String.fromCharCode
@@ -108,7 +107,9 @@ function viewInfo (v) {
   const shared = isShared(buffer)
   const resizable = !shared && abResizable !== undefined && apply(abResizable, buffer, []) === true
   const detached = !shared && isDetached(buffer)
-  return { __proto__: null, type: tag === undefined ? 'DataView' : tag, buffer, byteOffset, byteLength, shared, resizable, detached }
+  // A plain literal (every property own, so no prototype getter is ever read);
+  // a null-prototype literal would be a slow dictionary object.
+  return { type: tag === undefined ? 'DataView' : tag, buffer, byteOffset, byteLength, shared, resizable, detached }
 }
 
 /** Whether `b` is an ArrayBuffer (a brand check). */
@@ -123,26 +124,19 @@ function isArrayBuffer (b) {
  * same memory (empty when detached) and `type` the view's type, or null.
  */
 function bufferSource (v) {
-  let buffer, byteOffset, byteLength, type = null
   const info = viewInfo(v)
   if (info !== null) {
-    ({ buffer, byteOffset, byteLength, type } = info)
-  } else if (isShared(v)) {
-    buffer = v
-    byteOffset = 0
-    byteLength = apply(sabByteLength, v, [])
-  } else if (isArrayBuffer(v)) {
-    buffer = v
-    byteOffset = 0
-    byteLength = apply(abByteLength, v, [])
-  } else {
-    return null
+    const bytes = info.detached ? new NativeUint8Array(0) : new NativeUint8Array(info.buffer, info.byteOffset, info.byteLength)
+    return { bytes, detached: info.detached, resizable: info.resizable, shared: info.shared, type: info.type }
   }
-  const shared = isShared(buffer)
-  const resizable = !shared && abResizable !== undefined && apply(abResizable, buffer, []) === true
-  const detached = !shared && isDetached(buffer)
-  const bytes = detached ? new NativeUint8Array(0) : new NativeUint8Array(buffer, byteOffset, byteLength)
-  return { __proto__: null, bytes, detached, resizable, shared, type }
+  if (isShared(v)) {
+    return { bytes: new NativeUint8Array(v), detached: false, resizable: false, shared: true, type: null }
+  }
+  if (!isArrayBuffer(v)) return null
+  const resizable = abResizable !== undefined && apply(abResizable, v, []) === true
+  const detached = isDetached(v)
+  const bytes = detached ? new NativeUint8Array(0) : new NativeUint8Array(v)
+  return { bytes, detached, resizable, shared: false, type: null }
 }
 
 /** Copies Uint8Array `src` into Uint8Array `dst` at `offset` (the built-in set). */
@@ -198,26 +192,28 @@ function setOwn (object, key, value) {
 }
 
 /**
- * A list for the engine's own bookkeeping: a null-prototype array-like, so that
- * `list[i] = v` can meet no setter a caller added to Array.prototype or
- * Object.prototype, and V8 keeps it in fast elements (defining array elements one
- * by one through defineProperty made every compute() measurably slower).
+ * A list for the engine's own bookkeeping: an Array whose prototype is null, so
+ * that `list[i] = v` can meet no setter a caller added to Array.prototype or
+ * Object.prototype, while V8 keeps its elements fast (defining array elements one
+ * by one through defineProperty, or a null-prototype plain object, made every
+ * compute() measurably slower). It is still an Array to N-API.
  */
 function newList () {
-  return { __proto__: null, length: 0 }
+  const list = []
+  setPrototypeOf(list, null)
+  return list
 }
 
 /** Appends to a list (`newList`) or to an array the engine owns; neither runs a
  * caller's setter or Array.prototype method. */
 function append (list, value) {
-  if (getPrototypeOf(list) === null) list[list.length++] = value
+  if (getPrototypeOf(list) === null) list[list.length] = value
   else setOwn(list, list.length, value)
 }
 
-/** A real Array of a list's items (for the native side), built with the captured
- * Array.from, which defines each element without running setters. */
+/** The Array to hand to the native side: a list already is one. */
 function toArray (list) {
-  return apply(ArrayFrom, NativeArray, [list])
+  return list
 }
 
 /** `then` on a native promise, as the built-in (a caller's replacement never runs). */

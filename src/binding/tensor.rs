@@ -32,6 +32,13 @@ impl NativeTensor {
 
 #[napi]
 impl NativeContext {
+    /// Work is about to be issued on this context (see `Engine::prepare`). Only a
+    /// hint: a failure here is ignored.
+    #[napi]
+    pub fn prepare(&self) {
+        let _ = catch_unwind(AssertUnwindSafe(|| self.engine.prepare()));
+    }
+
     /// A tensor of `byte_length` bytes in the engine's memory, or null where the
     /// engine keeps tensors in host memory (the CPU engine).
     #[napi]

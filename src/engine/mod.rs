@@ -85,6 +85,10 @@ pub trait Engine: Send + Sync {
     /// Compiles a graph; runs on a blocking pool, may take long.
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>>;
 
+    /// Work is about to be issued (a tensor write that a dispatch usually follows):
+    /// the engine may wake the threads it will run on. Only a hint.
+    fn prepare(&self) {}
+
     /// A zero-filled tensor of `byte_length` bytes in the engine's own memory, or
     /// `None` where tensors live in host memory (the facade keeps them).
     fn create_tensor(&self, _byte_length: usize) -> Result<Option<Arc<dyn DeviceTensor>>> {

@@ -135,6 +135,10 @@ impl Engine for CpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
         Ok(self.compile_with(graph, Passes::from_env())?)
     }
+
+    fn prepare(&self) {
+        awake::ready(&self.pool);
+    }
 }
 
 const ALIGN: usize = 64;

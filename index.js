@@ -135,6 +135,9 @@ class MLGraph {
   destroy () {
     if (!MLGraph._is(this)) throw new TypeError('destroy: `this` is not an MLGraph')
     this.#destroyed = true
+    // The compiled plan (packed weights, GPU buffers) goes with the last reference:
+    // work already issued holds its own.
+    this.#native = null
   }
 
   get [Symbol.toStringTag] () { return 'MLGraph' }

@@ -220,4 +220,23 @@ for (const t of FLOAT_TYPES) {
   }))
 }
 
+// After matmul (an epilogue on both engines): integer operands keep the product
+// exact, so x/2 lands on halfway values.
+for (const t of FLOAT_TYPES) {
+  cases.push(makeCase({
+    name: `${t} matmul epilogue mul roundEven sub sign`,
+    op: 'sign',
+    inputs: { a: R(t, [3, 4], -3, 3, { integers: true }) },
+    constants: { b: R(t, [4, 5], -2, 2, { integers: true }), h: { dataType: t, scalar: 0.5 }, one: { dataType: t, scalar: 1 } },
+    graph: [
+      { op: 'matmul', args: ['a', 'b'], out: 'p' },
+      { op: 'mul', args: ['p', 'h'], out: 'm' },
+      { op: 'roundEven', args: ['m'], out: 'r' },
+      { op: 'sub', args: ['r', 'one'], out: 'd' },
+      { op: 'sign', args: ['d'], out: 'y' }
+    ],
+    outputs: ['y']
+  }))
+}
+
 module.exports = cases

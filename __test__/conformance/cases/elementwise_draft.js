@@ -71,7 +71,7 @@ for (const op of ['logicalAnd', 'logicalOr', 'logicalXor']) {
     binaryCase(op, 'uint8 0-D and [5]', D('uint8', [], [7]), R('uint8', [5], 0, 2)),
     binaryCase(op, 'uint8 0-D both', D('uint8', [], [0]), D('uint8', [], [9])),
     binaryCase(op, 'uint8 rank 8 broadcast', R('uint8', [2, 1, 2, 1, 1, 2, 1, 3], 0, 2), R('uint8', [1, 2, 1, 2, 3, 1, 2, 1], 0, 2)),
-    binaryCase(op, 'uint8 constant operand', R('uint8', [2, 5], 0, 2), R('uint8', [2, 1], 0, 2), { constB: true })
+    binaryCase(op, 'uint8 constant operand', R('uint8', [2, 5], 0, 2), D('uint8', [2, 1], [0, 3]), { constB: true })
   )
 }
 

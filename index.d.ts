@@ -1515,6 +1515,64 @@ export declare class MLGraphBuilder {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
    */
   logicalNot(a: MLOperand): MLOperand;
+  /**
+   * Compares `a != b` element-wise, broadcasting per the numpy rule (NaN is unequal to everything, itself included).
+   * @param a - The first tensor.
+   * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label` only.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  notEqual(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  /**
+   * Computes the logical AND of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
+   * @param a - A `"uint8"` tensor.
+   * @param b - A `"uint8"` tensor.
+   * @param options - `label` only.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  logicalAnd(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  /**
+   * Computes the logical OR of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
+   * @param a - A `"uint8"` tensor.
+   * @param b - A `"uint8"` tensor.
+   * @param options - `label` only.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  logicalOr(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  /**
+   * Computes the logical XOR of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
+   * @param a - A `"uint8"` tensor.
+   * @param b - A `"uint8"` tensor.
+   * @param options - `label` only.
+   * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
+   * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  logicalXor(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  /**
+   * Tests element-wise whether a value is NaN.
+   * @param a - A `"float32"` or `"float16"` tensor.
+   * @param options - `label` only.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @throws TypeError if `a` is not floating point.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  isNaN(a: MLOperand, options?: { label?: string }): MLOperand;
+  /**
+   * Tests element-wise whether a value is +Infinity or -Infinity.
+   * @param a - A `"float32"` or `"float16"` tensor.
+   * @param options - `label` only.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @throws TypeError if `a` is not floating point.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  isInfinite(a: MLOperand, options?: { label?: string }): MLOperand;
 
   // 7.8.14 Element-wise unary operations ----------------------------------------------------
 
@@ -1621,6 +1679,24 @@ export declare class MLGraphBuilder {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
    */
   tan(input: MLOperand): MLOperand;
+  /**
+   * Rounds to the nearest integral value element-wise, halfway cases to the even one (2.5 gives 2, -0.5 gives -0).
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label` only.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input is not floating point.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  roundEven(input: MLOperand, options?: { label?: string }): MLOperand;
+  /**
+   * Computes the sign element-wise: -1, 0 or 1 (both zeros give +0; NaN gives NaN).
+   * @param input - A `"float32"`, `"float16"`, `"int32"`, `"int64"` or `"int8"` tensor.
+   * @param options - `label` only.
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if the input's data type is not one of those.
+   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   */
+  sign(input: MLOperand, options?: { label?: string }): MLOperand;
 
   // 7.8.15 elu ------------------------------------------------------------------------------
 

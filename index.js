@@ -802,8 +802,10 @@ class GPUDevice {
 const GPUDeviceClass = typeof globalThis.GPUDevice === 'function' ? globalThis.GPUDevice : GPUDevice
 
 const BINARY = ['add', 'sub', 'mul', 'div', 'max', 'min', 'pow']
-const LOGICAL = ['equal', 'greater', 'greaterOrEqual', 'lesser', 'lesserOrEqual']
-const UNARY = ['abs', 'ceil', 'cos', 'erf', 'exp', 'floor', 'identity', 'log', 'neg', 'reciprocal', 'sin', 'sqrt', 'tan']
+const LOGICAL = ['equal', 'greater', 'greaterOrEqual', 'lesser', 'lesserOrEqual', 'notEqual', 'logicalAnd', 'logicalOr', 'logicalXor']
+const UNARY = ['abs', 'ceil', 'cos', 'erf', 'exp', 'floor', 'identity', 'log', 'neg', 'reciprocal', 'sin', 'sqrt', 'tan', 'roundEven', 'sign']
+// isNaN and isInfinite: one operand named `a` (as in the IDL), uint8 output.
+const PREDICATES = ['isNaN', 'isInfinite']
 const ACTIVATIONS = ['relu', 'sigmoid', 'tanh']
 
 class MLGraphBuilder {
@@ -1081,6 +1083,7 @@ function defineOperandMethod (op, argNames, make) {
 for (const op of BINARY) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.binary(o, a, b))
 for (const op of LOGICAL) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.logical(o, a, b))
 for (const op of UNARY) defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
+for (const op of PREDICATES) defineOperandMethod(op, ['a'], (n, o, [x]) => n.unary(o, x))
 
 // relu (7.8.35), sigmoid (7.8.38), tanh (7.8.44): an operand with an input, an
 // MLActivation without one.

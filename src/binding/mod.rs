@@ -234,6 +234,10 @@ fn logical_kind(k: &str) -> Result<LogicalKind> {
         "greaterOrEqual" => LogicalKind::GreaterOrEqual,
         "lesser" => LogicalKind::Lesser,
         "lesserOrEqual" => LogicalKind::LesserOrEqual,
+        "notEqual" => LogicalKind::NotEqual,
+        "logicalAnd" => LogicalKind::LogicalAnd,
+        "logicalOr" => LogicalKind::LogicalOr,
+        "logicalXor" => LogicalKind::LogicalXor,
         _ => return Err(to_js(type_err!("unknown logical operator '{k}'"))),
     })
 }
@@ -257,6 +261,10 @@ fn unary_kind(k: &str) -> Result<UnaryKind> {
         "relu" => UnaryKind::Relu,
         "sigmoid" => UnaryKind::Sigmoid,
         "tanh" => UnaryKind::Tanh,
+        "isNaN" => UnaryKind::IsNaN,
+        "isInfinite" => UnaryKind::IsInfinite,
+        "roundEven" => UnaryKind::RoundEven,
+        "sign" => UnaryKind::Sign,
         _ => return Err(to_js(type_err!("unknown unary operator '{k}'"))),
     })
 }

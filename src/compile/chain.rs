@@ -54,6 +54,44 @@ mod tests {
     }
 
     #[test]
+    fn round_even_and_sign_fuse_and_agree_but_predicates_stay() {
+        use crate::compile::Passes;
+        for t in [DataType::Float32, DataType::Float16] {
+            let mut b = Builder::new();
+            let x = b.input_t("x", t, &[2, 9]);
+            let half = b.b.constant_scalar(0.5, t);
+            let m = b.b.binary(BinaryKind::Mul, x, half).unwrap();
+            let r = b.b.unary(UnaryKind::RoundEven, m).unwrap();
+            let one = b.b.constant_scalar(1.0, t);
+            let d = b.b.binary(BinaryKind::Sub, r, one).unwrap();
+            let y = b.b.unary(UnaryKind::Sign, d).unwrap();
+            let mut g = b.b.build(&[("y".into(), y)]).unwrap();
+            // x / 2 lands on halfway values (2.5 -> 2, -0.5 -> -0, 1.5 -> 2), on
+            // zeros, NaN and infinities.
+            let xs = [5.0, -1.0, 3.0, 1.0, -3.0, 2.0, 0.0, -0.0, 7.0, f64::NAN, f64::INFINITY, -5.0, 4.2, -0.9, 2.9, 9.0, 11.0, 1e-3];
+            let want = execute_with(&g, Passes::NONE, &[xs.to_vec()]);
+            let got = execute_with(&g, Passes::ALL, &[xs.to_vec()]);
+            let same = |a: &f64, b: &f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+            assert!(want[0].iter().zip(&got[0]).all(|(a, b)| same(a, b)), "{t:?}: unfused {:?} vs fused {:?}", want[0], got[0]);
+            // The sign of x/2 rounded half to even, minus 1 (x = 1: 0.5 rounds to
+            // 0, where rounding halves away from zero gives 1 and a sign of 0).
+            assert_eq!(want[0][..4], [1.0, -1.0, 1.0, -1.0]);
+            assert_eq!(want[0][5].to_bits(), 0f64.to_bits());
+            assert_eq!(run(&mut g), 3);
+            assert_eq!(ops(&g), ["element-wise chain (fused)"]);
+        }
+        // isNaN's result is uint8: it ends a chain instead of joining it.
+        let mut b = Builder::new();
+        let x = b.input("x", &[6]);
+        let e = b.b.unary(UnaryKind::Exp, x).unwrap();
+        let n = b.b.unary(UnaryKind::Neg, e).unwrap();
+        let p = b.b.unary(UnaryKind::IsNaN, n).unwrap();
+        let mut g = b.b.build(&[("p".into(), p)]).unwrap();
+        assert_eq!(run(&mut g), 1);
+        assert_eq!(ops(&g), ["element-wise chain (fused)", "isNaN"]);
+    }
+
+    #[test]
     fn lone_operators_and_shared_intermediates_stay() {
         let mut b = Builder::new();
         let x = b.input("x", &[4, 4]);

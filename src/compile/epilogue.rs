@@ -53,7 +53,7 @@ pub(crate) fn as_stage(g: &Graph, i: usize) -> Vec<AsStage> {
         }
     };
     match &op.op {
-        Op::Unary(k) if *k != UnaryKind::LogicalNot => one(Stage::Unary(*k)),
+        Op::Unary(k) if *k != UnaryKind::LogicalNot && !k.is_predicate() => one(Stage::Unary(*k)),
         Op::Clamp { min, max } => one(Stage::Activation(Activation::Clamp { min: *min, max: *max })),
         Op::Activation(a) if !matches!(a, Activation::Softmax { .. }) => one(Stage::Activation(*a)),
         Op::Fused(f) if f.is_round_half() => one(Stage::RoundHalf),

@@ -102,6 +102,11 @@ pub fn unary(k: UnaryKind, x: f32) -> f32 {
         UnaryKind::Relu => if x < 0.0 { 0.0 } else { x },
         UnaryKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         UnaryKind::Tanh => x.tanh(),
+        UnaryKind::RoundEven => x.round_ties_even(),
+        UnaryKind::Sign => crate::engine::cpu::kernels::elementwise::sign_f32(x),
+        // Predicates are never stages (their output is uint8); as a float map, 0 or 1.
+        UnaryKind::IsNaN => x.is_nan() as u8 as f32,
+        UnaryKind::IsInfinite => x.is_infinite() as u8 as f32,
         UnaryKind::Identity | UnaryKind::LogicalNot => x,
     }
 }

@@ -37,12 +37,20 @@ use crate::ops::{BinaryKind, Op, UnaryKind};
 /// Whether `op`'s float16 result is always one of its float16 inputs' values (or
 /// a float16 constant: `run` rounds clamp bounds and pad values), so it needs no
 /// rounding of its own: data movement, selection, max and min, relu, abs, neg,
-/// and ceil and floor (an integer below 2048 or a float16 value already).
+/// ceil, floor and roundEven (an integer below 2048 or a float16 value already)
+/// and sign (-1, 0, 1 or NaN).
 fn exact(op: &Op) -> bool {
     match op {
         Op::Unary(k) => matches!(
             k,
-            UnaryKind::Abs | UnaryKind::Ceil | UnaryKind::Floor | UnaryKind::Identity | UnaryKind::Neg | UnaryKind::Relu
+            UnaryKind::Abs
+                | UnaryKind::Ceil
+                | UnaryKind::Floor
+                | UnaryKind::Identity
+                | UnaryKind::Neg
+                | UnaryKind::Relu
+                | UnaryKind::RoundEven
+                | UnaryKind::Sign
         ),
         Op::Binary(k) => matches!(k, BinaryKind::Max | BinaryKind::Min),
         Op::Clamp { .. }

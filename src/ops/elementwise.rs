@@ -28,6 +28,10 @@ pub fn logical_name(k: LogicalKind) -> &'static str {
         LogicalKind::GreaterOrEqual => "greaterOrEqual",
         LogicalKind::Lesser => "lesser",
         LogicalKind::LesserOrEqual => "lesserOrEqual",
+        LogicalKind::NotEqual => "notEqual",
+        LogicalKind::LogicalAnd => "logicalAnd",
+        LogicalKind::LogicalOr => "logicalOr",
+        LogicalKind::LogicalXor => "logicalXor",
     }
 }
 
@@ -50,6 +54,10 @@ pub fn unary_name(k: UnaryKind) -> &'static str {
         UnaryKind::Relu => "relu",
         UnaryKind::Sigmoid => "sigmoid",
         UnaryKind::Tanh => "tanh",
+        UnaryKind::IsNaN => "isNaN",
+        UnaryKind::IsInfinite => "isInfinite",
+        UnaryKind::RoundEven => "roundEven",
+        UnaryKind::Sign => "sign",
     }
 }
 
@@ -63,6 +71,7 @@ pub fn unary_allowed_types(k: UnaryKind) -> Option<&'static [DataType]> {
         UnaryKind::Identity => None,
         UnaryKind::Abs | UnaryKind::Neg | UnaryKind::Relu => Some(SIGNED),
         UnaryKind::LogicalNot => Some(&[Uint8]),
+        UnaryKind::Sign => Some(&[Float32, Float16, Int32, Int64, Int8]),
         _ => Some(FLOAT),
     }
 }
@@ -111,6 +120,13 @@ pub fn logical(k: LogicalKind, a: &OperandDesc, b: &OperandDesc) -> Result<Opera
     let op = logical_name(k);
     // Step 3.2.
     check_same_type(op, a, b)?;
+    if matches!(k, LogicalKind::LogicalAnd | LogicalKind::LogicalOr | LogicalKind::LogicalXor) {
+        ensure!(
+            a.data_type == Uint8,
+            "{op}: data type of a and b is '{}'; it must be 'uint8'",
+            a.data_type
+        );
+    }
     // Step 3.3, then 5-6: the output is always uint8.
     output(op, OperandDesc::new(Uint8, broadcast(op, a, b, "input")?))
 }
@@ -119,13 +135,18 @@ pub fn logical(k: LogicalKind, a: &OperandDesc, b: &OperandDesc) -> Result<Opera
 /// steps of not, relu, sigmoid and tanh). The output is a copy of the input descriptor.
 pub fn unary(k: UnaryKind, input: &OperandDesc) -> Result<OperandDesc> {
     if let Some(allowed) = unary_allowed_types(k) {
+        // The IDL names the operand of isNaN and isInfinite `a`.
+        let arg = if k.is_predicate() { "a" } else { "input" };
         ensure!(
             allowed.contains(&input.data_type),
-            "{}: input data type '{}' is not one of {}",
+            "{}: {arg} data type '{}' is not one of {}",
             unary_name(k),
             input.data_type,
             list(allowed)
         );
+    }
+    if k.is_predicate() {
+        return Ok(OperandDesc::new(Uint8, input.shape.clone()));
     }
     Ok(input.clone())
 }
@@ -203,6 +224,32 @@ mod tests {
         assert!(unary(UnaryKind::Abs, &d(Uint32, &[1])).is_err());
         assert!(unary(UnaryKind::Identity, &d(Uint64, &[1])).is_ok());
         assert!(unary(UnaryKind::LogicalNot, &d(Float32, &[1])).is_err());
+        assert_eq!(unary(UnaryKind::IsNaN, &d(Float16, &[2, 3])).unwrap(), d(Uint8, &[2, 3]));
+        assert_eq!(unary(UnaryKind::IsInfinite, &d(Float32, &[])).unwrap(), d(Uint8, &[]));
+        let e = unary(UnaryKind::IsNaN, &d(Int32, &[1])).unwrap_err();
+        assert!(e.to_string().starts_with("isNaN: a data type 'int32'"), "{e}");
+        assert_eq!(unary(UnaryKind::RoundEven, &d(Float16, &[4])).unwrap(), d(Float16, &[4]));
+        assert!(unary(UnaryKind::RoundEven, &d(Int32, &[1])).is_err());
+        for t in [Float32, Float16, Int32, Int64, Int8] {
+            assert_eq!(unary(UnaryKind::Sign, &d(t, &[2])).unwrap(), d(t, &[2]));
+        }
+        for t in [Uint32, Uint64, Uint8] {
+            assert!(unary(UnaryKind::Sign, &d(t, &[2])).is_err());
+        }
+    }
+
+    #[test]
+    fn logical_and_or_xor_take_uint8_only() {
+        for k in [LogicalKind::LogicalAnd, LogicalKind::LogicalOr, LogicalKind::LogicalXor] {
+            assert_eq!(logical(k, &d(Uint8, &[2, 1]), &d(Uint8, &[3])).unwrap(), d(Uint8, &[2, 3]));
+            let e = logical(k, &d(Int8, &[2]), &d(Int8, &[2])).unwrap_err();
+            assert!(e.to_string().contains("it must be 'uint8'"), "{e}");
+            assert!(logical(k, &d(Uint8, &[2]), &d(Int8, &[2])).is_err());
+        }
+        // notEqual takes what equal takes.
+        for t in [Float32, Float16, Int32, Uint32, Int64, Uint64, Int8, Uint8] {
+            assert_eq!(logical(LogicalKind::NotEqual, &d(t, &[]), &d(t, &[4])).unwrap(), d(Uint8, &[4]));
+        }
     }
 
     #[test]

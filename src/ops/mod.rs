@@ -39,6 +39,11 @@ pub enum LogicalKind {
     GreaterOrEqual,
     Lesser,
     LesserOrEqual,
+    NotEqual,
+    /// logicalAnd, logicalOr, logicalXor: uint8 inputs only, nonzero is true.
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,6 +67,20 @@ pub enum UnaryKind {
     Relu,
     Sigmoid,
     Tanh,
+    /// isNaN, isInfinite: float in, uint8 out (the only unary kinds whose output
+    /// type differs from the input's; `is_predicate`).
+    IsNaN,
+    IsInfinite,
+    RoundEven,
+    Sign,
+}
+
+impl UnaryKind {
+    /// isNaN and isInfinite: a uint8 0/1 result from a float input, so never an
+    /// epilogue stage or a float-to-float map.
+    pub fn is_predicate(self) -> bool {
+        matches!(self, UnaryKind::IsNaN | UnaryKind::IsInfinite)
+    }
 }
 
 /// An operator with its typed options. Inputs and outputs live in `Operator`.

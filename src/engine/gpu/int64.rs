@@ -175,6 +175,11 @@ pub fn logical_body(k: LogicalKind, st: Storage) -> String {
         LogicalKind::GreaterOrEqual => format!("!{lt}(x0, x1)"),
         LogicalKind::Lesser => format!("{lt}(x0, x1)"),
         LogicalKind::LesserOrEqual => format!("!{lt}(x1, x0)"),
+        LogicalKind::NotEqual => "!e64_eq(x0, x1)".to_string(),
+        // uint8 only in the core; defined on 64-bit words for completeness.
+        LogicalKind::LogicalAnd => "!e64_is_zero(x0) && !e64_is_zero(x1)".to_string(),
+        LogicalKind::LogicalOr => "!e64_is_zero(x0) || !e64_is_zero(x1)".to_string(),
+        LogicalKind::LogicalXor => "e64_is_zero(x0) != e64_is_zero(x1)".to_string(),
     };
     format!("  return select(0u, 1u, {expr});")
 }
@@ -186,6 +191,9 @@ pub fn unary_body(k: UnaryKind, st: Storage) -> Option<String> {
         (UnaryKind::Abs, true) => "select(x0, e64_neg(x0), e64_is_neg(x0))",
         (UnaryKind::Neg, true) => "e64_neg(x0)",
         (UnaryKind::Relu, true) => "select(x0, vec2<u32>(0u, 0u), e64_is_neg(x0))",
+        (UnaryKind::Sign, true) => {
+            "select(select(vec2<u32>(0u, 0u), vec2<u32>(1u, 0u), !e64_is_zero(x0)), vec2<u32>(0xffffffffu, 0xffffffffu), e64_is_neg(x0))"
+        }
         _ => return None,
     };
     Some(format!("  return {expr};"))
@@ -272,10 +280,10 @@ mod tests {
             ] {
                 validate_without_int64(&kern(vec![st, st], st, binary_body(k, st)));
             }
-            for k in [LogicalKind::Equal, LogicalKind::Greater, LogicalKind::LesserOrEqual] {
+            for k in [LogicalKind::Equal, LogicalKind::Greater, LogicalKind::LesserOrEqual, LogicalKind::NotEqual] {
                 validate_without_int64(&kern(vec![st, st], Storage::U8, logical_body(k, st)));
             }
-            for k in [UnaryKind::Identity, UnaryKind::Abs, UnaryKind::Neg, UnaryKind::Relu] {
+            for k in [UnaryKind::Identity, UnaryKind::Abs, UnaryKind::Neg, UnaryKind::Relu, UnaryKind::Sign] {
                 if let Some(body) = unary_body(k, st) {
                     validate_without_int64(&kern(vec![st], st, body));
                 }

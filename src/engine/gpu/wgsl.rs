@@ -971,6 +971,13 @@ pub fn logical_body(k: LogicalKind, st: Storage) -> String {
         (LogicalKind::GreaterOrEqual, false) => "x0 >= x1",
         (LogicalKind::Lesser, false) => "x0 < x1",
         (LogicalKind::LesserOrEqual, false) => "x0 <= x1",
+        // NaN is unequal to itself (f_eq is false on NaN).
+        (LogicalKind::NotEqual, true) => "!f_eq(x0, x1)",
+        (LogicalKind::NotEqual, false) => "x0 != x1",
+        // uint8 only (computed as u32); the float arms are never built.
+        (LogicalKind::LogicalAnd, _) => "x0 != 0u && x1 != 0u",
+        (LogicalKind::LogicalOr, _) => "x0 != 0u || x1 != 0u",
+        (LogicalKind::LogicalXor, _) => "(x0 != 0u) != (x1 != 0u)",
     };
     format!("  return select(0u, 1u, {expr});")
 }
@@ -998,6 +1005,16 @@ pub fn unary_body(k: UnaryKind, st: Storage) -> Option<String> {
         ("f32", UnaryKind::Relu) => "select(x0, 0.0, f_lt(x0, 0.0))".to_string(),
         ("f32", UnaryKind::Sigmoid) => "sigmoid_f(x0)".to_string(),
         ("f32", UnaryKind::Tanh) => "tanh_f(x0)".to_string(),
+        // WGSL's round() rounds half to even.
+        ("f32", UnaryKind::RoundEven) => "round(x0)".to_string(),
+        // On the bits, like abs and neg: NaN passes through, both zeros give +0
+        // and a subnormal gives +-1 even where the driver flushes it.
+        ("f32", UnaryKind::Sign) => "select(select(select(1.0, -1.0, (bitcast<u32>(x0) & 0x80000000u) != 0u), 0.0, (bitcast<u32>(x0) & 0x7fffffffu) == 0u), x0, is_nan(x0))".to_string(),
+        // uint8 results (u32) of a float input.
+        ("f32", UnaryKind::IsNaN) => "select(0u, 1u, is_nan(x0))".to_string(),
+        ("f32", UnaryKind::IsInfinite) => "select(0u, 1u, (bitcast<u32>(x0) & 0x7fffffffu) == 0x7f800000u)".to_string(),
+        ("i32", UnaryKind::Sign) => "select(select(0i, 1i, x0 > 0i), -1i, x0 < 0i)".to_string(),
+        ("i64", UnaryKind::Sign) => "select(select(0li, 1li, x0 > 0li), -1li, x0 < 0li)".to_string(),
         ("i32", UnaryKind::Abs) => "select(x0, -x0, x0 < 0i)".to_string(),
         ("i32", UnaryKind::Neg) => "-x0".to_string(),
         ("i32", UnaryKind::Relu) => "max(x0, 0i)".to_string(),
@@ -1102,6 +1119,31 @@ mod tests {
         Storage::I8,
         Storage::U8,
     ];
+
+    #[test]
+    fn new_elementwise_kernels_are_valid_wgsl() {
+        let kern = |inputs: Vec<Storage>, output: Storage, body: String| {
+            MapKernel { inputs: inputs.into_iter().map(|s| (s, true, Access::Strided)).collect(), output: (output, true), body }
+                .wgsl()
+        };
+        for st in ALL.into_iter().chain([Storage::I64, Storage::U64]) {
+            validate(&kern(vec![st, st], Storage::U8, logical_body(LogicalKind::NotEqual, st)));
+        }
+        for k in [LogicalKind::LogicalAnd, LogicalKind::LogicalOr, LogicalKind::LogicalXor] {
+            validate(&kern(vec![Storage::U8, Storage::U8], Storage::U8, logical_body(k, Storage::U8)));
+        }
+        for st in [Storage::F32, Storage::F16] {
+            for k in [UnaryKind::IsNaN, UnaryKind::IsInfinite] {
+                validate(&kern(vec![st], Storage::U8, unary_body(k, st).unwrap()));
+            }
+            for k in [UnaryKind::RoundEven, UnaryKind::Sign] {
+                validate(&kern(vec![st], st, unary_body(k, st).unwrap()));
+            }
+        }
+        for st in [Storage::I32, Storage::I8, Storage::I64] {
+            validate(&kern(vec![st], st, unary_body(UnaryKind::Sign, st).unwrap()));
+        }
+    }
 
     #[test]
     fn every_kernel_is_valid_wgsl() {

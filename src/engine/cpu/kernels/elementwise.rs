@@ -148,12 +148,22 @@ pub fn binary(k: BinaryKind, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: 
 }
 
 pub fn logical(k: LogicalKind, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    // logicalAnd/Or/Xor: uint8 only (the core checks); nonzero is true.
+    match k {
+        LogicalKind::LogicalAnd => return map2(a, b, out, out_shape, |x: u8, y: u8| (x != 0 && y != 0) as u8),
+        LogicalKind::LogicalOr => return map2(a, b, out, out_shape, |x: u8, y: u8| (x != 0 || y != 0) as u8),
+        LogicalKind::LogicalXor => return map2(a, b, out, out_shape, |x: u8, y: u8| ((x != 0) != (y != 0)) as u8),
+        _ => {}
+    }
     dispatch!(a.data_type, T => match k {
         LogicalKind::Equal => map2(a, b, out, out_shape, |x: T, y: T| (x == y) as u8),
         LogicalKind::Greater => map2(a, b, out, out_shape, |x: T, y: T| (x > y) as u8),
         LogicalKind::GreaterOrEqual => map2(a, b, out, out_shape, |x: T, y: T| (x >= y) as u8),
         LogicalKind::Lesser => map2(a, b, out, out_shape, |x: T, y: T| (x < y) as u8),
         LogicalKind::LesserOrEqual => map2(a, b, out, out_shape, |x: T, y: T| (x <= y) as u8),
+        // IEEE: NaN is unequal to everything, itself included; -0 equals +0.
+        LogicalKind::NotEqual => map2(a, b, out, out_shape, |x: T, y: T| (x != y) as u8),
+        LogicalKind::LogicalAnd | LogicalKind::LogicalOr | LogicalKind::LogicalXor => unreachable!("handled above"),
     })
 }
 
@@ -221,7 +231,38 @@ fn float_unary(k: UnaryKind, input: &Tensor, out: &mut [u8]) -> Result<()> {
         UnaryKind::Relu => float_map!(input, out, |x| if x < 0.0 { 0.0 } else { x }),
         UnaryKind::Sigmoid => float_map!(input, out, |x| simd::sigmoid(x)),
         UnaryKind::Tanh => float_map!(input, out, |x| simd::tanh(x)),
-        UnaryKind::Identity | UnaryKind::LogicalNot => float_map!(input, out, |x| x),
+        UnaryKind::RoundEven => float_map!(input, out, |x| x.round_ties_even()),
+        UnaryKind::Sign => float_map!(input, out, |x| sign_f32(x)),
+        UnaryKind::Identity | UnaryKind::LogicalNot | UnaryKind::IsNaN | UnaryKind::IsInfinite => {
+            float_map!(input, out, |x| x)
+        }
+    }
+}
+
+/// sign: -1, 0 or 1; both zeros give +0 (numpy's and ONNX Sign's rule) and NaN
+/// stays NaN.
+#[inline(always)]
+pub fn sign_f32(x: f32) -> f32 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else if x == 0.0 {
+        0.0
+    } else {
+        x
+    }
+}
+
+/// isNaN and isInfinite: a float32 or float16 input, a uint8 0/1 output.
+fn float_predicate(k: UnaryKind, input: &Tensor, out: &mut [u8]) -> Result<()> {
+    let nan = k == UnaryKind::IsNaN;
+    match input.data_type {
+        DataType::Float32 if nan => map1(input.data, out, |x: f32| x.is_nan() as u8),
+        DataType::Float32 => map1(input.data, out, |x: f32| x.is_infinite() as u8),
+        DataType::Float16 if nan => map1(input.data, out, |x: f16| x.is_nan() as u8),
+        DataType::Float16 => map1(input.data, out, |x: f16| x.is_infinite() as u8),
+        other => unsupported(k, other.name()),
     }
 }
 
@@ -231,6 +272,7 @@ macro_rules! signed_int_unary {
             UnaryKind::Abs => map1($input, $out, |x: $T| x.wrapping_abs()),
             UnaryKind::Neg => map1($input, $out, |x: $T| x.wrapping_neg()),
             UnaryKind::Relu => map1($input, $out, |x: $T| x.max(0)),
+            UnaryKind::Sign => map1($input, $out, |x: $T| x.signum()),
             _ => unsupported($k, stringify!($T)),
         }
     };
@@ -250,6 +292,9 @@ pub fn unary(k: UnaryKind, input: &Tensor, out: &mut [u8]) -> Result<()> {
     }
     if k == UnaryKind::LogicalNot {
         return map1(input.data, out, |x: u8| (x == 0) as u8);
+    }
+    if k.is_predicate() {
+        return float_predicate(k, input, out);
     }
     match input.data_type {
         DataType::Float32 | DataType::Float16 => float_unary(k, input, out),

@@ -42,7 +42,7 @@ fn stage_body(s: &Stage) -> Option<String> {
 fn stage_x0(s: &Stage) -> Option<String> {
     let f = |v: f32| format!("bitcast<f32>({}u)", v.to_bits());
     match s {
-        Stage::Unary(k) if *k != UnaryKind::LogicalNot => unary_body(*k, Storage::F32),
+        Stage::Unary(k) if *k != UnaryKind::LogicalNot && !k.is_predicate() => unary_body(*k, Storage::F32),
         Stage::Activation(Activation::Clamp { min, max }) => {
             let mut b = String::from("  var c = x0;\n");
             if let Some(lo) = min {
@@ -111,5 +111,8 @@ mod tests {
         assert!(supported(&Stage::RoundHalf));
         assert!(!supported(&Stage::Activation(Activation::Gelu)));
         assert!(!supported(&Stage::Unary(UnaryKind::LogicalNot)));
+        assert!(!supported(&Stage::Unary(UnaryKind::IsNaN)));
+        assert!(supported(&Stage::Unary(UnaryKind::RoundEven)));
+        assert!(supported(&Stage::Unary(UnaryKind::Sign)));
     }
 }

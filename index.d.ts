@@ -428,17 +428,17 @@ export interface MLOperandDescriptor {
   /** The operand data type. */
   dataType: MLOperandDataType;
   /**
-   * The shape of the operand: empty for a scalar, non-empty for a tensor.
+   * The shape of the operand (the current draft's name): empty for a scalar. Required by
+   * `createTensor()`; elsewhere absent means `[]`. When both `shape` and `dimensions` are given,
+   * `shape` is used.
+   * @see https://webmachinelearning.github.io/webnn/#dom-mloperanddescriptor-shape
+   */
+  shape?: number[];
+  /**
+   * The CRD's name of `shape`, still accepted; ignored when `shape` is given.
    * @defaultValue `[]`
    */
   dimensions?: number[];
-  /**
-   * Alias of `dimensions` under the name later drafts of the spec use. Give one of the two;
-   * when both are given, `dimensions` is used and `shape` is ignored.
-   * @defaultValue `[]`
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (later drafts renamed `dimensions` to `shape`).
-   */
-  shape?: number[];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ const {
 } = require('./lib/webidl.js')
 
 const {
-  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, toArray, then, resolved, rejected, bufferSource, copyBytes
+  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, toArray, then, resolved, rejected, bufferSource, copyBytes,
+  zeroBytes, newBuffer, frozenCopy
 } = require('./lib/intrinsics.js')
 
 const kToken = Symbol('webnn-node internal constructor token')
@@ -164,11 +165,11 @@ class MLTensor {
     if (token !== kToken) illegal()
     this.#context = context
     this.#dataType = desc.dataType
-    this.#shape = Object.freeze(desc.dimensions.slice())
+    this.#shape = frozenCopy(desc.dimensions)
     this.#byteLength = byteLength
     this.#flags = { ...flags, facts: { byteLength, readable: flags.readable, writable: flags.writable } }
     this.#device = device
-    this.#bytes = device === null ? new Uint8Array(byteLength) : null
+    this.#bytes = device === null ? zeroBytes(byteLength) : null
   }
 
   static _device (t) { return t.#device }
@@ -213,7 +214,7 @@ class MLTensor {
   }
 
   static _descriptor (t) {
-    return { dataType: t.#dataType, dimensions: t.#shape.slice(), context: t.#context, constant: t.#flags.constant, destroyed: t.#destroyed }
+    return { dataType: t.#dataType, dimensions: t.#shape, context: t.#context, constant: t.#flags.constant, destroyed: t.#destroyed }
   }
 
   get dataType () { return MLTensor.#self(this, 'dataType').#dataType }
@@ -233,8 +234,13 @@ class MLTensor {
     MLTensor.#self(this, 'destroy')
     if (this.#destroyed) return
     this.#destroyed = true
-    if (this.#device !== null) this.#device.destroy()
-    else this.#bytes = new Uint8Array(0)
+    // Work issued before still runs: the device buffer goes in timeline order.
+    if (this.#device !== null) {
+      const device = this.#device
+      MLContext._enqueueOn(this.#context, () => { device.destroy() })
+    } else {
+      this.#bytes = zeroBytes(0)
+    }
   }
 
   get [Symbol.toStringTag] () { return 'MLTensor' }
@@ -363,6 +369,10 @@ class MLContext {
     return context.#destroyed
   }
 
+  static _enqueueOn (context, task) {
+    context.#enqueue(task)
+  }
+
   /** Enqueues `task` on the timeline; it runs once everything issued before it is
    * done. `task` returns undefined (done) or a promise (done when it settles). */
   #enqueue (task) {
@@ -431,6 +441,7 @@ class MLContext {
     return promiseStep(() => {
       MLContext._check(this, 'createTensor')
       const d = toDictionary(descriptor, 'createTensor: descriptor')
+      if (d.shape === undefined && d.dimensions === undefined) throw new TypeError('createTensor: descriptor.shape is required')
       const desc = toDescriptor(d, 'createTensor: descriptor')
       // `usage` (MLTensorUsage flags) is an earlier draft's form, still sent by
       // ONNX Runtime Web 1.20-1.21: READ and WRITE stand for readable and writable.
@@ -460,6 +471,10 @@ class MLContext {
   /** writeTensor(tensor, inputData): copies the caller's bytes before it returns;
    * the write takes effect in timeline order. */
   writeTensor (tensor, inputData) {
+    // WebIDL converts the arguments first (TypeErrors), then the steps check the context.
+    if (!MLContext._is(this)) throw new TypeError('writeTensor: `this` is not an MLContext')
+    if (!MLTensor._is(tensor)) throw new TypeError(`writeTensor: tensor: ${describe(tensor)} is not an MLTensor`)
+    if (bufferSource(inputData) === null) throw new TypeError(`writeTensor: inputData: ${describe(inputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
     MLContext._check(this, 'writeTensor')
     const t = MLTensor._usable(tensor, this, 'writeTensor: tensor')
     if (!t.writable) throw new TypeError(`writeTensor: the tensor ${MLTensor._describe(tensor)} is not writable (create it with writable: true)`)
@@ -467,7 +482,7 @@ class MLContext {
     let src = info.bytes
     if (MLTensor._device(tensor) !== null && info.shared) {
       // A SharedArrayBuffer: copy it here, the native side takes unshared bytes.
-      const copy = new Uint8Array(t.byteLength)
+      const copy = zeroBytes(t.byteLength)
       copyBytes(copy, src)
       src = copy
     }
@@ -476,13 +491,15 @@ class MLContext {
       else call(() => MLTensor._write(tensor, src))
       return
     }
-    const copy = new Uint8Array(t.byteLength)
+    const copy = zeroBytes(t.byteLength)
     copyBytes(copy, src)
     this.#enqueue((destroyed) => { if (!destroyed && !MLTensor._gone(tensor)) MLTensor._write(tensor, copy) })
   }
 
   /** readTensor's checks: the tensor's facts and the destination (or null). */
   #readArgs (tensor, outputData, hasDst) {
+    if (!MLTensor._is(tensor)) throw new TypeError(`readTensor: tensor: ${describe(tensor)} is not an MLTensor`)
+    if (hasDst && bufferSource(outputData) === null) throw new TypeError(`readTensor: outputData ${describe(outputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
     MLContext._check(this, 'readTensor')
     const t = MLTensor._usable(tensor, this, 'readTensor: tensor')
     if (!t.readable) throw new TypeError(`readTensor: the tensor ${MLTensor._describe(tensor)} is not readable (create it with readable: true)`)
@@ -503,6 +520,7 @@ class MLContext {
     // less per read); synchronous failures become rejections just the same.
     let args
     try {
+      if (!MLContext._is(this)) throw new TypeError('readTensor: `this` is not an MLContext')
       args = this.#readArgs(tensor, outputData, arguments.length > 1)
     } catch (e) {
       return rejected(convertError(e))
@@ -511,8 +529,8 @@ class MLContext {
     return new Promise((resolve, reject) => {
       const deliver = (bytes) => {
         if (dst === null) {
-          const out = new ArrayBuffer(t.byteLength)
-          copyBytes(new Uint8Array(out), bytes)
+          const out = newBuffer(t.byteLength)
+          copyBytes(newBytes(out, 0, t.byteLength), bytes)
           return resolve(out)
         }
         // Read the destination again: the caller may have detached it meanwhile.
@@ -548,16 +566,22 @@ class MLContext {
    * at once; a later readTensor() sees the results.
    */
   dispatch (graph, inputs, outputs) {
-    MLContext._check(this, 'dispatch')
+    // WebIDL conversion first (every record getter runs here), then the steps.
+    if (!MLContext._is(this)) throw new TypeError('dispatch: `this` is not an MLContext')
     if (!MLGraph._is(graph)) throw new TypeError(`dispatch: graph ${describe(graph)} is not an MLGraph`)
+    const tensor = (v, what) => {
+      if (!MLTensor._is(v)) throw new TypeError(`${what}: ${describe(v)} is not an MLTensor`)
+      return v
+    }
+    const given = toRecord(inputs, 'dispatch: inputs', tensor)
+    const outs = toRecord(outputs, 'dispatch: outputs', tensor)
+    MLContext._check(this, 'dispatch')
+    if (MLGraph._destroyed(graph)) throw new DOMException('dispatch: the graph has been destroyed', 'InvalidStateError')
     const parts = MLGraph._parts(graph)
     if (parts.context !== this) throw new TypeError('dispatch: the graph was built for another MLContext')
-    if (MLGraph._destroyed(graph)) throw new DOMException('dispatch: the graph has been destroyed', 'InvalidStateError')
     // Wake the engine's thread while the arguments are checked, when the run will
     // start at once (a hint: a dispatch that then fails costs a wake-up).
     if (parts.handsOff && this.#idle()) parts.native.prepare()
-    const given = toRecord(inputs, 'dispatch: inputs', (v) => v)
-    const outs = toRecord(outputs, 'dispatch: outputs', (v) => v)
     // A tensor for a declared input that no output depends on is checked, not used.
     const ins = newList()
     for (let i = 0; i < given.length; i++) {
@@ -600,21 +624,20 @@ class MLContext {
         if (outTensors[k] === outTensors[j]) throw new TypeError(`dispatch: outputs '${parts.outputs[j].name}' and '${parts.outputs[k].name}' are one tensor`)
       }
     }
+    // The memory is taken now, as issued: a graph or tensor destroyed after this
+    // call does not stop the work (a GPU tensor's buffer is released in timeline
+    // order; a CPU tensor's stays referenced here until the run is done).
+    // Device tensors (a GPU context) run on the engine's memory; host tensors
+    // (the CPU engine) through compute's path, without transfers.
+    const onDevice = (inTensors.length ? MLTensor._device(inTensors[0]) : MLTensor._device(outTensors[0])) !== null
+    const memory = onDevice ? MLTensor._device : MLTensor._bytes
+    const nativeInputs = newList()
+    for (let k = 0; k < inTensors.length; k++) append(nativeInputs, memory(inTensors[k]))
+    const nativeOutputs = newList()
+    for (let k = 0; k < outTensors.length; k++) append(nativeOutputs, memory(outTensors[k]))
     const run = (destroyed) => {
-      if (destroyed || MLGraph._destroyed(graph)) return
-      for (let k = 0; k < inTensors.length; k++) if (MLTensor._gone(inTensors[k])) return
-      for (let k = 0; k < outTensors.length; k++) if (MLTensor._gone(outTensors[k])) return
-      // Device tensors (a GPU context) run on the engine's memory; host tensors
-      // (the CPU engine) through compute's path, without transfers.
-      const onDevice = (inTensors.length ? MLTensor._device(inTensors[0]) : MLTensor._device(outTensors[0])) !== null
-      const memory = onDevice ? MLTensor._device : MLTensor._bytes
-      const nativeInputs = newList()
-      for (let k = 0; k < inTensors.length; k++) append(nativeInputs, memory(inTensors[k]))
-      const nativeOutputs = newList()
-      for (let k = 0; k < outTensors.length; k++) {
-        MLTensor._fail(outTensors[k], null)
-        append(nativeOutputs, memory(outTensors[k]))
-      }
+      if (destroyed) return
+      for (let k = 0; k < outTensors.length; k++) MLTensor._fail(outTensors[k], null)
       const fail = (e) => {
         const err = convertError(e)
         const failure = new DOMException(`dispatch: the graph failed: ${err.message}`, 'OperationError')
@@ -894,7 +917,7 @@ class MLGraphBuilder {
       // A shared buffer may change under the copy: copy it first.
       let bytes = info.bytes
       if (info.shared) {
-        bytes = new Uint8Array(info.bytes.length)
+        bytes = zeroBytes(info.bytes.length)
         copyBytes(bytes, info.bytes)
       }
       return this.#wrap(call(() => this.#native.constant(desc.dataType, desc.dimensions, bytes)))
@@ -920,12 +943,12 @@ class MLGraphBuilder {
   build (outputs) {
     return promiseStep(() => {
       const named = toRecord(outputs, 'build: outputs', (v) => v)
-      const names = []
-      const ids = []
+      const names = newList()
+      const ids = newList()
       for (let i = 0; i < named.length; i++) {
-        const [name, operand] = named[i]
-        names.push(name)
-        ids.push(this.#operand(operand, `build: outputs['${name}']`))
+        const name = named[i][0]
+        append(names, name)
+        append(ids, this.#operand(named[i][1], `build: outputs['${name}']`))
       }
       if (MLContext._destroyed(this.#context)) throw new DOMException('build: the context has been destroyed', 'InvalidStateError')
       const nativeContext = MLContext._native(this.#context)
@@ -1123,6 +1146,9 @@ for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWi
  * argument; an error about the operator quotes its label, when one is given. */
 function withLabel (e, op, args) {
   if (!(e instanceof Error) || typeof e.message !== 'string') return e
+  // Only errors of ours (their messages start with the method's name): a caller's
+  // own exception (from a getter) propagates as it is.
+  if (!e.message.startsWith(`${op}:`) && !e.message.startsWith(`${op} `)) return e
   let label = ''
   for (let i = args.length - 1; i >= 0; i--) {
     const o = args[i]

@@ -288,3 +288,68 @@ test('the polyfill installs MLTensor and GPUDevice', (t) => {
   t.false({} instanceof globalThis.GPUDevice)
   t.throws(() => new globalThis.GPUDevice(), { instanceOf: TypeError })
 })
+
+test('work issued before graph.destroy() or tensor.destroy() still runs, in order', async (t) => {
+  for (const [device, context] of await deviceContexts(t)) {
+    const big = await axpb(context, [512, 512]) // keeps the timeline busy
+    const graph = await axpb(context)
+    const d = { ...f32([2, 3]), writable: true, readable: true }
+    const D = { ...f32([512, 512]), writable: true, readable: true }
+    const [A, B, Y] = await Promise.all([context.createTensor(D), context.createTensor(D), context.createTensor(D)])
+    const [a, b, y] = await Promise.all([context.createTensor(d), context.createTensor(d), context.createTensor(d)])
+    context.writeTensor(a, ramp(6))
+    context.writeTensor(b, ramp(6))
+    context.dispatch(big, { a: A, b: B }, { y: Y })
+    context.dispatch(graph, { a, b }, { y })
+    graph.destroy()
+    a.destroy()
+    t.deepEqual([...new Float32Array(await context.readTensor(y))], [...ramp(6)].map((v) => 3 * v), device)
+    throwsDOM(t, () => context.dispatch(graph, { a: y, b }, { y: b }), 'InvalidStateError')
+  }
+})
+
+test('arguments are converted before the context state is checked; createTensor needs a shape', async (t) => {
+  const context = await cpu()
+  await t.throwsAsync(context.createTensor({ dataType: 'float32' }), { instanceOf: TypeError, message: /shape is required/ })
+  const x = await context.createTensor({ dataType: 'float32', shape: [2], dimensions: [3] })
+  t.deepEqual(x.shape, [2], "the draft's shape wins over the CRD's dimensions")
+  context.destroy()
+  t.throws(() => context.writeTensor({}, new Float32Array(2)), { instanceOf: TypeError, message: /not an MLTensor/ })
+  t.throws(() => context.writeTensor(x, 1), { instanceOf: TypeError, message: /inputData/ })
+  throwsDOM(t, () => context.writeTensor(x, new Float32Array(2)), 'InvalidStateError')
+})
+
+test("a caller's replaced Uint8Array and Array.prototype never see the tensors' memory", async (t) => {
+  const context = await cpu()
+  const graph = await axpb(context)
+  const Real = globalThis.Uint8Array
+  const slice = Array.prototype.slice
+  let made = 0
+  globalThis.Uint8Array = new Proxy(Real, { construct (target, args) { made++; return Reflect.construct(target, args) } })
+  Array.prototype.slice = function () { made++; return slice.apply(this, arguments) } // eslint-disable-line no-extend-native
+  try {
+    const d = { ...f32([2, 3]), writable: true, readable: true }
+    const [a, b, y] = await Promise.all([context.createTensor(d), context.createTensor(d), context.createTensor(d)])
+    context.writeTensor(a, ramp(6))
+    context.writeTensor(b, ramp(6))
+    context.dispatch(graph, { a, b }, { y })
+    const out = new Float32Array(6)
+    await context.readTensor(y, out)
+    t.deepEqual([...out], [...ramp(6)].map((v) => 3 * v))
+    t.deepEqual(y.shape, [2, 3])
+  } finally {
+    globalThis.Uint8Array = Real
+    Array.prototype.slice = slice // eslint-disable-line no-extend-native
+  }
+  t.is(made, 0)
+})
+
+test("a caller's own exception from an options getter propagates unchanged, label or not", (t) => {
+  return cpu().then((context) => {
+    const b = new MLGraphBuilder(context)
+    const x = b.input('x', f32([2]))
+    const mine = new TypeError('mine')
+    const options = { label: 'l', get permutation () { throw mine } }
+    t.is(t.throws(() => b.transpose(x, options)), mine)
+  })
+})

@@ -9,6 +9,7 @@
 
 const { apply, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, ownKeys } = Reflect
 const ObjectCreate = Object.create
+const ObjectFreeze = Object.freeze
 const NativePromise = Promise
 const PromiseThen = Promise.prototype.then
 const PromiseResolve = Promise.resolve
@@ -139,6 +140,24 @@ function bufferSource (v) {
   return { bytes, detached, resizable, shared: false, type: null }
 }
 
+/** A zero-filled Uint8Array of `n` bytes over a new ArrayBuffer, made with the
+ * constructors captured at load (a caller may replace the globals). */
+function zeroBytes (n) {
+  return new NativeUint8Array(n)
+}
+
+/** A new ArrayBuffer of `n` bytes (the captured constructor). */
+function newBuffer (n) {
+  return new NativeArrayBuffer(n)
+}
+
+/** A frozen copy of a list of numbers, made without Array.prototype methods. */
+function frozenCopy (list) {
+  const out = []
+  for (let i = 0; i < list.length; i++) defineProperty(out, i, { __proto__: null, value: list[i], writable: true, enumerable: true, configurable: true })
+  return ObjectFreeze(out)
+}
+
 /** Copies Uint8Array `src` into Uint8Array `dst` at `offset` (the built-in set). */
 function copyBytes (dst, src, offset = 0) {
   apply(taSet, dst, [src, offset])
@@ -256,6 +275,9 @@ module.exports = {
   viewInfo,
   bufferSource,
   copyBytes,
+  zeroBytes,
+  newBuffer,
+  frozenCopy,
   bufferByteLength,
   transferBuffer,
   newView,

@@ -202,7 +202,8 @@ function toDescriptor (v, what) {
   const d = toDictionary(v, what)
   if (d.dataType === undefined) throw new TypeError(`${what}: dataType is required`)
   const dataType = toEnum(d.dataType, DATA_TYPES, `${what}.dataType`)
-  const dimsKey = d.dimensions !== undefined ? 'dimensions' : 'shape'
+  // The current draft's `shape`; the CRD's `dimensions` where `shape` is absent.
+  const dimsKey = d.shape !== undefined ? 'shape' : 'dimensions'
   const dims = d[dimsKey] === undefined ? [] : toSequence(d[dimsKey], `${what}.${dimsKey}`, toUint32)
   return { dataType, dimensions: dims }
 }

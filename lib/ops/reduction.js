@@ -49,7 +49,15 @@ module.exports = function install (internals) {
             throw new TypeError(`${op}: options.outputDataType '${outputDataType}' is not 'int32' or 'int64'`)
           }
           return internals.wrap(this, webidl.call(() => {
-            const id = n.argMinMax(op, x, [axis], keepDimensions, false)
+            let id
+            try {
+              id = n.argMinMax(op, x, [axis], keepDimensions, false)
+            } catch (e) {
+              // The core speaks of the CRD's options.axes; this form has `axis`.
+              const err = webidl.convertError(e)
+              if (err instanceof TypeError) throw new TypeError(err.message.replace(`${op}: options.axes [${axis}]`, `${op}: axis ${axis}`))
+              throw err
+            }
             return outputDataType === 'int64' ? id : n.cast(id, outputDataType)
           }))
         }

@@ -52,7 +52,7 @@ async function tiny () {
     const r = await f()
     if (relError(r, [11, 22, 33, 44]) !== 0) throw new Error('tiny graph: wrong result')
   }
-  return interleave(runs, ITERS * 20, 200)
+  return interleave(runs, ITERS * 100, 2000)
 }
 
 async function mobilenet () {

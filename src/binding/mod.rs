@@ -25,6 +25,7 @@ mod matmul;
 mod pooling;
 mod recurrent;
 mod reduction;
+mod tile_quant;
 mod wake;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade

@@ -137,7 +137,11 @@ cases.push(
     D('int32', [4], [-2147483648, 2147483647, -3, 5]),
     { expected: { y: [4294967296, -4294967296, 2147483648, -2147483648] } }),
   quantCase('dequantizeLinear', 'int32 odd difference near 2^32', D('int32', [2], [2147483647, -2147483647]), D('float32', [2], [1, 0.5]),
-    D('int32', [2], [-2147483647, 2147483646]), { expected: { y: [4294967296, -2147483648] } })
+    D('int32', [2], [-2147483647, 2147483646]), { expected: { y: [4294967296, -2147483648] } }),
+  // 2^31 + 129 rounds to 2^31 + 256 before the product: 1610612928 rounds (a tie)
+  // to 1610612992, where the product of the exact difference rounds to 1610612864.
+  quantCase('dequantizeLinear', 'int32 difference rounded before the product', D('int32', [1], [2147483647]), D('float32', [1], [0.75]),
+    D('int32', [1], [-130]), { expected: { y: [1610612992] } })
 )
 for (const x of ['int8', 'uint8', 'int32']) {
   for (const f of ['float32', 'float16']) {

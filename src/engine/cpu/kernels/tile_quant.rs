@@ -222,6 +222,26 @@ impl Scanning {
         let (src, dst) = (as_elems::<T>(src)?, as_elems_mut::<T>(dst)?);
         let Scanning { n, inner, exclusive, reversed } = *self;
         let block = n * inner;
+        if inner == 1 {
+            // Lines are contiguous: one accumulator, no row of them.
+            par_rows(dst, n, |lines, chunk| {
+                for (b, out) in lines.zip(chunk.chunks_exact_mut(n)) {
+                    let x = &src[b * n..][..n];
+                    let mut acc = T::Acc::default();
+                    let mut step = |y: &mut T, v: T| {
+                        let next = T::add(acc, v.up());
+                        *y = T::down(if exclusive { acc } else { next });
+                        acc = next;
+                    };
+                    if reversed {
+                        out.iter_mut().zip(x).rev().for_each(|(y, &v)| step(y, v));
+                    } else {
+                        out.iter_mut().zip(x).for_each(|(y, &v)| step(y, v));
+                    }
+                }
+            });
+            return Ok(());
+        }
         par_rows(dst, block, |blocks, chunk| {
             let mut acc = vec![T::Acc::default(); inner];
             for (b, out) in blocks.zip(chunk.chunks_exact_mut(block)) {
@@ -271,9 +291,12 @@ fn blockwise<X: Element, S: Element, Z: Element, Y: Element>(
         for (r, line) in rows.zip(chunk.chunks_exact_mut(w)) {
             let base = source_row(r, outer, s_outer, |d, i| i / blocks[d]) * sw;
             let xrow = &xs[r * w..][..w];
-            for (j, (y, &v)) in line.iter_mut().zip(xrow).enumerate() {
-                let k = base + j / last_block;
-                *y = f(v, ss[k], zs[k]);
+            // One scale element per run of `last_block` elements of the row.
+            for (c, (ys, xb)) in line.chunks_mut(last_block).zip(xrow.chunks(last_block)).enumerate() {
+                let (sc, zp) = (ss[base + c], zs[base + c]);
+                for (y, &v) in ys.iter_mut().zip(xb) {
+                    *y = f(v, sc, zp);
+                }
             }
         }
     });
@@ -383,6 +406,29 @@ mod tests {
         assert_eq!(cs(true, true), [9, 7, 4, 0]);
         let y: Vec<i32> = run(&[i32::MAX, 1], &[2], DataType::Int32, 2, |t, o| cumulative_sum(t, 0, false, false, o));
         assert_eq!(y, [i32::MAX, i32::MIN]);
+    }
+
+    #[test]
+    fn cumulative_sum_lines_match_the_blocked_path() {
+        // [2, 3] along axis 1 (contiguous lines) against the transposed [3, 2] along axis 0.
+        let x = [1.5f32, -2.0, 4.25, 8.0, 0.5, -1.0];
+        let xt = [1.5f32, 8.0, -2.0, 0.5, 4.25, -1.0];
+        for (e, r) in [(false, false), (true, false), (false, true), (true, true)] {
+            let a: Vec<f32> = run(&x, &[2, 3], DataType::Float32, 6, |t, o| cumulative_sum(t, 1, e, r, o));
+            let b: Vec<f32> = run(&xt, &[3, 2], DataType::Float32, 6, |t, o| cumulative_sum(t, 0, e, r, o));
+            assert_eq!(a, [b[0], b[2], b[4], b[1], b[3], b[5]], "exclusive {e} reversed {r}");
+        }
+    }
+
+    #[test]
+    fn quantize_blocks_along_the_last_axis() {
+        let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let s = bytes(&[1.0f32, 2.0, 0.5]);
+        let z = bytes(&[0i8, 10, -10]);
+        let st = Tensor { data: &s, shape: &[1, 3], data_type: DataType::Float32 };
+        let zt = Tensor { data: &z, shape: &[1, 3], data_type: DataType::Int8 };
+        let y: Vec<i8> = run(&x, &[1, 6], DataType::Float32, 6, |t, o| quantize_linear(t, &st, &zt, o));
+        assert_eq!(y, [1, 2, 12, 12, 0, 2]);
     }
 
     #[test]

@@ -77,6 +77,9 @@ test('cumulativeSum: float32, float16, int32, int64 of rank 1 to 8; other types,
   t.throws(() => b.cumulativeSum(b.input('s', desc('float32', [])), 0), TE(/^cumulativeSum: axis 0 is out of range for an input of rank 0/))
   t.throws(() => b.cumulativeSum(x, 1n), TE(/^cumulativeSum: axis: 1n is not a number/))
   t.deepEqual(b.cumulativeSum(x, NaN).shape(), [2, 3]) // NaN converts to 0
+  t.deepEqual(b.cumulativeSum(x, undefined).shape(), [2, 3]) // so does an explicit undefined
+  t.throws(() => b.cumulativeSum(x), TE(/^cumulativeSum: the axis argument is required/))
+  t.throws(() => b.tile(x), TE(/^tile: repetitions: undefined is not a sequence/))
 })
 
 test('quantizeLinear and dequantizeLinear: data types, blockwise shapes and their TypeErrors', (t) => {

@@ -42,6 +42,9 @@ module.exports = function install (internals) {
   /** cumulativeSum(input, axis, options). */
   proto.cumulativeSum = function cumulativeSum (input, axis, options) {
     const x = internals.operand(this, input, 'cumulativeSum: input')
+    // A missing required argument is a TypeError (WebIDL overload resolution); an
+    // explicit undefined converts to 0.
+    if (arguments.length < 2) throw new TypeError('cumulativeSum: the axis argument is required')
     const a = toUnsignedLong(axis, 'cumulativeSum: axis')
     const o = webidl.toDictionary(options, 'cumulativeSum: options')
     const exclusive = o.exclusive === undefined ? false : Boolean(o.exclusive)

@@ -69,6 +69,8 @@ cases.push(
     { expected: { y: [2048, 2048, 2050, 2052] } }),
   unaryCase('cumulativeSum', 'float32 non-integers, long axis', R('float32', [3, 200], -1, 1), { axis: 1 }),
   unaryCase('cumulativeSum', 'float16 non-integers, long axis reversed', R('float16', [150, 2], -1, 1), { axis: 0, reversed: true }),
+  unaryCase('cumulativeSum', 'one wide block (columns split on the CPU)', R('float32', [1, 20, 2048], -8, 8, { integers: true }), { axis: 1, reversed: true }),
+  unaryCase('cumulativeSum', 'one wide block float16 exclusive', RD('float16', [1, 17, 2050]), { axis: 1, exclusive: true }),
   unaryCase('cumulativeSum', 'size-1 axis', RD('float32', [3, 1, 4]), { axis: 1 }),
   unaryCase('cumulativeSum', 'size-1 axis exclusive gives zeros', RD('int32', [3, 1]), { axis: 1, exclusive: true })
 )

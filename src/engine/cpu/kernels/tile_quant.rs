@@ -18,7 +18,9 @@
 
 use half::f16;
 
-use super::broadcast::par_rows;
+use rayon::prelude::*;
+
+use super::broadcast::{par_rows, PARALLEL_MIN_ELEMENTS};
 use super::element::{as_elems, as_elems_mut, Element};
 use super::Tensor;
 use crate::error::{Result, WebnnError};
@@ -210,6 +212,9 @@ pub fn cumulative_sum(input: &Tensor, axis: usize, exclusive: bool, reversed: bo
     }
 }
 
+/// The fewest columns a cumulativeSum task scans when a block's columns are split.
+const SCAN_MIN_COLUMNS: usize = 64;
+
 struct Scanning {
     n: usize,
     inner: usize,
@@ -240,6 +245,36 @@ impl Scanning {
                     }
                 }
             });
+            return Ok(());
+        }
+        let threads = rayon::current_num_threads();
+        if dst.len() / block < threads && inner >= 2 * SCAN_MIN_COLUMNS && block >= PARALLEL_MIN_ELEMENTS {
+            // Fewer blocks than threads ([1, n, wide] along n): each block's columns
+            // split across the pool instead, every task scanning its columns of all n rows.
+            let cols = inner.div_ceil(threads * 2).max(SCAN_MIN_COLUMNS);
+            for (b, out) in dst.chunks_exact_mut(block).enumerate() {
+                let x = &src[b * block..][..block];
+                let mut tasks: Vec<Vec<&mut [T]>> = (0..inner.div_ceil(cols)).map(|_| Vec::with_capacity(n)).collect();
+                for row in out.chunks_exact_mut(inner) {
+                    for (task, piece) in tasks.iter_mut().zip(row.chunks_mut(cols)) {
+                        task.push(piece);
+                    }
+                }
+                tasks.into_par_iter().enumerate().for_each(|(c, mut rows)| {
+                    let j0 = c * cols;
+                    let width = rows.first().map_or(0, |r| r.len());
+                    let mut acc = vec![T::Acc::default(); width];
+                    for step in 0..n {
+                        let k = if reversed { n - 1 - step } else { step };
+                        let xs = &x[k * inner + j0..][..width];
+                        for ((a, &v), y) in acc.iter_mut().zip(xs).zip(rows[k].iter_mut()) {
+                            let next = T::add(*a, v.up());
+                            *y = T::down(if exclusive { *a } else { next });
+                            *a = next;
+                        }
+                    }
+                });
+            }
             return Ok(());
         }
         par_rows(dst, block, |blocks, chunk| {
@@ -417,6 +452,25 @@ mod tests {
             let a: Vec<f32> = run(&x, &[2, 3], DataType::Float32, 6, |t, o| cumulative_sum(t, 1, e, r, o));
             let b: Vec<f32> = run(&xt, &[3, 2], DataType::Float32, 6, |t, o| cumulative_sum(t, 0, e, r, o));
             assert_eq!(a, [b[0], b[2], b[4], b[1], b[3], b[5]], "exclusive {e} reversed {r}");
+        }
+    }
+
+    #[test]
+    fn cumulative_sum_split_columns_match_a_naive_scan() {
+        // One block of [40, 1000]: wide enough for the column split on a pool of 2 or more.
+        let (n, inner) = (40, 1000);
+        let x: Vec<i32> = (0..n * inner).map(|i| (i as i32 * 7919) % 1001 - 500).collect();
+        for (e, r) in [(false, false), (true, false), (false, true), (true, true)] {
+            let y: Vec<i32> = run(&x, &[1, n, inner], DataType::Int32, n * inner, |t, o| cumulative_sum(t, 1, e, r, o));
+            for j in 0..inner {
+                let mut acc = 0i32;
+                for step in 0..n {
+                    let k = if r { n - 1 - step } else { step };
+                    let next = acc + x[k * inner + j];
+                    assert_eq!(y[k * inner + j], if e { acc } else { next }, "column {j} row {k} exclusive {e} reversed {r}");
+                    acc = next;
+                }
+            }
         }
     }
 

@@ -1169,6 +1169,35 @@ export interface MLTriangularOptions {
   diagonal?: number;
 }
 
+/**
+ * Options of `reverse()`.
+ * @see https://webmachinelearning.github.io/webnn/#dictdef-mlreverseoptions
+ */
+export interface MLReverseOptions {
+  /**
+   * The axes to reverse, each in [0, rank) and listed once (`[EnforceRange] unsigned long`).
+   * @defaultValue every axis
+   */
+  axes?: number[];
+}
+
+/**
+ * Options of `cumulativeSum()`.
+ * @see https://webmachinelearning.github.io/webnn/#dictdef-mlcumulativesumoptions
+ */
+export interface MLCumulativeSumOptions {
+  /**
+   * Whether each output element leaves out its own input element (a sum of the elements before it).
+   * @defaultValue `false`
+   */
+  exclusive?: boolean;
+  /**
+   * Whether the sums run from the end of the axis to its start.
+   * @defaultValue `false`
+   */
+  reversed?: boolean;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7.8 MLGraphBuilder interface
 // ---------------------------------------------------------------------------------------------
@@ -2354,6 +2383,62 @@ export declare class MLGraphBuilder {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-triangular
    */
   triangular(input: MLOperand, options?: MLTriangularOptions): MLOperand;
+
+  // Editor's Draft: reverse, tile, cumulativeSum, quantizeLinear, dequantizeLinear -------
+
+  /**
+   * Reverses the order of the elements along the given axes.
+   * @param input - A tensor of any data type, rank 0 to 8.
+   * @param options - axes (default: every axis).
+   * @returns A tensor of the input's shape and data type.
+   * @throws TypeError if an axis is out of range or listed twice.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reverse
+   */
+  reverse(input: MLOperand, options?: MLReverseOptions): MLOperand;
+
+  /**
+   * Repeats the input `repetitions[d]` times along each dimension d.
+   * @param input - A tensor of any data type, rank 0 to 8.
+   * @param repetitions - One count (at least 1) per input dimension (`unsigned long`).
+   * @returns A tensor of the input's data type, dimension d being `input.shape[d] * repetitions[d]`.
+   * @throws TypeError if repetitions' length differs from the rank, a count is 0, or the output is too large.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-tile
+   */
+  tile(input: MLOperand, repetitions: number[], options?: {}): MLOperand;
+
+  /**
+   * Running sums along `axis` (ONNX CumSum). float16 sums in float32 and rounds each output
+   * element once; int32 and int64 wrap on overflow.
+   * @param input - float32, float16, int32 or int64, rank 1 to 8.
+   * @param axis - The axis to sum along, in [0, rank) (`unsigned long`).
+   * @param options - exclusive and reversed.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-cumulativesum
+   */
+  cumulativeSum(input: MLOperand, axis: number, options?: MLCumulativeSumOptions): MLOperand;
+
+  /**
+   * `saturate(roundEven(input / scale) + zeroPoint)`, with `scale` and `zeroPoint` broadcast
+   * blockwise: of the input's rank, each input dimension a multiple of theirs, scale element
+   * `i / (inputDim / scaleDim)` serving input element `i` in each dimension.
+   * @param input - float32 or float16, rank 0 to 8.
+   * @param scale - The input's data type; the shape of zeroPoint.
+   * @param zeroPoint - int8, uint8 or int32.
+   * @returns A tensor of the input's shape and zeroPoint's data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-quantizelinear
+   */
+  quantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: {}): MLOperand;
+
+  /**
+   * `(input - zeroPoint) * scale`, with `scale` and `zeroPoint` broadcast blockwise as in
+   * `quantizeLinear`.
+   * @param input - int8, uint8 or int32, rank 0 to 8.
+   * @param scale - float32 or float16; the shape of zeroPoint.
+   * @param zeroPoint - The input's data type.
+   * @returns A tensor of the input's shape and scale's data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-dequantizelinear
+   */
+  dequantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: {}): MLOperand;
 
   // 7.8.47 where ----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ mod pooling;
 mod recurrent;
 mod reduction;
 mod tensor;
+mod tile_quant;
 mod wake;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade

@@ -63,6 +63,8 @@ fn exact(op: &Op) -> bool {
         | Op::Where
         | Op::Gather { .. }
         | Op::Triangular { .. }
+        | Op::Reverse { .. }
+        | Op::Tile { .. }
         | Op::Pad { .. } => true,
         Op::Pool2d(p) => p.kind == PoolKind::Max,
         Op::Reduce { kind, .. } => matches!(kind, ReduceKind::Max | ReduceKind::Min),

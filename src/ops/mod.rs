@@ -18,6 +18,7 @@ pub mod pooling;
 pub mod recurrent;
 pub mod reduction;
 pub mod shape_ops;
+pub mod tile_quant;
 
 use crate::graph::DataType;
 
@@ -119,6 +120,13 @@ pub enum Op {
     Pad { beginning: Vec<usize>, ending: Vec<usize>, mode: gather::PaddingMode, value: f32 },
     Resample2d { mode: gather::InterpolationMode, axes: [usize; 2] },
     Triangular { upper: bool, diagonal: i32 },
+    /// reverse, tile, cumulativeSum, quantizeLinear, dequantizeLinear (`tile_quant`);
+    /// reverse's axes resolved and sorted.
+    Reverse { axes: Vec<usize> },
+    Tile { repetitions: Vec<usize> },
+    CumulativeSum { axis: usize, exclusive: bool, reversed: bool },
+    QuantizeLinear,
+    DequantizeLinear,
     Pool2d(pooling::Pool2d),
     BatchNormalization(normalization::BatchNormalization),
     InstanceNormalization(normalization::InstanceNormalization),
@@ -161,6 +169,11 @@ impl Op {
             Op::Pad { .. } => "pad",
             Op::Resample2d { .. } => "resample2d",
             Op::Triangular { .. } => "triangular",
+            Op::Reverse { .. } => "reverse",
+            Op::Tile { .. } => "tile",
+            Op::CumulativeSum { .. } => "cumulativeSum",
+            Op::QuantizeLinear => "quantizeLinear",
+            Op::DequantizeLinear => "dequantizeLinear",
             Op::Pool2d(p) => p.kind.name(),
             Op::BatchNormalization(_) => "batchNormalization",
             Op::InstanceNormalization(_) => "instanceNormalization",

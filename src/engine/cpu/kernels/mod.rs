@@ -17,6 +17,7 @@ pub mod prepacked;
 pub mod recurrent;
 pub mod reduction;
 pub mod simd;
+pub mod tile_quant;
 
 use crate::error::{Result, WebnnError};
 use crate::graph::DataType;
@@ -80,6 +81,13 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         (Op::Pad { beginning, mode, value, .. }, [a]) => gather::pad(a, beginning, *mode, *value, out, out_shape),
         (Op::Resample2d { mode, axes }, [a]) => gather::resample2d(a, *mode, *axes, out, out_shape),
         (Op::Triangular { upper, diagonal }, [a]) => gather::triangular(a, *upper, *diagonal, out),
+        (Op::Reverse { axes }, [a]) => tile_quant::reverse(a, axes, out),
+        (Op::Tile { .. }, [a]) => tile_quant::tile(a, out, out_shape),
+        (Op::CumulativeSum { axis, exclusive, reversed }, [a]) => {
+            tile_quant::cumulative_sum(a, *axis, *exclusive, *reversed, out)
+        }
+        (Op::QuantizeLinear, [x, s, z]) => tile_quant::quantize_linear(x, s, z, out),
+        (Op::DequantizeLinear, [x, s, z]) => tile_quant::dequantize_linear(x, s, z, out),
         (Op::Pool2d(p), [a]) => pooling::pool2d(p, a, out, out_shape),
         (Op::BatchNormalization(a), ins) => normalization::batch_normalization(a, ins, out),
         (Op::InstanceNormalization(a), ins) => normalization::instance_normalization(a, ins, out),

@@ -58,7 +58,7 @@ fn internal(what: &str) -> WebnnError {
 
 /// The u32 words a tensor's elements span, as a kernel indexes them: element
 /// indices (and, for 64-bit elements, twice them) must fit a u32.
-fn check_indexable(d: &OperandDesc, what: &str) -> Result<u32> {
+pub(super) fn check_indexable(d: &OperandDesc, what: &str) -> Result<u32> {
     let n = d.element_count();
     let words = if Storage::of(d.data_type).wide() { n.checked_mul(2) } else { Some(n) };
     let words = words.ok_or_else(|| WebnnError::Operation(format!("build: {what} is too large for the GPU")))?;
@@ -80,7 +80,7 @@ pub(super) fn header(reads: &[&str]) -> String {
 }
 
 /// WGSL type of an element's raw bits.
-fn bits_type(st: Storage) -> &'static str {
+pub(super) fn bits_type(st: Storage) -> &'static str {
     if st.wide() {
         "vec2<u32>"
     } else {
@@ -101,7 +101,7 @@ pub(super) fn raw_load(st: Storage) -> String {
 /// The entry point of a per-element kernel: invocation g writes output word g
 /// (its `lanes` elements, from `fn elem(e)`), or 64-bit element g. `p[0]` is the
 /// output element count.
-fn elem_main(st: Storage) -> String {
+pub(super) fn elem_main(st: Storage) -> String {
     let mut s = String::from(MAIN_HEAD);
     let lanes = st.lanes();
     let _ = writeln!(s, "  let n = p[0];\n  let first = g * {lanes}u;\n  if (first >= n) {{ return; }}");
@@ -119,7 +119,7 @@ fn elem_main(st: Storage) -> String {
     s
 }
 
-fn launch(wgsl: String, reads: Vec<Buf>, out: Operand, params: Vec<u32>) -> Lowering {
+pub(super) fn launch(wgsl: String, reads: Vec<Buf>, out: Operand, params: Vec<u32>) -> Lowering {
     let st = Storage::of(out.1.data_type);
     let n = out.1.element_count();
     Lowering::of(vec![Lowered::Dispatch {

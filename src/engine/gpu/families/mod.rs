@@ -26,6 +26,7 @@ mod normalization;
 mod pooling;
 mod gather;
 mod recurrent;
+mod tile_quant;
 
 /// A family's entry point.
 pub(super) type Lower = fn(&Op, &[(OperandId, &OperandDesc)], &[(OperandId, &OperandDesc)], &Cx) -> Option<Result<Lowering>>;
@@ -40,4 +41,5 @@ pub(super) const ALL: &[Lower] = &[
     pooling::lower,
     gather::lower,
     recurrent::lower,
+    tile_quant::lower,
 ];

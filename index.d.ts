@@ -1553,7 +1553,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  notEqual(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  notEqual(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
   /**
    * Computes the logical AND of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
    * @param a - A `"uint8"` tensor.
@@ -1563,7 +1563,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  logicalAnd(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  logicalAnd(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
   /**
    * Computes the logical OR of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
    * @param a - A `"uint8"` tensor.
@@ -1573,7 +1573,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  logicalOr(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  logicalOr(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
   /**
    * Computes the logical XOR of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
    * @param a - A `"uint8"` tensor.
@@ -1583,7 +1583,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  logicalXor(a: MLOperand, b: MLOperand, options?: { label?: string }): MLOperand;
+  logicalXor(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
   /**
    * Tests element-wise whether a value is NaN.
    * @param a - A `"float32"` or `"float16"` tensor.
@@ -1592,7 +1592,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if `a` is not floating point.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  isNaN(a: MLOperand, options?: { label?: string }): MLOperand;
+  isNaN(a: MLOperand, options?: MLOperatorOptions): MLOperand;
   /**
    * Tests element-wise whether a value is +Infinity or -Infinity.
    * @param a - A `"float32"` or `"float16"` tensor.
@@ -1601,7 +1601,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if `a` is not floating point.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  isInfinite(a: MLOperand, options?: { label?: string }): MLOperand;
+  isInfinite(a: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   // 7.8.14 Element-wise unary operations ----------------------------------------------------
 
@@ -1716,7 +1716,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if the input is not floating point.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  roundEven(input: MLOperand, options?: { label?: string }): MLOperand;
+  roundEven(input: MLOperand, options?: MLOperatorOptions): MLOperand;
   /**
    * Computes the sign element-wise: -1, 0 or 1 (both zeros give +0; NaN gives NaN).
    * @param input - A `"float32"`, `"float16"`, `"int32"`, `"int64"` or `"int8"` tensor.
@@ -1725,7 +1725,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if the input's data type is not one of those.
    * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
    */
-  sign(input: MLOperand, options?: { label?: string }): MLOperand;
+  sign(input: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   // 7.8.15 elu ------------------------------------------------------------------------------
 
@@ -2404,7 +2404,7 @@ export declare class MLGraphBuilder {
    * @throws TypeError if repetitions' length differs from the rank, a count is 0, or the output is too large.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-tile
    */
-  tile(input: MLOperand, repetitions: number[], options?: {}): MLOperand;
+  tile(input: MLOperand, repetitions: number[], options?: MLOperatorOptions): MLOperand;
 
   /**
    * Running sums along `axis` (ONNX CumSum). float16 sums in float32 and rounds each output
@@ -2427,7 +2427,7 @@ export declare class MLGraphBuilder {
    * @returns A tensor of the input's shape and zeroPoint's data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-quantizelinear
    */
-  quantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: {}): MLOperand;
+  quantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   /**
    * `(input - zeroPoint) * scale`, with `scale` and `zeroPoint` broadcast blockwise as in
@@ -2438,7 +2438,7 @@ export declare class MLGraphBuilder {
    * @returns A tensor of the input's shape and scale's data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-dequantizelinear
    */
-  dequantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: {}): MLOperand;
+  dequantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   // 7.8.47 where ----------------------------------------------------------------------------
 

@@ -55,6 +55,10 @@ fn exact(op: &Op) -> bool {
         | Op::Where
         | Op::Gather { .. }
         | Op::Triangular { .. }
+        | Op::GatherElements { .. }
+        | Op::GatherNd
+        | Op::ScatterElements { .. }
+        | Op::ScatterNd
         | Op::Pad { .. } => true,
         Op::Pool2d(p) => p.kind == PoolKind::Max,
         Op::Reduce { kind, .. } => matches!(kind, ReduceKind::Max | ReduceKind::Min),

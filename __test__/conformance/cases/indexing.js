@@ -184,4 +184,29 @@ cases.push(
   sn('large, int8 elements', RD('int8', [50, 60]), R('int32', [4000, 2], -60, 60), RD('int8', [4000]))
 )
 
+// Chained through intermediates (buffers the engines may reuse), with a float16 input.
+for (const t of ['float32', 'float16', 'int8']) {
+  cases.push(makeCase({
+    name: `${t}: neg, scatterND, scatterElements, gatherND, gatherElements in a chain`,
+    op: 'scatterND',
+    inputs: {
+      input: RD(t, [4, 6]),
+      rows: R('int32', [3, 1], -4, 3),
+      updates: RD(t, [3, 6]),
+      cols: R('int64', [4, 2], -6, 5),
+      colUpdates: RD(t, [4, 2]),
+      tuples: R('uint32', [5, 2], 0, 5),
+      gi: R('int32', [2, 9], -6, 5)
+    },
+    graph: [
+      { op: 'neg', args: ['input'], out: 'n' },
+      { op: 'scatterND', args: ['n', 'rows', 'updates'], out: 's' },
+      { op: 'scatterElements', args: ['s', 'cols', 'colUpdates'], options: { axis: 1 }, out: 'e' },
+      { op: 'gatherND', args: ['e', 'tuples'], out: 'g' },
+      { op: 'gatherElements', args: ['e', 'gi'], options: { axis: 1 }, out: 'y' }
+    ],
+    outputs: ['e', 'g', 'y']
+  }))
+}
+
 module.exports = cases

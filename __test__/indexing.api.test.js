@@ -50,6 +50,8 @@ test('gatherElements: invalid axis, ranks, shapes and index types are TypeErrors
   }
   t.throws(() => b.gatherElements(b.input('s', desc('float32', [])), b.input('s2', desc('int32', []))), TE(/gatherElements: input has rank 0/))
   t.throws(() => b.gatherElements(x, {}), TE(/gatherElements: indices/))
+  // 2^30 int32 indices (4 GiB) would gather 8 GiB of int64.
+  t.throws(() => b.gatherElements(b.input('w64', desc('int64', [2])), b.input('huge', desc('int32', [2 ** 30]))), TE(/gatherElements: output.*too large/))
 })
 
 test('gatherND: output shape is indices[..-1] ++ input[k..]', (t) => {

@@ -336,7 +336,11 @@ fn check_elements(op: &str, input: &OperandDesc, indices: &OperandDesc, axis: us
 /// descriptor has the indices' shape and the input's data type.
 pub fn gather_elements(input: &OperandDesc, indices: &OperandDesc, axis: usize) -> Result<OperandDesc> {
     check_elements("gatherElements", input, indices, axis)?;
-    Ok(OperandDesc::new(input.data_type, indices.shape.clone()))
+    // Indices may be longer than the input along the axis, so the output (of the
+    // input's element size) can exceed the byte limit that the indices met.
+    let desc = OperandDesc::new(input.data_type, indices.shape.clone());
+    check_dimensions("gatherElements: output", &desc)?;
+    Ok(desc)
 }
 
 /// scatterElements: the output is the input with updates[c] written at c with
@@ -665,6 +669,9 @@ mod tests {
         let m = msg(gather_elements(&x, &d(Int32, &[2, 4]), 0));
         assert!(m.contains("exceeds the input shape [4, 3] in dimension 1"), "{m}");
         assert!(gather_elements(&d(Float32, &[]), &d(Int32, &[]), 0).is_err());
+        // 2^30 int32 indices are 4 GiB; 2^30 int64 elements would be 8 GiB.
+        let m = msg(gather_elements(&d(Int64, &[2]), &d(Int32, &[1 << 30]), 0));
+        assert!(m.contains("gatherElements: output") && m.contains("too large"), "{m}");
         let u = d(Float32, &[2, 3]);
         assert_eq!(scatter_elements(&x, &d(Int32, &[2, 3]), &u, 0).unwrap(), x);
         let m = msg(scatter_elements(&x, &d(Int32, &[2, 3]), &d(Float16, &[2, 3]), 0));

@@ -711,6 +711,18 @@ export interface MLGatherOptions {
 }
 
 /**
+ * Options of `scatterElements()`.
+ * @see https://webmachinelearning.github.io/webnn/#dictdef-mlscatteroptions
+ */
+export interface MLScatterOptions {
+  /**
+   * The axis along which updates are scattered, in the range [0, N-1] where N is the input's rank.
+   * @defaultValue `0`
+   */
+  axis?: number;
+}
+
+/**
  * Options of `gemm()`.
  * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgemmoptions
  */
@@ -1775,6 +1787,52 @@ export declare class MLGraphBuilder {
    * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gather
    */
   gather(input: MLOperand, indices: MLOperand, options?: MLGatherOptions): MLOperand;
+
+  // gatherElements, gatherND, scatterElements, scatterND (current draft) ---------------------
+  // Indices are `"int32"`, `"uint32"` or `"int64"`; each index addresses one input dimension
+  // of size n: a negative index counts from the end (i + n) and one still outside [0, n-1] is
+  // clamped into it at run time, as for gather(). Every input data type is accepted.
+
+  /**
+   * ONNX GatherElements: output[c] = input[c with c[axis] replaced by indices[c]].
+   * @param indices - Of the input's rank, no larger than the input in any dimension but `axis`.
+   * @returns A tensor of the indices' shape and the input's data type.
+   * @throws TypeError for a rank-0 input, another rank of indices, a dimension of indices
+   * larger than the input's (other than `axis`), an index data type not listed, or `axis` not
+   * below the input's rank.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gatherelements
+   */
+  gatherElements(input: MLOperand, indices: MLOperand, options?: MLGatherOptions): MLOperand;
+
+  /**
+   * ONNX GatherND (batch_dims 0): each row of the last dimension of indices (k values,
+   * 1 <= k <= input rank) addresses a slice input[i0, .., ik-1].
+   * @returns A tensor of shape indices.shape[0..-1] ++ input.shape[k..].
+   * @throws TypeError for rank-0 input or indices, k outside [1, input rank], an index data
+   * type not listed, or an output of rank above 8.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gathernd
+   */
+  gatherND(input: MLOperand, indices: MLOperand, options?: { label?: string }): MLOperand;
+
+  /**
+   * ONNX ScatterElements without reduction: the input with updates[c] written at c with c[axis]
+   * replaced by indices[c]. Where indices repeat, the update last in row-major order wins.
+   * @param indices - As for gatherElements().
+   * @param updates - Of the indices' shape and the input's data type.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-scatterelements
+   */
+  scatterElements(input: MLOperand, indices: MLOperand, updates: MLOperand, options?: MLScatterOptions): MLOperand;
+
+  /**
+   * ONNX ScatterND without reduction: the input with each slice addressed by a row of indices
+   * (as in gatherND) replaced by the matching slice of updates. Where rows repeat, the row last
+   * in order wins.
+   * @param updates - Of shape indices.shape[0..-1] ++ input.shape[k..] and the input's data type.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-scatternd
+   */
+  scatterND(input: MLOperand, indices: MLOperand, updates: MLOperand, options?: { label?: string }): MLOperand;
 
   // 7.8.18 gelu -----------------------------------------------------------------------------
 

@@ -66,4 +66,40 @@ module.exports = function install (internals) {
     const upper = o.upper === undefined ? true : Boolean(o.upper)
     return internals.wrap(this, webidl.call(() => internals.native(this).triangular(x, upper, diagonal)))
   }
+
+  /** gatherElements(input, indices, options): MLGatherOptions. */
+  proto.gatherElements = function gatherElements (input, indices, options) {
+    const x = internals.operand(this, input, 'gatherElements: input')
+    const i = internals.operand(this, indices, 'gatherElements: indices')
+    const o = webidl.toDictionary(options, 'gatherElements: options')
+    const axis = o.axis === undefined ? 0 : webidl.toUint32(o.axis, 'gatherElements: options.axis')
+    return internals.wrap(this, webidl.call(() => internals.native(this).gatherElements(x, i, axis)))
+  }
+
+  /** gatherND(input, indices, options): MLOperatorOptions. */
+  proto.gatherND = function gatherND (input, indices, options) {
+    const x = internals.operand(this, input, 'gatherND: input')
+    const i = internals.operand(this, indices, 'gatherND: indices')
+    webidl.toDictionary(options, 'gatherND: options')
+    return internals.wrap(this, webidl.call(() => internals.native(this).gatherND(x, i)))
+  }
+
+  /** scatterElements(input, indices, updates, options): MLScatterOptions. */
+  proto.scatterElements = function scatterElements (input, indices, updates, options) {
+    const x = internals.operand(this, input, 'scatterElements: input')
+    const i = internals.operand(this, indices, 'scatterElements: indices')
+    const u = internals.operand(this, updates, 'scatterElements: updates')
+    const o = webidl.toDictionary(options, 'scatterElements: options')
+    const axis = o.axis === undefined ? 0 : webidl.toUint32(o.axis, 'scatterElements: options.axis')
+    return internals.wrap(this, webidl.call(() => internals.native(this).scatterElements(x, i, u, axis)))
+  }
+
+  /** scatterND(input, indices, updates, options): MLOperatorOptions. */
+  proto.scatterND = function scatterND (input, indices, updates, options) {
+    const x = internals.operand(this, input, 'scatterND: input')
+    const i = internals.operand(this, indices, 'scatterND: indices')
+    const u = internals.operand(this, updates, 'scatterND: updates')
+    webidl.toDictionary(options, 'scatterND: options')
+    return internals.wrap(this, webidl.call(() => internals.native(this).scatterND(x, i, u)))
+  }
 }

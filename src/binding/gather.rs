@@ -59,4 +59,33 @@ impl NativeBuilder {
             self.inner.triangular(input as usize, TriangularOptions { upper, diagonal }).map(id).map_err(to_js)
         })
     }
+
+    #[napi(js_name = "gatherElements")]
+    pub fn gather_elements(&mut self, input: u32, indices: u32, axis: u32) -> Result<u32> {
+        guard("gatherElements", || {
+            self.inner.gather_elements(input as usize, indices as usize, axis as usize).map(id).map_err(to_js)
+        })
+    }
+
+    #[napi(js_name = "gatherND")]
+    pub fn gather_nd(&mut self, input: u32, indices: u32) -> Result<u32> {
+        guard("gatherND", || self.inner.gather_nd(input as usize, indices as usize).map(id).map_err(to_js))
+    }
+
+    #[napi(js_name = "scatterElements")]
+    pub fn scatter_elements(&mut self, input: u32, indices: u32, updates: u32, axis: u32) -> Result<u32> {
+        guard("scatterElements", || {
+            self.inner
+                .scatter_elements(input as usize, indices as usize, updates as usize, axis as usize)
+                .map(id)
+                .map_err(to_js)
+        })
+    }
+
+    #[napi(js_name = "scatterND")]
+    pub fn scatter_nd(&mut self, input: u32, indices: u32, updates: u32) -> Result<u32> {
+        guard("scatterND", || {
+            self.inner.scatter_nd(input as usize, indices as usize, updates as usize).map(id).map_err(to_js)
+        })
+    }
 }

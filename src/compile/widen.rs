@@ -65,6 +65,10 @@ fn exact(op: &Op) -> bool {
         | Op::Triangular { .. }
         | Op::Reverse { .. }
         | Op::Tile { .. }
+        | Op::GatherElements { .. }
+        | Op::GatherNd
+        | Op::ScatterElements { .. }
+        | Op::ScatterNd
         | Op::Pad { .. } => true,
         Op::Pool2d(p) => p.kind == PoolKind::Max,
         Op::Reduce { kind, .. } => matches!(kind, ReduceKind::Max | ReduceKind::Min),

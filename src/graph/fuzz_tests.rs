@@ -1238,6 +1238,62 @@ fn gen_gather_pad(c: &mut Ctx) {
     }
 }
 
+/// gatherElements, gatherND, scatterElements and scatterND (ONNX's shape rules).
+fn gen_indexing(c: &mut Ctx) {
+    let (t, r) = (c.dtype(), c.rank());
+    let s = c.shape(r);
+    let Some((x, dx)) = c.primary(|d| !d.shape.is_empty(), t, s) else { return };
+    let rank = dx.shape.len();
+    let it = if c.rng.chance(0.9) { c.rng.pick(&[Int32, Uint32, Int64]) } else { c.dtype() };
+    let index_ok = |d: &OperandDesc| [Int32, Uint32, Int64].contains(&d.data_type);
+    let kind = c.rng.below(4);
+    if kind < 2 {
+        let axis = if c.rng.chance(0.95) { c.rng.below(rank.max(1)) } else { c.num(9) };
+        // Mostly no larger than the input outside the axis.
+        let si: Vec<usize> = (0..rank)
+            .map(|d| if d != axis && c.rng.chance(0.9) { c.rng.range(1, dx.shape[d].clamp(1, 4)) } else { c.dim() })
+            .collect();
+        let Some((idx, di)) = c.arg(it, si.clone()) else { return };
+        let shape_ok = index_ok(&di)
+            && rank >= 1
+            && axis < rank
+            && di.shape.len() == rank
+            && (0..rank).all(|d| d == axis || di.shape[d] <= dx.shape[d]);
+        if kind == 0 {
+            let expect = exact(shape_ok.then(|| vec![desc(dx.data_type, di.shape.clone())]));
+            c.call("gatherElements", expect, |g| g.gather_elements(x, idx, axis).map(|x| vec![x]));
+        } else {
+            let Some((upd, du)) = c.arg(dx.data_type, di.shape.clone()) else { return };
+            let ok = shape_ok && du.data_type == dx.data_type && du.shape == di.shape;
+            let expect = exact(ok.then(|| vec![dx.clone()]));
+            c.call("scatterElements", expect, |g| g.scatter_elements(x, idx, upd, axis).map(|x| vec![x]));
+        }
+    } else {
+        let k = if c.rng.chance(0.9) { c.rng.range(1, rank.max(1)) } else { c.num(9) };
+        let q = c.rng.range(0, 2);
+        let mut si = c.shape(q);
+        si.push(k);
+        let Some((idx, di)) = c.arg(it, si) else { return };
+        let nd = (|| {
+            let q = di.shape.len();
+            req!(index_ok(&di) && rank >= 1 && q >= 1);
+            let k = di.shape[q - 1];
+            req!(k >= 1 && k <= rank);
+            Some([&di.shape[..q - 1], &dx.shape[k..]].concat())
+        })();
+        if kind == 2 {
+            let expect = exact(nd.map(|shape| vec![desc(dx.data_type, shape)]));
+            c.call("gatherND", expect, |g| g.gather_nd(x, idx).map(|x| vec![x]));
+        } else {
+            let want = nd.clone().unwrap_or_else(|| c.shape(1));
+            let Some((upd, du)) = c.arg(dx.data_type, want) else { return };
+            let ok = nd.is_some_and(|shape| du.data_type == dx.data_type && du.shape == shape);
+            let expect = exact(ok.then(|| vec![dx.clone()]));
+            c.call("scatterND", expect, |g| g.scatter_nd(x, idx, upd).map(|x| vec![x]));
+        }
+    }
+}
+
 fn gen_resample2d(c: &mut Ctx) {
     let t = c.float();
     let sx = c.shape(4);
@@ -1612,8 +1668,24 @@ fn report(what: &str, stats: &Stats) {
 
 #[test]
 fn fuzz_builder_methods() {
+    builder_methods("fuzz_builder_methods", &GENERATORS, 100_000);
+}
+
+/// The indexing operators on their own (kept out of `GENERATORS` so that the
+/// cases of the tests above keep their seeds' sequences).
+#[test]
+fn fuzz_indexing_builder_methods() {
+    builder_methods("fuzz_indexing_builder_methods", &[gen_indexing], 20_000);
+}
+
+#[test]
+fn fuzz_indexing_graphs_run() {
+    random_graphs_run("fuzz_indexing_graphs_run", &[gen_indexing, gen_indexing, gen_indexing, gen_unary, gen_binary], 4_000);
+}
+
+fn builder_methods(what: &str, generators: &[Gen], default: u64) {
     let mut stats = Stats::default();
-    for case in cases(100_000) {
+    for case in cases(default) {
         let mut c = Ctx {
             b: GraphBuilder::new(),
             rng: Rng::new(case),
@@ -1627,7 +1699,7 @@ fn fuzz_builder_methods() {
         };
         // A few operators per builder, so that some take earlier outputs.
         for _ in 0..3 {
-            let g = c.rng.pick(&GENERATORS);
+            let g = c.rng.pick(generators);
             c.bogus = false;
             g(&mut c);
         }
@@ -1637,15 +1709,19 @@ fn fuzz_builder_methods() {
     for (op, (accepted, rejected)) in &stats.calls {
         assert!(*accepted > 0 && *rejected > 0, "{op}: {accepted} accepted, {rejected} rejected");
     }
-    report("fuzz_builder_methods", &stats);
+    report(what, &stats);
 }
 
 #[test]
 fn fuzz_random_graphs_run() {
+    random_graphs_run("fuzz_random_graphs_run", &GENERATORS, 10_000);
+}
+
+fn random_graphs_run(what: &str, generators: &[Gen], default: u64) {
     let engine = CpuEngine::new(1).unwrap();
     let mut stats = Stats::default();
     let mut ran = 0;
-    for case in cases(10_000) {
+    for case in cases(default) {
         let mut c = Ctx {
             b: GraphBuilder::new(),
             rng: Rng::new(case ^ 0x5eed_0000),
@@ -1665,7 +1741,7 @@ fn fuzz_random_graphs_run() {
             }
         }
         for _ in 0..c.rng.range(1, 8) {
-            let g = c.rng.pick(&GENERATORS);
+            let g = c.rng.pick(generators);
             g(&mut c);
         }
         if c.results.is_empty() {
@@ -1725,7 +1801,7 @@ fn fuzz_random_graphs_run() {
             }
         }
     }
-    eprintln!("fuzz_random_graphs_run: {ran} runs");
-    assert!(ran > 1000, "only {ran} graphs ran");
-    report("fuzz_random_graphs_run", &stats);
+    eprintln!("{what}: {ran} runs");
+    assert!(ran as u64 > default / 10, "only {ran} graphs ran");
+    report(what, &stats);
 }

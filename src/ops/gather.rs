@@ -287,6 +287,135 @@ pub fn triangular(input: &OperandDesc) -> Result<OperandDesc> {
 }
 
 // ---------------------------------------------------------------------------
+// gatherElements, gatherND, scatterElements, scatterND (current draft; ONNX
+// GatherElements, GatherND with batch_dims = 0, ScatterElements and ScatterND
+// without reduction)
+
+fn check_index_type(op: &str, indices: &OperandDesc) -> Result<()> {
+    ensure!(
+        GATHER_INDEX_TYPES.contains(&indices.data_type),
+        "{op}: indices has data type '{}'; it must be one of {}",
+        indices.data_type,
+        dtype::list(&GATHER_INDEX_TYPES)
+    );
+    Ok(())
+}
+
+/// The checks gatherElements and scatterElements share: input rank >= 1, `axis`
+/// below it, and indices of the input's rank no larger than the input along every
+/// dimension but `axis` (ONNX; a larger one would address elements the input lacks).
+fn check_elements(op: &str, input: &OperandDesc, indices: &OperandDesc, axis: usize) -> Result<()> {
+    check_index_type(op, indices)?;
+    let rank = input.rank();
+    ensure!(rank >= 1, "{op}: input has rank 0; it must be at least 1");
+    ensure!(
+        axis < rank,
+        "{op}: options.axis {axis} is out of range for an input of rank {rank} (shape {:?}); it must be in [0, {})",
+        input.shape,
+        rank
+    );
+    ensure!(
+        indices.rank() == rank,
+        "{op}: indices has rank {} (shape {:?}); it must have the input's rank {rank} (shape {:?})",
+        indices.rank(),
+        indices.shape,
+        input.shape
+    );
+    for d in (0..rank).filter(|&d| d != axis) {
+        ensure!(
+            indices.shape[d] <= input.shape[d],
+            "{op}: indices shape {:?} exceeds the input shape {:?} in dimension {d} (only the axis {axis} may be larger)",
+            indices.shape,
+            input.shape
+        );
+    }
+    Ok(())
+}
+
+/// gatherElements: output[c] = input[c with c[axis] = indices[c]]; the output
+/// descriptor has the indices' shape and the input's data type.
+pub fn gather_elements(input: &OperandDesc, indices: &OperandDesc, axis: usize) -> Result<OperandDesc> {
+    check_elements("gatherElements", input, indices, axis)?;
+    // Indices may be longer than the input along the axis, so the output (of the
+    // input's element size) can exceed the byte limit that the indices met.
+    let desc = OperandDesc::new(input.data_type, indices.shape.clone());
+    check_dimensions("gatherElements: output", &desc)?;
+    Ok(desc)
+}
+
+/// scatterElements: the output is the input with updates[c] written at c with
+/// c[axis] = indices[c]; updates has the indices' shape and the input's data type.
+pub fn scatter_elements(input: &OperandDesc, indices: &OperandDesc, updates: &OperandDesc, axis: usize) -> Result<OperandDesc> {
+    check_elements("scatterElements", input, indices, axis)?;
+    ensure!(
+        updates.data_type == input.data_type,
+        "scatterElements: updates has data type '{}'; it must be the input's '{}'",
+        updates.data_type,
+        input.data_type
+    );
+    ensure!(
+        updates.shape == indices.shape,
+        "scatterElements: updates has shape {:?}; it must be the indices' shape {:?}",
+        updates.shape,
+        indices.shape
+    );
+    Ok(input.clone())
+}
+
+/// The checks gatherND and scatterND share; returns k = indices.shape[-1], the
+/// number of leading input dimensions one index tuple addresses (1 <= k <= rank).
+fn check_nd(op: &str, input: &OperandDesc, indices: &OperandDesc) -> Result<usize> {
+    check_index_type(op, indices)?;
+    let rank = input.rank();
+    ensure!(rank >= 1, "{op}: input has rank 0; it must be at least 1");
+    ensure!(indices.rank() >= 1, "{op}: indices has rank 0; it must be at least 1");
+    let k = indices.shape[indices.rank() - 1];
+    ensure!(
+        (1..=rank).contains(&k),
+        "{op}: the last dimension of indices (shape {:?}) is {k}; it must be in [1, {rank}], the input's rank (shape {:?})",
+        indices.shape,
+        input.shape
+    );
+    Ok(k)
+}
+
+/// indices.shape[..-1] ++ input.shape[k..]: gatherND's output, scatterND's updates.
+fn nd_shape(input: &OperandDesc, indices: &OperandDesc, k: usize) -> Vec<usize> {
+    let q = indices.rank();
+    indices.shape[..q - 1].iter().chain(&input.shape[k..]).copied().collect()
+}
+
+/// gatherND (batch_dims = 0): output shape indices.shape[..-1] ++ input.shape[k..].
+pub fn gather_nd(input: &OperandDesc, indices: &OperandDesc) -> Result<OperandDesc> {
+    let k = check_nd("gatherND", input, indices)?;
+    let desc = OperandDesc::new(input.data_type, nd_shape(input, indices, k));
+    check_dimensions("gatherND: output", &desc)?;
+    Ok(desc)
+}
+
+/// scatterND: updates must have the shape indices.shape[..-1] ++ input.shape[k..]
+/// and the input's data type; the output is the input's descriptor.
+pub fn scatter_nd(input: &OperandDesc, indices: &OperandDesc, updates: &OperandDesc) -> Result<OperandDesc> {
+    let k = check_nd("scatterND", input, indices)?;
+    ensure!(
+        updates.data_type == input.data_type,
+        "scatterND: updates has data type '{}'; it must be the input's '{}'",
+        updates.data_type,
+        input.data_type
+    );
+    let expected = nd_shape(input, indices, k);
+    ensure!(
+        updates.shape == expected,
+        "scatterND: updates has shape {:?}; for input shape {:?} and indices shape {:?} it must be {:?}",
+        updates.shape,
+        input.shape,
+        indices.shape,
+        expected
+    );
+    Ok(input.clone())
+}
+
+// ---------------------------------------------------------------------------
 // Graph connections (each method's last steps)
 
 impl GraphBuilder {
@@ -315,6 +444,30 @@ impl GraphBuilder {
     pub fn triangular(&mut self, input: OperandId, options: TriangularOptions) -> Result<OperandId> {
         let out = triangular(self.desc(input)?)?;
         Ok(self.connect1(Op::Triangular { upper: options.upper, diagonal: options.diagonal }, vec![input], out))
+    }
+
+    /// gatherElements(input, indices, options).
+    pub fn gather_elements(&mut self, input: OperandId, indices: OperandId, axis: usize) -> Result<OperandId> {
+        let out = gather_elements(self.desc(input)?, self.desc(indices)?, axis)?;
+        Ok(self.connect1(Op::GatherElements { axis }, vec![input, indices], out))
+    }
+
+    /// gatherND(input, indices, options).
+    pub fn gather_nd(&mut self, input: OperandId, indices: OperandId) -> Result<OperandId> {
+        let out = gather_nd(self.desc(input)?, self.desc(indices)?)?;
+        Ok(self.connect1(Op::GatherNd, vec![input, indices], out))
+    }
+
+    /// scatterElements(input, indices, updates, options).
+    pub fn scatter_elements(&mut self, input: OperandId, indices: OperandId, updates: OperandId, axis: usize) -> Result<OperandId> {
+        let out = scatter_elements(self.desc(input)?, self.desc(indices)?, self.desc(updates)?, axis)?;
+        Ok(self.connect1(Op::ScatterElements { axis }, vec![input, indices, updates], out))
+    }
+
+    /// scatterND(input, indices, updates, options).
+    pub fn scatter_nd(&mut self, input: OperandId, indices: OperandId, updates: OperandId) -> Result<OperandId> {
+        let out = scatter_nd(self.desc(input)?, self.desc(indices)?, self.desc(updates)?)?;
+        Ok(self.connect1(Op::ScatterNd, vec![input, indices, updates], out))
     }
 }
 
@@ -497,6 +650,57 @@ mod tests {
         for t in DataType::ALL {
             assert_eq!(triangular(&d(t, &[2, 3, 4])).unwrap(), d(t, &[2, 3, 4]));
         }
+    }
+
+    #[test]
+    fn elements_validation() {
+        let x = d(Float32, &[4, 3]);
+        assert_eq!(gather_elements(&x, &d(Int32, &[6, 2]), 0).unwrap(), d(Float32, &[6, 2]));
+        assert_eq!(gather_elements(&x, &d(Int64, &[4, 5]), 1).unwrap().shape, vec![4, 5]);
+        for t in DataType::ALL {
+            assert_eq!(gather_elements(&d(t, &[2]), &d(Uint32, &[3]), 0).unwrap().data_type, t);
+        }
+        let m = msg(gather_elements(&x, &d(Int32, &[4, 3]), 2));
+        assert!(m.contains("gatherElements: options.axis 2"), "{m}");
+        let m = msg(gather_elements(&x, &d(Float32, &[4, 3]), 0));
+        assert!(m.contains("gatherElements: indices has data type 'float32'"), "{m}");
+        let m = msg(gather_elements(&x, &d(Int32, &[4]), 0));
+        assert!(m.contains("gatherElements: indices has rank 1"), "{m}");
+        let m = msg(gather_elements(&x, &d(Int32, &[2, 4]), 0));
+        assert!(m.contains("exceeds the input shape [4, 3] in dimension 1"), "{m}");
+        assert!(gather_elements(&d(Float32, &[]), &d(Int32, &[]), 0).is_err());
+        // 2^30 int32 indices are 4 GiB; 2^30 int64 elements would be 8 GiB.
+        let m = msg(gather_elements(&d(Int64, &[2]), &d(Int32, &[1 << 30]), 0));
+        assert!(m.contains("gatherElements: output") && m.contains("too large"), "{m}");
+        let u = d(Float32, &[2, 3]);
+        assert_eq!(scatter_elements(&x, &d(Int32, &[2, 3]), &u, 0).unwrap(), x);
+        let m = msg(scatter_elements(&x, &d(Int32, &[2, 3]), &d(Float16, &[2, 3]), 0));
+        assert!(m.contains("scatterElements: updates has data type 'float16'"), "{m}");
+        let m = msg(scatter_elements(&x, &d(Int32, &[2, 3]), &d(Float32, &[2, 2]), 0));
+        assert!(m.contains("scatterElements: updates has shape [2, 2]"), "{m}");
+        assert!(scatter_elements(&x, &d(Int32, &[2, 3]), &u, 7).is_err());
+        assert!(scatter_elements(&x, &d(Int32, &[5, 3]), &d(Float32, &[5, 3]), 1).is_err());
+    }
+
+    #[test]
+    fn nd_validation() {
+        let x = d(Int8, &[2, 3, 4]);
+        assert_eq!(gather_nd(&x, &d(Int32, &[5, 1])).unwrap(), d(Int8, &[5, 3, 4]));
+        assert_eq!(gather_nd(&x, &d(Int64, &[2, 5, 3])).unwrap().shape, vec![2, 5]);
+        assert_eq!(gather_nd(&x, &d(Uint32, &[3])).unwrap().shape, Vec::<usize>::new());
+        let m = msg(gather_nd(&x, &d(Int32, &[2, 4])));
+        assert!(m.contains("gatherND: the last dimension of indices (shape [2, 4]) is 4"), "{m}");
+        assert!(gather_nd(&x, &d(Int32, &[])).is_err());
+        assert!(gather_nd(&d(Int8, &[]), &d(Int32, &[1])).is_err());
+        assert!(gather_nd(&x, &d(Uint64, &[1])).is_err());
+        let m = msg(gather_nd(&d(Float32, &[2; 8]), &d(Int32, &[2, 2, 1])));
+        assert!(m.contains("gatherND: output") && m.contains("rank 9"), "{m}");
+        assert_eq!(scatter_nd(&x, &d(Int32, &[5, 2]), &d(Int8, &[5, 4])).unwrap(), x);
+        let m = msg(scatter_nd(&x, &d(Int32, &[5, 2]), &d(Int8, &[5, 3])));
+        assert!(m.contains("scatterND: updates has shape [5, 3]") && m.contains("must be [5, 4]"), "{m}");
+        let m = msg(scatter_nd(&x, &d(Int32, &[5, 2]), &d(Uint8, &[5, 4])));
+        assert!(m.contains("scatterND: updates has data type 'uint8'"), "{m}");
+        assert_eq!(scatter_nd(&x, &d(Int64, &[3]), &d(Int8, &[])).unwrap(), x);
     }
 
     #[test]

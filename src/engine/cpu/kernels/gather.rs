@@ -365,6 +365,164 @@ pub fn triangular(input: &Tensor, upper: bool, diagonal: i32, out: &mut [u8]) ->
     Ok(())
 }
 
+// ---------------------------------------------------------------------------
+// gatherElements, gatherND, scatterElements, scatterND
+//
+// Every index is read with `normalize_index` (gather's rule) along the dimension it
+// addresses, so none reaches outside the input. The scatters copy the input and
+// then write the updates one by one in row-major order of `updates`: where two
+// updates address the same element, the later one wins (the GPU engine keeps the
+// same winner, see its lowering).
+
+fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// The indices' values, widened to i64 (unsigned 32-bit values are exact).
+fn raw_indices(indices: &Tensor) -> Result<Vec<i64>> {
+    Ok(match indices.data_type {
+        DataType::Int32 => as_elems::<i32>(indices.data)?.iter().map(|&i| i as i64).collect(),
+        DataType::Uint32 => as_elems::<u32>(indices.data)?.iter().map(|&i| i as i64).collect(),
+        DataType::Int64 => as_elems::<i64>(indices.data)?.to_vec(),
+        other => return Err(internal(&format!("indices of type {other}"))),
+    })
+}
+
+/// For gatherElements/scatterElements: the input offset each indices element
+/// addresses (its own coordinates, with the one along `axis` read from indices).
+fn element_offsets(shape: &[usize], ishape: &[usize], idx: &[usize], axis: usize) -> Result<Vec<usize>> {
+    let rank = shape.len();
+    if ishape.len() != rank || axis >= rank || idx.len() != product(ishape) {
+        return Err(internal("elements shapes"));
+    }
+    if (0..rank).any(|d| d != axis && ishape[d] > shape[d]) {
+        return Err(internal("elements indices shape"));
+    }
+    let strides = strides_of(shape);
+    let mut coords = vec![0usize; rank];
+    let mut offsets = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let mut off = i * strides[axis];
+        for d in (0..rank).filter(|&d| d != axis) {
+            off += coords[d] * strides[d];
+        }
+        offsets.push(off);
+        // Next row-major coordinate of the indices' shape.
+        for d in (0..rank).rev() {
+            coords[d] += 1;
+            if coords[d] < ishape[d] {
+                break;
+            }
+            coords[d] = 0;
+        }
+    }
+    Ok(offsets)
+}
+
+pub fn gather_elements(input: &Tensor, indices: &Tensor, axis: usize, out: &mut [u8]) -> Result<()> {
+    let n = *input.shape.get(axis).ok_or_else(|| internal("gatherElements axis"))?;
+    let idx = normalized_indices(indices, n)?;
+    let offsets = element_offsets(input.shape, indices.shape, &idx, axis)?;
+    let esize = input.data_type.byte_size();
+    if input.data.len() != product(input.shape) * esize || out.len() != offsets.len() * esize {
+        return Err(internal("gatherElements size mismatch"));
+    }
+    by_size!(esize, W => {
+        let src = as_elems::<W>(input.data)?;
+        let dst = as_elems_mut::<W>(out)?;
+        for (o, &off) in dst.iter_mut().zip(&offsets) {
+            *o = *src.get(off).ok_or_else(|| internal("gatherElements offset"))?;
+        }
+        Ok(())
+    })
+}
+
+/// For gatherND/scatterND: k, the slice length prod(shape[k..]), and the input
+/// offset of each index tuple's slice.
+fn nd_offsets(shape: &[usize], indices: &Tensor) -> Result<(usize, Vec<usize>)> {
+    let q = indices.shape.len();
+    let k = if q == 0 { 0 } else { indices.shape[q - 1] };
+    if k == 0 || k > shape.len() {
+        return Err(internal("ND indices shape"));
+    }
+    let strides = strides_of(shape);
+    let raw = raw_indices(indices)?;
+    if raw.len() % k != 0 {
+        return Err(internal("ND indices size"));
+    }
+    let offsets = raw
+        .chunks_exact(k)
+        .map(|t| t.iter().enumerate().map(|(j, &i)| normalize_index(i, shape[j]) * strides[j]).sum())
+        .collect();
+    Ok((product(&shape[k..]), offsets))
+}
+
+pub fn gather_nd(input: &Tensor, indices: &Tensor, out: &mut [u8]) -> Result<()> {
+    let (slice, offsets) = nd_offsets(input.shape, indices)?;
+    let esize = input.data_type.byte_size();
+    if input.data.len() != product(input.shape) * esize || out.len() != offsets.len() * slice * esize {
+        return Err(internal("gatherND size mismatch"));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let row = slice * esize;
+    let src = input.data;
+    par_rows(out, row, |rows, chunk| {
+        let start = rows.start;
+        for t in rows {
+            let from = offsets[t] * esize;
+            chunk[(t - start) * row..][..row].copy_from_slice(&src[from..from + row]);
+        }
+    });
+    Ok(())
+}
+
+fn scatter_checks(input: &Tensor, updates: &Tensor, out: &[u8], what: &str) -> Result<usize> {
+    let esize = input.data_type.byte_size();
+    if updates.data_type != input.data_type || out.len() != input.data.len() || input.data.len() != product(input.shape) * esize {
+        return Err(internal(&format!("{what} size mismatch")));
+    }
+    Ok(esize)
+}
+
+pub fn scatter_elements(input: &Tensor, indices: &Tensor, updates: &Tensor, axis: usize, out: &mut [u8]) -> Result<()> {
+    let esize = scatter_checks(input, updates, out, "scatterElements")?;
+    let n = *input.shape.get(axis).ok_or_else(|| internal("scatterElements axis"))?;
+    let idx = normalized_indices(indices, n)?;
+    let offsets = element_offsets(input.shape, indices.shape, &idx, axis)?;
+    if updates.data.len() != offsets.len() * esize {
+        return Err(internal("scatterElements updates size"));
+    }
+    out.copy_from_slice(input.data);
+    // In order, so that the last of several updates of one element stays.
+    for (j, &off) in offsets.iter().enumerate() {
+        let to = out.get_mut(off * esize..(off + 1) * esize).ok_or_else(|| internal("scatterElements offset"))?;
+        to.copy_from_slice(&updates.data[j * esize..(j + 1) * esize]);
+    }
+    Ok(())
+}
+
+pub fn scatter_nd(input: &Tensor, indices: &Tensor, updates: &Tensor, out: &mut [u8]) -> Result<()> {
+    let esize = scatter_checks(input, updates, out, "scatterND")?;
+    let (slice, offsets) = nd_offsets(input.shape, indices)?;
+    let row = slice * esize;
+    if updates.data.len() != offsets.len() * row {
+        return Err(internal("scatterND updates size"));
+    }
+    out.copy_from_slice(input.data);
+    // In order, so that the last of several updates of one slice stays.
+    for (t, &off) in offsets.iter().enumerate() {
+        let to = out.get_mut(off * esize..off * esize + row).ok_or_else(|| internal("scatterND offset"))?;
+        to.copy_from_slice(&updates.data[t * row..(t + 1) * row]);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +574,38 @@ mod tests {
         let ob = view_mut(&mut os, out_len * std::mem::size_of::<O>());
         f(&t, ob).unwrap();
         as_elems::<O>(ob).unwrap().to_vec()
+    }
+
+    #[test]
+    fn gather_and_scatter_elements_and_nd() {
+        // ONNX GatherElements example 2 with indices [[1, -1, 0], [9, 0, -9]] (clamped).
+        let x: Vec<i32> = (1..=9).collect();
+        let idx: Vec<i32> = vec![1, -1, 0, 9, 0, -9];
+        let ib = buf(&idx);
+        let it = Tensor { data: view(&ib, 24), shape: &[2, 3], data_type: DataType::Int32 };
+        let y: Vec<i32> = run(&x, &[3, 3], DataType::Int32, 6, |t, o| gather_elements(t, &it, 0, o));
+        assert_eq!(y, vec![4, 8, 3, 7, 2, 3]);
+        // Scatter to the same places: element (0, 2), addressed twice, keeps the later update.
+        let upd: Vec<i32> = vec![10, 20, 30, 40, 50, 60];
+        let ub = buf(&upd);
+        let ut = Tensor { data: view(&ub, 24), shape: &[2, 3], data_type: DataType::Int32 };
+        let y: Vec<i32> = run(&x, &[3, 3], DataType::Int32, 9, |t, o| scatter_elements(t, &it, &ut, 0, o));
+        assert_eq!(y, vec![1, 50, 60, 10, 5, 6, 40, 20, 9]);
+        // gatherND, k = 1 and 2, int64 components clamped along their own dimension.
+        let nd: Vec<i64> = vec![2, -1, i64::MIN, i64::MAX];
+        let nb = buf(&nd);
+        let nt = Tensor { data: view(&nb, 32), shape: &[2, 2], data_type: DataType::Int64 };
+        let y: Vec<i32> = run(&x, &[3, 3], DataType::Int32, 2, |t, o| gather_nd(t, &nt, o));
+        assert_eq!(y, vec![9, 3]);
+        let rows = Tensor { data: view(&nb, 32), shape: &[4, 1], data_type: DataType::Int64 };
+        let y: Vec<i32> = run(&x, &[3, 3], DataType::Int32, 12, |t, o| gather_nd(t, &rows, o));
+        assert_eq!(y, vec![7, 8, 9, 7, 8, 9, 1, 2, 3, 7, 8, 9]);
+        // scatterND of rows 2, 2 (-1), 0, 2: row 2 keeps the last.
+        let u: Vec<i32> = (100..112).collect();
+        let ub = buf(&u);
+        let ut = Tensor { data: view(&ub, 48), shape: &[4, 3], data_type: DataType::Int32 };
+        let y: Vec<i32> = run(&x, &[3, 3], DataType::Int32, 9, |t, o| scatter_nd(t, &rows, &ut, o));
+        assert_eq!(y, vec![106, 107, 108, 4, 5, 6, 109, 110, 111]);
     }
 
     #[test]

@@ -88,6 +88,10 @@ pub fn run(op: &Op, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]) ->
         }
         (Op::QuantizeLinear, [x, s, z]) => tile_quant::quantize_linear(x, s, z, out),
         (Op::DequantizeLinear, [x, s, z]) => tile_quant::dequantize_linear(x, s, z, out),
+        (Op::GatherElements { axis }, [a, i]) => gather::gather_elements(a, i, *axis, out),
+        (Op::GatherNd, [a, i]) => gather::gather_nd(a, i, out),
+        (Op::ScatterElements { axis }, [a, i, u]) => gather::scatter_elements(a, i, u, *axis, out),
+        (Op::ScatterNd, [a, i, u]) => gather::scatter_nd(a, i, u, out),
         (Op::Pool2d(p), [a]) => pooling::pool2d(p, a, out, out_shape),
         (Op::BatchNormalization(a), ins) => normalization::batch_normalization(a, ins, out),
         (Op::InstanceNormalization(a), ins) => normalization::instance_normalization(a, ins, out),

@@ -20,7 +20,7 @@
 use std::fmt::Write;
 
 use crate::engine::cpu::kernels::gather::nearest_source;
-use crate::engine::gpu::plan::{contiguous_strides, not_supported, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
+use crate::engine::gpu::plan::{contiguous_strides, not_supported, padded, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, MAX_RANK, PRELUDE, PRELUDE64};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
@@ -37,19 +37,34 @@ pub(super) fn lower(
 ) -> Option<Result<Lowering>> {
     let out = match outs {
         [o] => *o,
-        _ => return matches!(op, Op::Gather { .. } | Op::Pad { .. } | Op::Resample2d { .. } | Op::Triangular { .. })
-            .then(|| Err(internal("expected one output"))),
+        _ => return ours(op).then(|| Err(internal("expected one output"))),
     };
     Some(match (op, ins) {
         (Op::Gather { axis }, [x, i]) => gather(*axis, *x, *i, out),
         (Op::Pad { beginning, mode, value, .. }, [x]) => pad(beginning, *mode, *value, *x, out),
         (Op::Resample2d { mode, axes }, [x]) => resample2d(op, *mode, *axes, *x, out, cx),
         (Op::Triangular { upper, diagonal }, [x]) => triangular(*upper, *diagonal, *x, out),
-        (Op::Gather { .. } | Op::Pad { .. } | Op::Resample2d { .. } | Op::Triangular { .. }, _) => {
-            Err(internal("unexpected operand count"))
-        }
+        (Op::GatherElements { axis }, [x, i]) => gather_elements(*axis, *x, *i, out),
+        (Op::GatherNd, [x, i]) => gather_nd(*x, *i, out),
+        (Op::ScatterElements { axis }, [x, i, u]) => scatter_elements(*axis, *x, *i, *u, out),
+        (Op::ScatterNd, [x, i, u]) => scatter_nd(*x, *i, *u, out),
+        _ if ours(op) => Err(internal("unexpected operand count")),
         _ => return None,
     })
+}
+
+fn ours(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Gather { .. }
+            | Op::Pad { .. }
+            | Op::Resample2d { .. }
+            | Op::Triangular { .. }
+            | Op::GatherElements { .. }
+            | Op::GatherNd
+            | Op::ScatterElements { .. }
+            | Op::ScatterNd
+    )
 }
 
 fn internal(what: &str) -> WebnnError {
@@ -693,6 +708,265 @@ fn triangular(upper: bool, diagonal: i32, x: Operand, out: Operand) -> Result<Lo
     Ok(launch(triangular_wgsl(Storage::of(x.1.data_type), upper), vec![Buf::Operand(x.0)], out, params))
 }
 
+// ---------------------------------------------------------------------------
+// gatherElements, gatherND, scatterElements, scatterND
+//
+// The gathers are per-element kernels like gather. A scatter is three dispatches,
+// so that duplicate indices resolve as on the CPU (the last update in row-major
+// order of `updates` wins) whatever order the invocations run in: the winner
+// table (one word per input element, or per slice for scatterND) is cleared; each
+// update (or index tuple) stores its position + 1 there with atomicMax; then each
+// output element copies its winning update, or the input where none addressed it.
+
+/// Parameter layout of the elements kernels: p[0] element count, p[1] rank, p[2]
+/// the axis counted from the innermost dimension, p[3] the input's size along the
+/// axis, then the indices' shape and the input's strides, innermost first.
+const EL_DIMS: usize = 4;
+const EL_STRIDES: usize = EL_DIMS + MAX_RANK;
+const EL_WORDS: usize = EL_STRIDES + MAX_RANK;
+
+/// `fn el_offset(e)`: the input element that indices element e addresses.
+fn el_offset_fn() -> String {
+    format!(
+        "fn el_offset(e: u32) -> u32 {{
+  var rem = e;
+  var off = 0u;
+  for (var d = 0u; d < {MAX_RANK}u; d = d + 1u) {{
+    if (d >= p[1]) {{ break; }}
+    let dim = p[{EL_DIMS}u + d];
+    if (d != p[2]) {{ off = off + (rem % dim) * p[{EL_STRIDES}u + d]; }}
+    rem = rem / dim;
+  }}
+  return off + index_at(e, p[3]) * p[{EL_STRIDES}u + p[2]];
+}}
+"
+    )
+}
+
+fn elements_params(axis: usize, x: &OperandDesc, indices: &OperandDesc, count: u32) -> Result<Vec<u32>> {
+    let rank = x.shape.len();
+    if rank == 0 || rank > MAX_RANK || indices.shape.len() != rank || axis >= rank {
+        return Err(internal("elements ranks"));
+    }
+    let strides = contiguous_strides(&x.shape);
+    let mut p = vec![0u32; EL_WORDS];
+    p[0] = count;
+    p[1] = rank as u32;
+    p[2] = (rank - 1 - axis) as u32;
+    p[3] = u32_of(x.shape[axis], "a dimension")?;
+    for (k, d) in (0..rank).rev().enumerate() {
+        p[EL_DIMS + k] = u32_of(indices.shape[d], "a dimension")?;
+        p[EL_STRIDES + k] = u32_of(strides[d], "a stride")?;
+    }
+    Ok(p)
+}
+
+pub(super) fn gather_elements_wgsl(st: Storage, indices: DataType) -> Result<String> {
+    let mut s = format!("// gatherElements {} {}\n", st.tag(), indices.name());
+    s.push_str(&header(&["src", "idx"]));
+    s.push_str(&raw_load(st));
+    s.push_str(index_fn(indices)?);
+    s.push_str(&el_offset_fn());
+    let _ = writeln!(s, "fn elem(e: u32) -> {} {{ return ld(el_offset(e)); }}", bits_type(st));
+    s.push_str(&elem_main(st));
+    Ok(s)
+}
+
+fn gather_elements(axis: usize, x: Operand, indices: Operand, out: Operand) -> Result<Lowering> {
+    check_indexable(x.1, "the gatherElements input")?;
+    check_indexable(indices.1, "the gatherElements indices")?;
+    let total = check_indexable(out.1, "the gatherElements output")?;
+    if total == 0 || x.1.element_count() == 0 {
+        return Err(internal("gatherElements of an empty tensor"));
+    }
+    let params = elements_params(axis, x.1, indices.1, total)?;
+    Ok(launch(
+        gather_elements_wgsl(Storage::of(x.1.data_type), indices.1.data_type)?,
+        vec![Buf::Operand(x.0), Buf::Operand(indices.0)],
+        out,
+        params,
+    ))
+}
+
+/// Parameter layout of the ND kernels: p[0] count, p[1] the slice length
+/// prod(input.shape[k..]), p[2] k, then input.shape[..k] and the strides of those
+/// k dimensions in units of `p[1]` elements (gatherND: of elements), outermost first.
+const ND_DIMS: usize = 3;
+const ND_STRIDES: usize = ND_DIMS + MAX_RANK;
+const ND_WORDS: usize = ND_STRIDES + MAX_RANK;
+
+/// `fn nd_offset(t)`: the offset that index tuple t addresses, in the units of the
+/// strides in the parameters.
+fn nd_offset_fn() -> String {
+    format!(
+        "fn nd_offset(t: u32) -> u32 {{
+  let k = p[2];
+  var off = 0u;
+  for (var j = 0u; j < {MAX_RANK}u; j = j + 1u) {{
+    if (j >= k) {{ break; }}
+    off = off + index_at(t * k + j, p[{ND_DIMS}u + j]) * p[{ND_STRIDES}u + j];
+  }}
+  return off;
+}}
+"
+    )
+}
+
+/// (params, slice length, number of index tuples); strides in slices when
+/// `in_slices`, else in elements.
+fn nd_params(x: &OperandDesc, indices: &OperandDesc, count: u32, in_slices: bool) -> Result<(Vec<u32>, usize, usize)> {
+    let (rank, q) = (x.shape.len(), indices.shape.len());
+    let k = if q == 0 { 0 } else { indices.shape[q - 1] };
+    if k == 0 || k > rank || rank > MAX_RANK {
+        return Err(internal("ND shapes"));
+    }
+    let slice: usize = x.shape[k..].iter().product();
+    let tuples: usize = indices.shape[..q - 1].iter().product();
+    let strides = contiguous_strides(&x.shape);
+    let mut p = vec![0u32; ND_WORDS];
+    p[0] = count;
+    p[1] = u32_of(slice, "a slice length")?;
+    p[2] = k as u32;
+    for j in 0..k {
+        p[ND_DIMS + j] = u32_of(x.shape[j], "a dimension")?;
+        p[ND_STRIDES + j] = u32_of(if in_slices { strides[j] / slice } else { strides[j] }, "a stride")?;
+    }
+    Ok((p, slice, tuples))
+}
+
+pub(super) fn gather_nd_wgsl(st: Storage, indices: DataType) -> Result<String> {
+    let mut s = format!("// gatherND {} {}\n", st.tag(), indices.name());
+    s.push_str(&header(&["src", "idx"]));
+    s.push_str(&raw_load(st));
+    s.push_str(index_fn(indices)?);
+    s.push_str(&nd_offset_fn());
+    let _ = writeln!(s, "fn elem(e: u32) -> {} {{ return ld(nd_offset(e / p[1]) + e % p[1]); }}", bits_type(st));
+    s.push_str(&elem_main(st));
+    Ok(s)
+}
+
+fn gather_nd(x: Operand, indices: Operand, out: Operand) -> Result<Lowering> {
+    check_indexable(x.1, "the gatherND input")?;
+    check_indexable(indices.1, "the gatherND indices")?;
+    let total = check_indexable(out.1, "the gatherND output")?;
+    let (params, slice, _) = nd_params(x.1, indices.1, total, false)?;
+    if total == 0 || slice == 0 {
+        return Err(internal("gatherND of an empty tensor"));
+    }
+    Ok(launch(
+        gather_nd_wgsl(Storage::of(x.1.data_type), indices.1.data_type)?,
+        vec![Buf::Operand(x.0), Buf::Operand(indices.0)],
+        out,
+        params,
+    ))
+}
+
+/// Clears `dst[0..p[0]]`.
+pub(super) fn zero_wgsl() -> String {
+    let mut s = String::from("// scatter: clear the winners\n");
+    s.push_str(&header(&[]));
+    s.push_str(MAIN_HEAD);
+    s.push_str("  if (g >= p[0]) { return; }\n  dst[g] = 0u;\n}\n");
+    s
+}
+
+/// Update (or index tuple) g claims the word its `offset` function gives.
+pub(super) fn mark_wgsl(indices: DataType, nd: bool) -> Result<String> {
+    let mut s = format!("// {} winners {}\n", if nd { "scatterND" } else { "scatterElements" }, indices.name());
+    s.push_str(
+        "@group(0) @binding(0) var<storage, read> idx: array<u32>;\n\
+         @group(0) @binding(1) var<storage, read_write> win: array<atomic<u32>>;\n\
+         @group(0) @binding(2) var<storage, read> p: array<u32>;\n",
+    );
+    s.push_str(index_fn(indices)?);
+    s.push_str(&if nd { nd_offset_fn() } else { el_offset_fn() });
+    s.push_str(MAIN_HEAD);
+    let f = if nd { "nd_offset" } else { "el_offset" };
+    let _ = writeln!(s, "  if (g >= p[0]) {{ return; }}\n  atomicMax(&win[{f}(g)], g + 1u);\n}}");
+    Ok(s)
+}
+
+/// Output element e: the winning update of its word (p[1] elements per word: 1,
+/// or scatterND's slice length), else the input.
+pub(super) fn select_wgsl(st: Storage) -> String {
+    let mut s = format!("// scatter select {}\n", st.tag());
+    s.push_str(&header(&["src", "upd", "win"]));
+    s.push_str(&raw_load(st));
+    if st.wide() {
+        s.push_str("fn ldu(i: u32) -> vec2<u32> { return vec2<u32>(upd[2u * i], upd[2u * i + 1u]); }\n");
+    } else {
+        s.push_str(&load_fn("ldu", "upd", st, false));
+    }
+    let _ = writeln!(
+        s,
+        "fn elem(e: u32) -> {} {{
+  let w = win[e / p[1]];
+  if (w == 0u) {{ return ld(e); }}
+  return ldu((w - 1u) * p[1] + e % p[1]);
+}}",
+        bits_type(st)
+    );
+    s.push_str(&elem_main(st));
+    s
+}
+
+/// The three dispatches of a scatter: `winners` words, `marks` invocations.
+fn scatter(x: Operand, indices: Operand, updates: Operand, out: Operand, mark: String, mark_params: Vec<u32>, marks: usize, winners: usize, per_word: usize) -> Result<Lowering> {
+    let total = check_indexable(out.1, "the scatter output")?;
+    // Positions + 1 are stored in a u32 word.
+    if marks >= u32::MAX as usize || total == 0 || winners == 0 || marks == 0 {
+        return Err(internal("scatter sizes"));
+    }
+    let mut l = Lowering::default();
+    let win = l.local(Local::Scratch(padded(winners * 4)));
+    l.steps.push(Lowered::Dispatch {
+        wgsl: zero_wgsl(),
+        reads: vec![],
+        writes: vec![win],
+        params: vec![winners as u32, 0, 0, 0],
+        grid: Grid::Threads(winners),
+    });
+    l.steps.push(Lowered::Dispatch {
+        wgsl: mark,
+        reads: vec![Buf::Operand(indices.0)],
+        writes: vec![win],
+        params: mark_params,
+        grid: Grid::Threads(marks),
+    });
+    let st = Storage::of(x.1.data_type);
+    l.steps.push(Lowered::Dispatch {
+        wgsl: select_wgsl(st),
+        reads: vec![Buf::Operand(x.0), Buf::Operand(updates.0), win],
+        writes: vec![Buf::Operand(out.0)],
+        params: vec![total, u32_of(per_word, "a slice length")?, 0, 0],
+        grid: Grid::Threads(out.1.element_count().div_ceil(st.lanes() as usize)),
+    });
+    Ok(l)
+}
+
+fn scatter_elements(axis: usize, x: Operand, indices: Operand, updates: Operand, out: Operand) -> Result<Lowering> {
+    let winners = check_indexable(x.1, "the scatterElements input")? as usize;
+    check_indexable(updates.1, "the scatterElements updates")?;
+    let marks = check_indexable(indices.1, "the scatterElements indices")?;
+    let params = elements_params(axis, x.1, indices.1, marks)?;
+    let mark = mark_wgsl(indices.1.data_type, false)?;
+    scatter(x, indices, updates, out, mark, params, marks as usize, winners, 1)
+}
+
+fn scatter_nd(x: Operand, indices: Operand, updates: Operand, out: Operand) -> Result<Lowering> {
+    check_indexable(x.1, "the scatterND input")?;
+    check_indexable(updates.1, "the scatterND updates")?;
+    check_indexable(indices.1, "the scatterND indices")?;
+    let (_, slice, tuples) = nd_params(x.1, indices.1, 0, true)?;
+    let (params, _, _) = nd_params(x.1, indices.1, u32_of(tuples, "the index tuples")?, true)?;
+    if slice == 0 {
+        return Err(internal("scatterND of an empty tensor"));
+    }
+    let winners = x.1.element_count() / slice;
+    let mark = mark_wgsl(indices.1.data_type, true)?;
+    scatter(x, indices, updates, out, mark, params, tuples, winners, slice)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -714,6 +988,16 @@ mod tests {
             validate(&resample_wgsl(st, InterpolationMode::NearestNeighbor, Blend::Exact));
             validate(&triangular_wgsl(st, true));
             validate(&triangular_wgsl(st, false));
+            validate(&select_wgsl(st));
+            for t in [DataType::Int32, DataType::Uint32, DataType::Int64] {
+                validate(&gather_elements_wgsl(st, t).unwrap());
+                validate(&gather_nd_wgsl(st, t).unwrap());
+            }
+        }
+        validate(&zero_wgsl());
+        for t in [DataType::Int32, DataType::Uint32, DataType::Int64] {
+            validate(&mark_wgsl(t, false).unwrap());
+            validate(&mark_wgsl(t, true).unwrap());
         }
         for st in [Storage::F32, Storage::F16] {
             for b in [Blend::Exact, Blend::Emulated] {

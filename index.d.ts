@@ -1812,7 +1812,7 @@ export declare class MLGraphBuilder {
    * type not listed, or an output of rank above 8.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gathernd
    */
-  gatherND(input: MLOperand, indices: MLOperand, options?: { label?: string }): MLOperand;
+  gatherND(input: MLOperand, indices: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   /**
    * ONNX ScatterElements without reduction: the input with updates[c] written at c with c[axis]
@@ -1832,7 +1832,7 @@ export declare class MLGraphBuilder {
    * @returns A tensor of the input's shape and data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-scatternd
    */
-  scatterND(input: MLOperand, indices: MLOperand, updates: MLOperand, options?: { label?: string }): MLOperand;
+  scatterND(input: MLOperand, indices: MLOperand, updates: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   // 7.8.18 gelu -----------------------------------------------------------------------------
 

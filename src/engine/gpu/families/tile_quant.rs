@@ -241,6 +241,19 @@ pub(super) fn quantize_wgsl(x: Storage, z: Storage) -> Result<String> {
         ),
         other => return Err(internal(&format!("quantizeLinear to {}", other.tag()))),
     };
+    // WGSL's division may be 2.5 ULP off, which moves large quotients (int32
+    // outputs) to the next integer (seen on an H100): one Newton step on the
+    // residual, exact where `fma` is fused (GPUs' FMA units, lavapipe), brings the
+    // quotient to the correctly rounded one the CPU engine computes.
+    s.push_str(
+        "fn div_rn(a: f32, b: f32) -> f32 {
+  let q = div_f(a, b);
+  if (is_nan(q) || abs(q) > 1.0e38 || b == 0.0 || abs(b) > 1.0e38) { return q; }
+  let r = fma(-q, b, a);
+  return q + div_f(r, b);
+}
+",
+    );
     s.push_str(
         "fn sat_add(a: i32, b: i32) -> i32 {
   let t = a + b;
@@ -255,7 +268,7 @@ pub(super) fn quantize_wgsl(x: Storage, z: Storage) -> Result<String> {
         "fn elem(e: u32) -> u32 {{
   let k = k_of(e);
   let z = {zero_point};
-  let q0 = round(div_f(ldx(e), lds(k)));
+  let q0 = round(div_rn(ldx(e), lds(k)));
   if (is_nan(q0)) {{ return bitcast<u32>(z){mask}; }}
   if (q0 >= 4294967296.0) {{ return bitcast<u32>({hi}){mask}; }}
   if (q0 <= -4294967296.0) {{ return bitcast<u32>({lo}){mask}; }}

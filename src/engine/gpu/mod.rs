@@ -219,7 +219,7 @@ impl GpuEngine {
         };
         let info = adapter.get_info();
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
-        let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64 | wgpu::Features::SHADER_F64;
         // WEBNN_GPU_NO_INT64=1 leaves 64-bit integer shaders off, so the emulated
         // int64/uint64 arithmetic can be tested on adapters that have them.
         if std::env::var_os("WEBNN_GPU_NO_INT64").is_some_and(|v| !v.is_empty() && v != "0") {

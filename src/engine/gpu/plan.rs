@@ -210,6 +210,8 @@ impl Lowering {
 pub(super) struct Cx<'a> {
     /// 64-bit integer shaders (SHADER_INT64).
     pub int64: bool,
+    /// 64-bit float shaders (SHADER_F64): quantizeLinear's exact division.
+    pub f64: bool,
     pub limits: &'a wgpu::Limits,
 }
 
@@ -582,6 +584,7 @@ impl GpuPlan {
         // Everything the engine does not support fails before any GPU work.
         let cx = Cx {
             int64: shared.device.features().contains(wgpu::Features::SHADER_INT64),
+            f64: shared.device.features().contains(wgpu::Features::SHADER_F64),
             limits: &shared.limits,
         };
         let mut lowered = Vec::with_capacity(graph.operators.len());

@@ -23,7 +23,7 @@ use crate::ops::Op;
 
 type Operand<'a> = (OperandId, &'a OperandDesc);
 
-pub(super) fn lower(op: &Op, ins: &[Operand], outs: &[Operand], _cx: &Cx) -> Option<Result<Lowering>> {
+pub(super) fn lower(op: &Op, ins: &[Operand], outs: &[Operand], cx: &Cx) -> Option<Result<Lowering>> {
     let ours = matches!(
         op,
         Op::Reverse { .. } | Op::Tile { .. } | Op::CumulativeSum { .. } | Op::QuantizeLinear | Op::DequantizeLinear
@@ -39,8 +39,8 @@ pub(super) fn lower(op: &Op, ins: &[Operand], outs: &[Operand], _cx: &Cx) -> Opt
         (Op::Reverse { axes }, [x]) => index_map(*x, out, axes),
         (Op::Tile { .. }, [x]) => index_map(*x, out, &[]),
         (Op::CumulativeSum { axis, exclusive, reversed }, [x]) => cumulative_sum(*x, out, *axis, *exclusive, *reversed),
-        (Op::QuantizeLinear, [x, s, z]) => blockwise(true, *x, *s, *z, out),
-        (Op::DequantizeLinear, [x, s, z]) => blockwise(false, *x, *s, *z, out),
+        (Op::QuantizeLinear, [x, s, z]) => blockwise(true, *x, *s, *z, out, cx.f64),
+        (Op::DequantizeLinear, [x, s, z]) => blockwise(false, *x, *s, *z, out, cx.f64),
         _ => Err(internal("unexpected operand count")),
     })
 }
@@ -220,7 +220,7 @@ fn scale_index_fn() -> String {
 }
 
 /// quantizeLinear from `x` (float32/float16; scale the same) to `z` (int8, uint8, int32).
-pub(super) fn quantize_wgsl(x: Storage, z: Storage) -> Result<String> {
+pub(super) fn quantize_wgsl(x: Storage, z: Storage, f64: bool) -> Result<String> {
     let mut s = format!("// quantizeLinear {} {}\n", x.tag(), z.tag());
     s.push_str(PRELUDE);
     s.push_str(&header(&["src", "sc", "zp"]));
@@ -242,18 +242,15 @@ pub(super) fn quantize_wgsl(x: Storage, z: Storage) -> Result<String> {
         other => return Err(internal(&format!("quantizeLinear to {}", other.tag()))),
     };
     // WGSL's division may be 2.5 ULP off, which moves large quotients (int32
-    // outputs) to the next integer (seen on an H100): one Newton step on the
-    // residual, exact where `fma` is fused (GPUs' FMA units, lavapipe), brings the
-    // quotient to the correctly rounded one the CPU engine computes.
-    s.push_str(
-        "fn div_rn(a: f32, b: f32) -> f32 {
-  let q = div_f(a, b);
-  if (is_nan(q) || abs(q) > 1.0e38 || b == 0.0 || abs(b) > 1.0e38) { return q; }
-  let r = fma(-q, b, a);
-  return q + div_f(r, b);
-}
-",
-    );
+    // outputs) to the next integer (seen on an H100). With 64-bit floats the
+    // quotient of two float32 values computed in float64 and rounded to float32 is
+    // the correctly rounded float32 quotient (53 >= 2 * 24 + 2), the one the CPU
+    // engine computes. Without them, the plain division (exact on lavapipe).
+    if f64 {
+        s.push_str("fn div_rn(a: f32, b: f32) -> f32 { return f32(f64(a) / f64(b)); }\n");
+    } else {
+        s.push_str("fn div_rn(a: f32, b: f32) -> f32 { return div_f(a, b); }\n");
+    }
     s.push_str(
         "fn sat_add(a: i32, b: i32) -> i32 {
   let t = a + b;
@@ -327,7 +324,7 @@ pub(super) fn dequantize_wgsl(x: Storage, f: Storage) -> Result<String> {
     Ok(s)
 }
 
-fn blockwise(quantize: bool, x: Operand, s: Operand, z: Operand, out: Operand) -> Result<Lowering> {
+fn blockwise(quantize: bool, x: Operand, s: Operand, z: Operand, out: Operand, f64: bool) -> Result<Lowering> {
     let (shape, sshape) = (&x.1.shape, &s.1.shape);
     let rank = shape.len();
     let shapes_ok = rank <= MAX_RANK
@@ -339,7 +336,7 @@ fn blockwise(quantize: bool, x: Operand, s: Operand, z: Operand, out: Operand) -
         return Err(internal("quantization shapes"));
     }
     let wgsl = if quantize {
-        quantize_wgsl(Storage::of(x.1.data_type), Storage::of(z.1.data_type))?
+        quantize_wgsl(Storage::of(x.1.data_type), Storage::of(z.1.data_type), f64)?
     } else {
         dequantize_wgsl(Storage::of(x.1.data_type), Storage::of(s.1.data_type))?
     };
@@ -379,7 +376,7 @@ mod tests {
         assert!(cumulative_sum_wgsl(Storage::U32).is_err());
         for f in [Storage::F32, Storage::F16] {
             for i in QUANT_INTS {
-                validate(&quantize_wgsl(f, Storage::of(i)).unwrap());
+                validate(&quantize_wgsl(f, Storage::of(i), false).unwrap());
                 validate(&dequantize_wgsl(Storage::of(i), f).unwrap());
             }
         }

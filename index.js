@@ -15,7 +15,7 @@ const {
 } = require('./lib/webidl.js')
 
 const {
-  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, toArray, then, resolved, rejected, bufferSource, copyBytes,
+  ObjectCreate, transferBuffer, newView, newBytes, setOwn, append, newList, then, resolved, rejected, bufferSource, copyBytes,
   zeroBytes, newBuffer, frozenCopy
 } = require('./lib/intrinsics.js')
 
@@ -252,13 +252,18 @@ const MLTensorUsage = Object.freeze({ __proto__: null, WEBGPU_INTEROP: 1, READ: 
 
 /** The bytes of AllowSharedBufferSource `v`, which must hold exactly `byteLength`. */
 function sourceBytes (v, what, byteLength) {
-  return sourceInfo(v, what, byteLength).bytes
+  return checkSource(toSource(v, what), what, byteLength).bytes
 }
 
-/** `bufferSource(v)`, checked to hold exactly `byteLength` bytes. */
-function sourceInfo (v, what, byteLength) {
+/** WebIDL conversion to AllowSharedBufferSource: `bufferSource(v)`, or a TypeError. */
+function toSource (v, what) {
   const info = bufferSource(v)
   if (info === null) throw new TypeError(`${what}: ${describe(v)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+  return info
+}
+
+/** A converted source (`toSource`), checked to hold exactly `byteLength` bytes. */
+function checkSource (info, what, byteLength) {
   if (info.resizable) throw new TypeError(`${what}: resizable buffers are not accepted`)
   if (info.detached) throw new TypeError(`${what}: its ArrayBuffer is detached`)
   if (info.bytes.length !== byteLength) throw new TypeError(`${what}: holds ${info.bytes.length} bytes but the tensor needs ${byteLength}`)
@@ -474,12 +479,11 @@ class MLContext {
     // WebIDL converts the arguments first (TypeErrors), then the steps check the context.
     if (!MLContext._is(this)) throw new TypeError('writeTensor: `this` is not an MLContext')
     if (!MLTensor._is(tensor)) throw new TypeError(`writeTensor: tensor: ${describe(tensor)} is not an MLTensor`)
-    if (bufferSource(inputData) === null) throw new TypeError(`writeTensor: inputData: ${describe(inputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+    const info = toSource(inputData, 'writeTensor: inputData')
     MLContext._check(this, 'writeTensor')
     const t = MLTensor._usable(tensor, this, 'writeTensor: tensor')
     if (!t.writable) throw new TypeError(`writeTensor: the tensor ${MLTensor._describe(tensor)} is not writable (create it with writable: true)`)
-    const info = sourceInfo(inputData, 'writeTensor: inputData', t.byteLength)
-    let src = info.bytes
+    let src = checkSource(info, 'writeTensor: inputData', t.byteLength).bytes
     if (MLTensor._device(tensor) !== null && info.shared) {
       // A SharedArrayBuffer: copy it here, the native side takes unshared bytes.
       const copy = zeroBytes(t.byteLength)
@@ -499,13 +503,11 @@ class MLContext {
   /** readTensor's checks: the tensor's facts and the destination (or null). */
   #readArgs (tensor, outputData, hasDst) {
     if (!MLTensor._is(tensor)) throw new TypeError(`readTensor: tensor: ${describe(tensor)} is not an MLTensor`)
-    if (hasDst && bufferSource(outputData) === null) throw new TypeError(`readTensor: outputData ${describe(outputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+    const info = hasDst ? toSource(outputData, 'readTensor: outputData') : null
     MLContext._check(this, 'readTensor')
     const t = MLTensor._usable(tensor, this, 'readTensor: tensor')
     if (!t.readable) throw new TypeError(`readTensor: the tensor ${MLTensor._describe(tensor)} is not readable (create it with readable: true)`)
     if (!hasDst) return { t, dst: null }
-    const info = bufferSource(outputData)
-    if (info === null) throw new TypeError(`readTensor: outputData ${describe(outputData)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
     if (info.resizable) throw new TypeError('readTensor: outputData is a resizable buffer')
     if (info.detached) throw new TypeError('readTensor: outputData\'s buffer is detached')
     if (info.bytes.length < t.byteLength) throw new TypeError(`readTensor: outputData holds ${info.bytes.length} bytes, fewer than the tensor's ${t.byteLength}`)
@@ -646,9 +648,9 @@ class MLContext {
       let pending
       try {
         if (onDevice) {
-          pending = parts.native.dispatch(toArray(nativeInputs), toArray(nativeOutputs))
+          pending = parts.native.dispatch(nativeInputs, nativeOutputs)
         } else {
-          pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs))
+          pending = parts.native.compute(nativeInputs, nativeOutputs)
         }
       } catch (e) {
         fail(e)
@@ -747,7 +749,7 @@ class MLContext {
       const nativeOutputs = newList()
       for (let k = 0; k < outputOrder.length; k++) append(nativeOutputs, outputOrder[k] < 0 ? null : outs.bytes[outputOrder[k]])
       // Step 10. The native side holds references to the buffers until it is done.
-      const pending = parts.native.compute(toArray(nativeInputs), toArray(nativeOutputs)) // undefined: done already
+      const pending = parts.native.compute(nativeInputs, nativeOutputs) // undefined: done already
       return then(resolved(pending), () => {
         const result = {}
         setOwn(result, 'inputs', plainRecord(inViews, ins.views))
@@ -906,8 +908,7 @@ class MLGraphBuilder {
     // a number otherwise.
     if (first === undefined || first === null || typeof first === 'object') {
       const desc = toDescriptor(first, 'constant: descriptor')
-      const info = bufferSource(bufferViewOrType)
-      if (info === null) throw new TypeError(`constant: buffer ${describe(bufferViewOrType)} is not an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`)
+      const info = toSource(bufferViewOrType, 'constant: buffer')
       if (info.resizable) throw new TypeError('constant: buffer: resizable buffers are not accepted')
       if (info.type !== null && info.type !== 'DataView') {
         const why = typeMismatch(info, desc.dataType)

@@ -215,7 +215,8 @@ function setOwn (object, key, value) {
  * that `list[i] = v` can meet no setter a caller added to Array.prototype or
  * Object.prototype, while V8 keeps its elements fast (defining array elements one
  * by one through defineProperty, or a null-prototype plain object, made every
- * compute() measurably slower). It is still an Array to N-API.
+ * compute() measurably slower). It is still an Array to N-API, so lists go to the
+ * native side as they are.
  */
 function newList () {
   const list = []
@@ -228,11 +229,6 @@ function newList () {
 function append (list, value) {
   if (getPrototypeOf(list) === null) list[list.length] = value
   else setOwn(list, list.length, value)
-}
-
-/** The Array to hand to the native side: a list already is one. */
-function toArray (list) {
-  return list
 }
 
 /** `then` on a native promise, as the built-in (a caller's replacement never runs). */
@@ -285,7 +281,6 @@ module.exports = {
   setOwn,
   append,
   newList,
-  toArray,
   then,
   resolved,
   rejected,

@@ -58,6 +58,17 @@ function toUint32 (v, what) {
   return t
 }
 
+/** WebIDL `unsigned long` without [EnforceRange] (softmax's axis, cumulativeSum's
+ * axis, tile's repetitions): ToNumber, NaN and infinities to 0, truncation, then
+ * modulo 2^32, so -1 is 4294967295 (which validation then rejects). */
+function toUnsignedLong (v, what) {
+  if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
+  const n = Number(v)
+  if (!Number.isFinite(n)) return 0
+  const t = Math.trunc(n) % (UINT32_MAX + 1)
+  return t < 0 ? t + UINT32_MAX + 1 : t + 0 // + 0: no -0
+}
+
 /** float (restricted: NaN and infinities are TypeErrors), rounded to float32. */
 function toFloat (v, what) {
   if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
@@ -220,6 +231,7 @@ module.exports = {
   promiseStep,
   describe,
   toUint32,
+  toUnsignedLong,
   toFloat,
   toDouble,
   toMLNumber,

@@ -6,24 +6,7 @@
 // tensor representation as reference.js ({ dataType, shape, values }, Numbers for
 // floats, BigInts for integers); never calls the addon or shares code with src/.
 
-const { isFloat, roundFloat, floatToInt, size } = require('./reference.js')
-
-/** Row-major multi-index of flat index `i` in `shape`. */
-function unflatten (i, shape) {
-  const idx = new Array(shape.length)
-  for (let d = shape.length - 1; d >= 0; d--) {
-    idx[d] = i % shape[d]
-    i = Math.floor(i / shape[d])
-  }
-  return idx
-}
-
-/** Flat index of multi-index `idx` in `shape`. */
-function flatten (idx, shape) {
-  let f = 0
-  for (let d = 0; d < shape.length; d++) f = f * shape[d] + idx[d]
-  return f
-}
+const { isFloat, roundFloat, floatToInt, size, unflatten, flatten } = require('./reference.js')
 
 const zeroOf = (dataType) => (isFloat(dataType) ? 0 : 0n)
 

@@ -9,24 +9,9 @@
 // - a scatter writes the updates one after another in row-major order of
 //   `updates`, so where indices repeat the last update wins.
 
-const { size } = require('./reference.js')
+const { size, unflatten, flatten } = require('./reference.js')
 
 const INDEX_TYPES = ['int32', 'uint32', 'int64']
-
-function unflatten (i, shape) {
-  const idx = new Array(shape.length)
-  for (let d = shape.length - 1; d >= 0; d--) {
-    idx[d] = i % shape[d]
-    i = Math.floor(i / shape[d])
-  }
-  return idx
-}
-
-function flatten (idx, shape) {
-  let f = 0
-  for (let d = 0; d < shape.length; d++) f = f * shape[d] + idx[d]
-  return f
-}
 
 /** Index value k (BigInt) into a dimension of size n, as a Number in [0, n-1]. */
 function clampIndex (k, n) {

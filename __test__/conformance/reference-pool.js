@@ -23,22 +23,7 @@
 // `scale: true` / `bias: true`; the operands follow the required ones in the
 // node's args, scale first.
 
-const { isFloat, roundFloat, size, INT_INFO } = require('./reference.js')
-
-function unflatten (i, shape) {
-  const idx = new Array(shape.length)
-  for (let d = shape.length - 1; d >= 0; d--) {
-    idx[d] = i % shape[d]
-    i = Math.floor(i / shape[d])
-  }
-  return idx
-}
-
-function flatten (idx, shape) {
-  let f = 0
-  for (let d = 0; d < shape.length; d++) f = f * shape[d] + idx[d]
-  return f
-}
+const { isFloat, roundFloat, size, INT_INFO, unflatten, flatten } = require('./reference.js')
 
 // ---------------------------------------------------------------------------
 // 7.8.32 Pooling

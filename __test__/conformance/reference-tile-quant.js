@@ -18,23 +18,7 @@
 //   rounded to float32 (the float64 product of two float32 values is exact), then
 //   rounded to the output type.
 
-const { INT_INFO, isFloat, roundFloat, wrap, size } = require('./reference.js')
-
-/** Row-major multi-index of flat index `i` in `shape`. */
-function unflatten (i, shape) {
-  const idx = new Array(shape.length)
-  for (let d = shape.length - 1; d >= 0; d--) {
-    idx[d] = i % shape[d]
-    i = Math.floor(i / shape[d])
-  }
-  return idx
-}
-
-function flatten (idx, shape) {
-  let f = 0
-  for (let d = 0; d < shape.length; d++) f = f * shape[d] + idx[d]
-  return f
-}
+const { INT_INFO, isFloat, roundFloat, wrap, size, unflatten, flatten } = require('./reference.js')
 
 /** Reverses the order along `axes` (default: every axis). */
 function reverse (input, options = {}) {

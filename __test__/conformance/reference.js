@@ -697,7 +697,26 @@ function evaluateGraph (c, operands = caseOperands(c)) {
   return env
 }
 
+/** Row-major multi-index of flat index `i` in `shape`. */
+function unflatten (i, shape) {
+  const idx = new Array(shape.length)
+  for (let d = shape.length - 1; d >= 0; d--) {
+    idx[d] = i % shape[d]
+    i = Math.floor(i / shape[d])
+  }
+  return idx
+}
+
+/** Flat index of multi-index `idx` in `shape`. */
+function flatten (idx, shape) {
+  let f = 0
+  for (let d = 0; d < shape.length; d++) f = f * shape[d] + idx[d]
+  return f
+}
+
 module.exports = {
+  unflatten,
+  flatten,
   DATA_TYPES,
   INT_INFO,
   VIEWS,

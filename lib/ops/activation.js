@@ -71,16 +71,6 @@ module.exports = function install (internals) {
     return internals.wrap(this, webidl.call(() => internals.native(this).prelu(x, s)))
   }
 
-  /** WebIDL `unsigned long` without [EnforceRange] (softmax's axis): ToNumber,
-   * NaN and infinities to 0, truncation, then modulo 2^32. */
-  function toUnsignedLong (v, what) {
-    if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${webidl.describe(v)} is not a number`)
-    const n = Number(v)
-    if (!Number.isFinite(n)) return 0
-    const t = Math.trunc(n) % 2 ** 32
-    return t < 0 ? t + 2 ** 32 : t + 0
-  }
-
   /** 7.8.40 softmax(input, axis) and softmax(axis): the argument count selects the
    * overload (WebIDL), so softmax(x) with an operand is softmax(axis) with axis
    * ToNumber(x) = NaN -> 0, as in browsers. */
@@ -88,10 +78,10 @@ module.exports = function install (internals) {
     if (arguments.length === 0) throw new TypeError('softmax: at least 1 argument required, but only 0 present')
     if (arguments.length === 1) {
       internals.native(this)
-      return internals.newActivation(this, 'softmax', { axis: toUnsignedLong(inputOrAxis, 'softmax: axis') })
+      return internals.newActivation(this, 'softmax', { axis: webidl.toUnsignedLong(inputOrAxis, 'softmax: axis') })
     }
     const x = internals.operand(this, inputOrAxis, 'softmax: input')
-    const a = toUnsignedLong(axis, 'softmax: axis')
+    const a = webidl.toUnsignedLong(axis, 'softmax: axis')
     return internals.wrap(this, webidl.call(() => internals.native(this).softmax(x, a)))
   }
 }

@@ -3,23 +3,8 @@
 // the current Editor's Draft). WebIDL conversion only (dictionary members in
 // lexicographic order); every validation step runs in src/ops/tile_quant.rs.
 
-const TWO_32 = 4294967296
-
 module.exports = function install (internals) {
   const { webidl } = internals
-
-  /**
-   * Plain `unsigned long` (no [EnforceRange], as the IDL declares cumulativeSum's
-   * axis and tile's repetitions): NaN and infinities become 0, others are truncated
-   * and taken modulo 2^32, so -1 is 4294967295 (which validation then rejects).
-   */
-  function toUnsignedLong (v, what) {
-    if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${webidl.describe(v)} is not a number`)
-    const n = Number(v)
-    if (!Number.isFinite(n)) return 0
-    const t = Math.trunc(n) % TWO_32
-    return t < 0 ? t + TWO_32 : t + 0 // + 0: no -0
-  }
 
   const proto = internals.MLGraphBuilder.prototype
 
@@ -34,7 +19,7 @@ module.exports = function install (internals) {
   /** tile(input, repetitions, options). */
   proto.tile = function tile (input, repetitions, options) {
     const x = internals.operand(this, input, 'tile: input')
-    const reps = webidl.toSequence(repetitions, 'tile: repetitions', toUnsignedLong)
+    const reps = webidl.toSequence(repetitions, 'tile: repetitions', webidl.toUnsignedLong)
     webidl.toDictionary(options, 'tile: options')
     return internals.wrap(this, webidl.call(() => internals.native(this).tile(x, reps)))
   }
@@ -45,7 +30,7 @@ module.exports = function install (internals) {
     // A missing required argument is a TypeError (WebIDL overload resolution); an
     // explicit undefined converts to 0.
     if (arguments.length < 2) throw new TypeError('cumulativeSum: the axis argument is required')
-    const a = toUnsignedLong(axis, 'cumulativeSum: axis')
+    const a = webidl.toUnsignedLong(axis, 'cumulativeSum: axis')
     const o = webidl.toDictionary(options, 'cumulativeSum: options')
     const exclusive = o.exclusive === undefined ? false : Boolean(o.exclusive)
     const reversed = o.reversed === undefined ? false : Boolean(o.reversed)

@@ -24,20 +24,6 @@ fn internal(what: &str) -> WebnnError {
     WebnnError::Operation(format!("internal: {what}"))
 }
 
-/// `by_size!(element size, W => body)` evaluates `body` with `W` a plain-old-data
-/// type of that size, for kernels that only move elements.
-macro_rules! by_size {
-    ($size:expr, $W:ident => $body:expr) => {
-        match $size {
-            1 => { type $W = u8; $body }
-            2 => { type $W = f16; $body }
-            4 => { type $W = u32; $body }
-            8 => { type $W = u64; $body }
-            _ => Err(internal("unsupported element size")),
-        }
-    };
-}
-
 fn product(dims: &[usize]) -> usize {
     dims.iter().product()
 }

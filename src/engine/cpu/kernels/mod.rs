@@ -1,5 +1,20 @@
 //! CPU kernels, one family per file, and the dispatch from a typed `Op` to them.
 
+/// `by_size!(element size, W => body)` evaluates `body` with `W` a plain-old-data
+/// type of that size, for kernels that only move elements
+/// (gather.rs, tile_quant.rs; `internal` and `f16` resolve where it is used).
+macro_rules! by_size {
+    ($size:expr, $W:ident => $body:expr) => {
+        match $size {
+            1 => { type $W = u8; $body }
+            2 => { type $W = f16; $body }
+            4 => { type $W = u32; $body }
+            8 => { type $W = u64; $body }
+            _ => Err(internal("unsupported element size")),
+        }
+    };
+}
+
 pub mod activation;
 pub mod blocked;
 pub mod broadcast;

@@ -34,19 +34,6 @@ fn product(dims: &[usize]) -> usize {
     dims.iter().product()
 }
 
-/// `by_size!(element size, W => body)`: `body` with `W` an element type of that size.
-macro_rules! by_size {
-    ($size:expr, $W:ident => $body:expr) => {
-        match $size {
-            1 => { type $W = u8; $body }
-            2 => { type $W = f16; $body }
-            4 => { type $W = u32; $body }
-            8 => { type $W = u64; $body }
-            _ => Err(internal("unsupported element size")),
-        }
-    };
-}
-
 /// The flat index, in a tensor of shape `src_shape`, of the row (last dimension
 /// dropped) that output row `r` of an output of shape `out_outer` reads, with
 /// `coord(d, i)` mapping output coordinate i of dimension d to the source's.

@@ -1142,6 +1142,8 @@ const opsDir = require('node:path').join(__dirname, 'lib', 'ops')
 for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWith('.js')).sort()) {
   require(require('node:path').join(opsDir, file))(internals)
 }
+// The operators of the operator table (src/ops/table.rs): one generic method each.
+require('./lib/operators.js')(internals, JSON.parse(native.opTable()))
 
 /** MLOperatorOptions.label: the options dictionary is an operator's last
  * argument; an error about the operator quotes its label, when one is given. */

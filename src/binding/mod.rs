@@ -22,7 +22,7 @@ mod activation_ops;
 mod conv;
 mod gather;
 mod matmul;
-mod pooling;
+mod ops;
 mod recurrent;
 mod reduction;
 mod tensor;

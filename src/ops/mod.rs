@@ -2,10 +2,12 @@
 //! numbered as in the spec and its output shape. The `Op` enum is the typed form every
 //! compiler pass and engine matches on; there is no lookup of operators by name.
 //!
-//! Adding an operator touches: its family module here (validation + output shape),
-//! a variant of `Op`, the builder method in `graph::builder`, the binding in
-//! `binding::builder`, the JS facade method in `index.js` (WebIDL conversion), its
-//! declaration in `index.d.ts`, and a kernel in each engine.
+//! Each family module also declares its operators in the operator table
+//! (`table.rs`: arguments, options, defaults, enum strings, data types and ranks,
+//! documentation, build function), from which the binding, the JS argument
+//! conversion, `index.d.ts` and `opSupportLimits()` are generated. Adding an
+//! operator touches its family module (table entry + validation + output shape,
+//! and an `Op` variant or a kind) and a kernel in each engine.
 
 pub mod activation;
 pub mod activation_ops;
@@ -18,9 +20,25 @@ pub mod pooling;
 pub mod recurrent;
 pub mod reduction;
 pub mod shape_ops;
+pub mod table;
 pub mod tile_quant;
 
 use crate::graph::DataType;
+
+/// Fills the operator table, family by family (the order of `opTable()`).
+pub fn register(t: &mut table::Table) {
+    elementwise::register(t);
+    shape_ops::register(t);
+    activation_ops::register(t);
+    matmul::register(t);
+    conv::register(t);
+    pooling::register(t);
+    normalization::register(t);
+    reduction::register(t);
+    gather::register(t);
+    recurrent::register(t);
+    tile_quant::register(t);
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BinaryKind {

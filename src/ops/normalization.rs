@@ -9,6 +9,7 @@
 use crate::error::Result;
 use crate::graph::{DataType, GraphBuilder, OperandDesc, OperandId};
 use crate::ops::pooling::InputLayout;
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -352,4 +353,66 @@ mod tests {
         let w = g.layer_normalization(x, None, None, None, 1e-5).unwrap();
         assert_eq!(g.desc(w).unwrap(), &f(&[1, 2, 3, 3]));
     }
+}
+
+/// The normalizations' entries of the operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    let (floats, any) = (types::FLOATS, (0, 8));
+    t.op("batchNormalization", "7.8.6")
+        .sig("Normalizes the input with precomputed per-feature mean and variance: `scale * (input - mean) / sqrt(variance + epsilon) + bias`.")
+        .arg("input", Ty::Operand, "The N-D input tensor (`\"float32\"` or `\"float16\"`).")
+        .arg("mean", Ty::Operand, "The 1-D mean tensor of shape [input.shape[axis]].")
+        .arg("variance", Ty::Operand, "The 1-D variance tensor of shape [input.shape[axis]].")
+        .options("MLBatchNormalizationOptions")
+        .opt_or("axis", Ty::Uint, 1, "The feature axis of the input.")
+        .opt("bias", Ty::Operand, "The 1-D bias tensor of shape [input.shape[axis]]; absent: 0.")
+        .opt_or("epsilon", Ty::Float, 1e-5, "A small value added to the variance to avoid division by zero.")
+        .opt("scale", Ty::Operand, "The 1-D scale tensor of shape [input.shape[axis]]; absent: 1.")
+        .returns(Returns::Operand, "The normalized tensor, of the input's shape and type.")
+        .build(|b, a| {
+            let (input, mean, variance) = (a.operand("input")?, a.operand("mean")?, a.operand("variance")?);
+            let (scale, bias) = (a.opt_operand("scale")?, a.opt_operand("bias")?);
+            b.batch_normalization(input, mean, variance, scale, bias, a.uint("axis")? as usize, a.f32("epsilon")?).map(Out::One)
+        })
+        .limit("input", floats, (1, 8))
+        .limit("mean", floats, (1, 1))
+        .limit("variance", floats, (1, 1))
+        .limit("scale", floats, (1, 1))
+        .limit("bias", floats, (1, 1))
+        .limit("output", floats, (1, 8));
+    t.op("instanceNormalization", "7.8.24")
+        .sig("Normalizes each channel of each batch over its spatial dimensions: `scale * (input - mean) / sqrt(variance + epsilon) + bias`.")
+        .arg("input", Ty::Operand, "The 4-D input tensor (`\"float32\"` or `\"float16\"`).")
+        .options("MLInstanceNormalizationOptions")
+        .opt("bias", Ty::Operand, "The 1-D bias tensor of shape [channels]; absent: 0.")
+        .opt_or("epsilon", Ty::Float, 1e-5, "A small value added to the variance to avoid division by zero.")
+        .opt_or("layout", Ty::enum_of::<InputLayout>(), "nchw", "The layout of the input.")
+        .opt("scale", Ty::Operand, "The 1-D scale tensor of shape [channels]; absent: 1.")
+        .returns(Returns::Operand, "The normalized tensor, of the input's shape and type.")
+        .build(|b, a| {
+            let (scale, bias) = (a.opt_operand("scale")?, a.opt_operand("bias")?);
+            b.instance_normalization(a.operand("input")?, scale, bias, a.f32("epsilon")?, a.idl_enum("layout")?).map(Out::One)
+        })
+        .limit("input", floats, (4, 4))
+        .limit("scale", floats, (1, 1))
+        .limit("bias", floats, (1, 1))
+        .limit("output", floats, (4, 4));
+    t.op("layerNormalization", "7.8.25")
+        .sig("Normalizes the input over the given axes: `scale * (input - mean) / sqrt(variance + epsilon) + bias`.")
+        .arg("input", Ty::Operand, "The N-D input tensor (`\"float32\"` or `\"float16\"`).")
+        .options("MLLayerNormalizationOptions")
+        .opt("axes", Ty::Uints, "The axes to normalize over; absent: every axis but the first.")
+        .opt("bias", Ty::Operand, "The bias tensor, of the shape of the input's dimensions at `axes`; absent: 0.")
+        .opt_or("epsilon", Ty::Float, 1e-5, "A small value added to the variance to avoid division by zero.")
+        .opt("scale", Ty::Operand, "The scale tensor, of the shape of the input's dimensions at `axes`; absent: 1.")
+        .returns(Returns::Operand, "The normalized tensor, of the input's shape and type.")
+        .build(|b, a| {
+            let (scale, bias) = (a.opt_operand("scale")?, a.opt_operand("bias")?);
+            let axes = a.dims("axes")?;
+            b.layer_normalization(a.operand("input")?, scale, bias, axes.as_deref(), a.f32("epsilon")?).map(Out::One)
+        })
+        .limit("input", floats, any)
+        .limit("scale", floats, any)
+        .limit("bias", floats, any)
+        .limit("output", floats, any);
 }

@@ -15,22 +15,22 @@
 use crate::error::Result;
 use crate::graph::dtype::{list, DataType};
 use crate::graph::{GraphBuilder, OperandDesc, OperandId};
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 
-/// `MLInputOperandLayout` (spec 7.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum InputLayout {
-    #[default]
-    Nchw,
-    Nhwc,
+crate::idl_enum! {
+    /// `MLInputOperandLayout` (spec 7.5).
+    #[derive(Default)]
+    pub enum InputLayout = "MLInputOperandLayout" {
+        #[default]
+        Nchw = "nchw",
+        Nhwc = "nhwc",
+    }
 }
 
 impl InputLayout {
     pub fn name(self) -> &'static str {
-        match self {
-            InputLayout::Nchw => "nchw",
-            InputLayout::Nhwc => "nhwc",
-        }
+        self.as_str()
     }
 
     /// The (height, width, channel) axes of a 4-D tensor in this layout.
@@ -42,28 +42,28 @@ impl InputLayout {
     }
 }
 
-/// `MLRoundingType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum RoundingType {
-    #[default]
-    Floor,
-    Ceil,
+crate::idl_enum! {
+    /// `MLRoundingType`.
+    #[derive(Default)]
+    pub enum RoundingType = "MLRoundingType" {
+        #[default]
+        Floor = "floor",
+        Ceil = "ceil",
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PoolKind {
-    Average,
-    L2,
-    Max,
+crate::idl_enum! {
+    /// The pooling operators, by method name.
+    pub enum PoolKind = "" {
+        Average = "averagePool2d",
+        L2 = "l2Pool2d",
+        Max = "maxPool2d",
+    }
 }
 
 impl PoolKind {
     pub fn name(self) -> &'static str {
-        match self {
-            PoolKind::Average => "averagePool2d",
-            PoolKind::L2 => "l2Pool2d",
-            PoolKind::Max => "maxPool2d",
-        }
+        self.as_str()
     }
 
     /// The allowedDataTypes each method passes to "create pooling operation";
@@ -356,5 +356,47 @@ mod tests {
             ..dflt()
         };
         assert!(err(Max, Float32, &[1, 1, 1, 1], o).contains("too large"));
+    }
+}
+
+/// The pooling operators' entries of the operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    for &kind in PoolKind::ALL {
+        let types = kind.allowed_data_types().unwrap_or(types::ALL);
+        t.op(kind.name(), "7.8.32")
+            .sig(match kind {
+                PoolKind::Average => "Computes the average of each window of the input's spatial dimensions.",
+                PoolKind::L2 => "Computes the L2 norm (square root of the sum of squares) of each window of the input's spatial dimensions.",
+                PoolKind::Max => "Computes the maximum of each window of the input's spatial dimensions.",
+            })
+            .arg("input", Ty::Operand, "The 4-D input tensor, in `options.layout`.")
+            .options("MLPool2dOptions")
+            .opt("dilations", Ty::Uints, "[dilationHeight, dilationWidth]: the dilation of the window; values must be greater than 0. Default `[1, 1]`.")
+            .opt_or("layout", Ty::enum_of::<InputLayout>(), "nchw", "The layout of the input and output tensors.")
+            .opt("outputShapeRounding", Ty::enum_of::<RoundingType>(), "The current draft's name of `roundingType`; used when given.")
+            .opt("outputSizes", Ty::Uints, "[outputHeight, outputWidth]: explicit sizes of the output's spatial dimensions. When absent, they are computed from the other options.")
+            .opt("padding", Ty::Uints, "[beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial dimension of the input. Default `[0, 0, 0, 0]`.")
+            .opt_or("roundingType", Ty::enum_of::<RoundingType>(), "floor", "The rounding of the computed output sizes; ignored when `outputSizes` is given.")
+            .opt("strides", Ty::Uints, "[strideHeight, strideWidth]: the stride of the sliding window; values must be greater than 0. Default `[1, 1]`.")
+            .opt("windowDimensions", Ty::Uints, "[windowHeight, windowWidth]: the size of the sliding window. When absent, the input's spatial size (a global pooling).")
+            .returns(Returns::Operand, "The 4-D pooled tensor.")
+            .build(move |b, a| {
+                let rounding_type = match a.is_absent("outputShapeRounding")? {
+                    true => a.idl_enum("roundingType")?,
+                    false => a.idl_enum("outputShapeRounding")?,
+                };
+                let o = Pool2dOptions {
+                    window_dimensions: a.dims("windowDimensions")?,
+                    padding: a.dims("padding")?,
+                    strides: a.dims("strides")?,
+                    dilations: a.dims("dilations")?,
+                    layout: a.idl_enum("layout")?,
+                    rounding_type,
+                    output_sizes: a.dims("outputSizes")?,
+                };
+                b.pool2d(kind, a.operand("input")?, &o).map(Out::One)
+            })
+            .limit("input", types, (4, 4))
+            .limit("output", types, (4, 4));
     }
 }

@@ -288,26 +288,27 @@ function descriptorByteLength (desc, what) {
 
 let limitsCache = null
 /**
- * MLOpSupportLimits of a device from the table in lib/limits.json: per operator,
- * per operand, the data types each engine builds and the rank range. The table is
- * written by scripts/limits.js from what build() accepts and checked against
- * build() by __test__/limits.test.js.
+ * MLOpSupportLimits of a device: the context-wide members, then, per operator of
+ * the operator table (src/ops/table.rs), per operand, the data types that engine
+ * builds and the rank range. __test__/limits.test.js checks the table against
+ * build() both ways.
  */
-function limitsOf (table, deviceType) {
-  const tensor = (types) => ({ dataTypes: types.slice(), rankRange: { min: 0, max: table.maxRank } })
+function limitsOf (deviceType) {
+  const table = operatorTable()
+  const tensor = { dataTypes: DATA_TYPES.slice(), rankRange: { min: 0, max: table.maxRank } }
   const out = {
     preferredInputLayout: 'nchw',
     maxTensorByteLength: table.maxTensorByteLength,
-    input: tensor(table.types),
-    constant: tensor(table.types),
-    output: tensor(table.types)
+    input: tensor,
+    constant: tensor,
+    output: tensor
   }
-  for (const [op, operands] of Object.entries(table.operators)) {
+  for (const op of table.ops) {
     const entry = {}
-    for (const [name, limits] of Object.entries(operands)) {
-      entry[name] = { dataTypes: limits[deviceType].slice(), rankRange: { min: limits.ranks[0], max: limits.ranks[1] } }
+    for (const [name, limits] of Object.entries(op.limits)) {
+      entry[name] = { dataTypes: limits[deviceType], rankRange: { min: limits.ranks[0], max: limits.ranks[1] } }
     }
-    out[op] = entry
+    if (Object.keys(entry).length > 0) out[op.name] = entry
   }
   return out
 }
@@ -315,8 +316,15 @@ function limitsOf (table, deviceType) {
 /** opSupportLimits() of a device: a new object each call. */
 function supportLimits (deviceType) {
   if (limitsCache === null) limitsCache = ObjectCreate(null)
-  if (limitsCache[deviceType] === undefined) limitsCache[deviceType] = JSON.stringify(limitsOf(require('./lib/limits.json'), deviceType))
+  if (limitsCache[deviceType] === undefined) limitsCache[deviceType] = JSON.stringify(limitsOf(deviceType))
   return JSON.parse(limitsCache[deviceType])
+}
+
+let tableCache = null
+/** The operator table as the addon describes it (`opTable()`), parsed once. */
+function operatorTable () {
+  if (tableCache === null) tableCache = JSON.parse(native.opTable())
+  return tableCache
 }
 
 /** The first of indices 0..n-1 whose `nameAt` is `name`, or -1 (a loop over
@@ -1143,7 +1151,7 @@ for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWi
   require(require('node:path').join(opsDir, file))(internals)
 }
 // The operators of the operator table (src/ops/table.rs): one generic method each.
-require('./lib/operators.js')(internals, JSON.parse(native.opTable()))
+require('./lib/operators.js')(internals, operatorTable())
 
 /** MLOperatorOptions.label: the options dictionary is an operator's last
  * argument; an error about the operator quotes its label, when one is given. */

@@ -48,6 +48,15 @@ for (const device of ['cpu', 'gpu']) {
     t.is(context.opSupportLimits().add.a.dataTypes.length, 8)
   })
 
+  test(`${device}: every operator of opSupportLimits() has a recipe, and every recipe's operator is listed`, async (t) => {
+    const context = await get(t)
+    if (!context) return t.pass()
+    const limits = context.opSupportLimits()
+    const listed = Object.keys(limits).filter((k) => !['preferredInputLayout', 'maxTensorByteLength', 'input', 'constant', 'output'].includes(k))
+    t.deepEqual(listed.filter((op) => !recipes[op] && op !== 'not').sort(), [], 'operators without a recipe')
+    t.deepEqual(Object.keys(recipes).filter((op) => !limits[op]).sort(), [], 'recipes of unlisted operators')
+  })
+
   for (const recipe of Object.values(recipes)) {
     test(`${device}: ${recipe.op}: opSupportLimits() and build() agree on data types and ranks`, async (t) => {
       const context = await get(t)

@@ -348,7 +348,12 @@ pub fn describe() -> String {
             json!({ "name": op.name, "section": op.section, "signatures": sigs, "limits": limits })
         })
         .collect();
-    json!({ "ops": ops }).to_string()
+    json!({
+        "maxRank": crate::graph::shape::MAX_RANK,
+        "maxTensorByteLength": crate::graph::shape::MAX_BYTE_LENGTH,
+        "ops": ops,
+    })
+    .to_string()
 }
 
 /// The converted arguments of one call, in the signature's order (positional

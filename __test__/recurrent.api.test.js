@@ -54,7 +54,7 @@ test('gru: every validation step throws a TypeError', async (t) => {
   const { x, w, r } = gruArgs(b)
   const other = new webnn.MLGraphBuilder(context)
   // WebIDL and step 1 (validating operand), step 2 (validating activation).
-  throwsType(t, () => b.gru(x, w, r, 2), /gru: 5 arguments required/)
+  throwsType(t, () => b.gru(x, w, r, 2), /gru: hiddenSize is required \(5 arguments required, 4 given\)/)
   throwsType(t, () => b.gru(x, w, {}, 2, 5), /gru: recurrentWeight/)
   throwsType(t, () => b.gru(f32(other, 'x', [2, 3, 4]), w, r, 2, 5), /gru: input.*another MLGraphBuilder/)
   throwsType(t, () => b.gru(x, w, r, -1, 5), /gru: steps/)
@@ -124,7 +124,7 @@ test('gruCell: output shape and every validation step', async (t) => {
   const o16 = b.gruCell(f16(b, 'hx', [2, 3]), f16(b, 'hw', [6, 3]), f16(b, 'hr', [6, 2]), f16(b, 'hh', [2, 2]), 2)
   t.is(o16.dataType, 'float16')
   // WebIDL, steps 1-2.
-  throwsType(t, () => b.gruCell(x, w, r, h), /gruCell: 5 arguments required/)
+  throwsType(t, () => b.gruCell(x, w, r, h), /gruCell: hiddenSize is required \(5 arguments required, 4 given\)/)
   throwsType(t, () => b.gruCell(x, w, r, f32(other, 'h', [3, 5]), 5), /gruCell: hiddenState/)
   throwsType(t, () => b.gruCell(x, w, r, h, 5.5e10), /gruCell: hiddenSize/)
   throwsType(t, () => b.gruCell(x, w, r, h, 5, { activations: [b.sigmoid(), other.tanh()] }), /gruCell: options\.activations\[1\]/)
@@ -184,7 +184,7 @@ test('lstm: every validation step throws a TypeError', async (t) => {
   const other = new webnn.MLGraphBuilder(context)
   const { x, w, r } = lstmArgs(b)
   // WebIDL, steps 1-2.
-  throwsType(t, () => b.lstm(x, w, r), /lstm: 5 arguments required/)
+  throwsType(t, () => b.lstm(x, w, r), /lstm: steps is required \(5 arguments required, 3 given\)/)
   throwsType(t, () => b.lstm(x, 'w', r, 2, 5), /lstm: weight/)
   throwsType(t, () => b.lstm(x, w, r, NaN, 5), /lstm: steps/)
   throwsType(t, () => b.lstm(x, w, r, 2, Infinity), /lstm: hiddenSize/)
@@ -249,7 +249,7 @@ test('lstmCell: output shapes and every validation step', async (t) => {
   const o16 = b.lstmCell(f16(b, 'hx', [1, 2]), f16(b, 'hw', [4, 2]), f16(b, 'hr', [4, 1]), f16(b, 'hh', [1, 1]), f16(b, 'hc', [1, 1]), 1)
   t.deepEqual(o16.map((o) => o.dataType), ['float16', 'float16'])
   // WebIDL, steps 1-2.
-  throwsType(t, () => b.lstmCell(x, w, r, h, c), /lstmCell: 6 arguments required/)
+  throwsType(t, () => b.lstmCell(x, w, r, h, c), /lstmCell: hiddenSize is required \(6 arguments required, 5 given\)/)
   throwsType(t, () => b.lstmCell(x, w, r, h, f32(other, 'c', [3, 5]), 5), /lstmCell: cellState/)
   throwsType(t, () => b.lstmCell(x, w, r, h, c, -5), /lstmCell: hiddenSize/)
   throwsType(t, () => b.lstmCell(x, w, r, h, c, 5, { bias: w.shape }), /lstmCell: options\.bias/)
@@ -326,6 +326,24 @@ test('gru: zero weights halve the hidden state each step (float32)', async (t) =
   assertClose(t, result.outputs.out, h0.map((v) => v / 8), { rtol: 1e-6, atol: 1e-7, what: 'out' })
   const expectedSeq = [2, 4, 8].flatMap((d) => h0.map((v) => v / d))
   assertClose(t, result.outputs.seq, expectedSeq, { rtol: 1e-6, atol: 1e-7, what: 'seq' })
+})
+
+test('gruCell: infinite MLNumber options of an activation reach the engine', async (t) => {
+  // Zero weights: every gate's pre-activation is 0, so z = sigmoid(0) = 1/2 and the
+  // new gate is clamp(0) with both bounds -Infinity, i.e. -Infinity: h' = (1 - z) n +
+  // z h = -Infinity. Bounds lost on the way (absent bounds) would give n = 0, h / 2.
+  const { context, builder: b } = await makeBuilder()
+  const [batch, inputSize, hidden] = [2, 3, 2]
+  const c32 = (dims, values) => b.constant({ dataType: 'float32', dimensions: dims }, Float32Array.from(values))
+  const x = c32([batch, inputSize], [1, 2, 3, -1, -2, -3])
+  const w = c32([3 * hidden, inputSize], zeros(3 * hidden * inputSize))
+  const r = c32([3 * hidden, hidden], zeros(3 * hidden * hidden))
+  const h = c32([batch, hidden], [0.5, -0.5, 0.25, 2])
+  const activations = [b.sigmoid(), b.clamp({ minValue: -Infinity, maxValue: -Infinity })]
+  const y = b.gruCell(x, w, r, h, hidden, { activations })
+  const graph = await b.build({ y })
+  const result = await context.compute(graph, {}, { y: zeros(4) })
+  t.deepEqual(Array.from(result.outputs.y), [-Infinity, -Infinity, -Infinity, -Infinity])
 })
 
 test('lstmCell: zero weights give c/2 and tanh(c/2)/2 (float16)', async (t) => {

@@ -11,7 +11,7 @@
 //      build function runs the spec's validation steps, and wraps the result.
 // Nothing here is specific to one operator.
 
-const { append, newList } = require('./intrinsics.js')
+const { append, newList, ownKeys } = require('./intrinsics.js')
 
 const LONG_MIN = -2147483648
 const LONG_MAX = 2147483647
@@ -33,6 +33,15 @@ module.exports = function install (internals, table) {
   /** An MLNumber for JSON, which has no NaN or infinities: those travel as strings. */
   function number (n) {
     return Number.isFinite(n) ? n : String(n)
+  }
+
+  /** An MLActivation's `{name, ...options}` for JSON: an option may be an MLNumber
+   * such as clamp's `minValue: -Infinity`. */
+  function activation (builder, a, what) {
+    const o = internals.activation(builder, a, what)
+    const keys = ownKeys(o)
+    for (let i = 0; i < keys.length; i++) if (typeof o[keys[i]] === 'number') o[keys[i]] = number(o[keys[i]])
+    return o
   }
 
   function isSequence (v) {
@@ -59,7 +68,7 @@ module.exports = function install (internals, table) {
       case 'activations':
         return toSequence(v, what, (a, w) => typeof a === 'string'
           ? { name: toEnum(a, p.values, w) }
-          : internals.activation(builder, a, w))
+          : activation(builder, a, w))
       default: throw new TypeError(`${what}: the operator table has an unknown type '${p.type}'`)
     }
   }

@@ -23,7 +23,6 @@ mod conv;
 mod gather;
 mod matmul;
 mod ops;
-mod recurrent;
 mod reduction;
 mod tensor;
 mod tile_quant;

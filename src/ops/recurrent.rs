@@ -8,8 +8,10 @@
 //! present, in the order of the spec's "make graph connections" steps; the typed
 //! options record which optional operands are present, so engines can find them.
 //!
-//! Adding or changing an operator here touches: this module, `Op` in `ops/mod.rs`,
-//! `engine/cpu/kernels/recurrent.rs`, `binding/recurrent.rs`, `lib/ops/recurrent.js`.
+//! Adding or changing an operator here touches: this module (its table entry in
+//! `register` and its validation), `Op` in `ops/mod.rs`, and each engine's
+//! `recurrent` kernels (`engine/cpu/kernels/recurrent.rs`,
+//! `engine/gpu/families/recurrent.rs`).
 
 use super::activation::Activation;
 use super::Op;
@@ -17,14 +19,17 @@ use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::shape::{check_dimensions, OperandDesc};
 use crate::graph::DataType;
+use crate::ops::table::{types, IdlEnum, OpBuilder, Out, Returns, Table, Ty};
 
-/// MLRecurrentNetworkDirection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum RecurrentDirection {
-    #[default]
-    Forward,
-    Backward,
-    Both,
+crate::idl_enum! {
+    /// MLRecurrentNetworkDirection.
+    #[derive(Default)]
+    pub enum RecurrentDirection = "MLRecurrentNetworkDirection" {
+        #[default]
+        Forward = "forward",
+        Backward = "backward",
+        Both = "both",
+    }
 }
 
 impl RecurrentDirection {
@@ -43,13 +48,15 @@ impl RecurrentDirection {
     }
 }
 
-/// MLGruWeightLayout: the order of the update (z), reset (r) and new (n) gates in
-/// the second dimension of the weights and biases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum GruWeightLayout {
-    #[default]
-    Zrn,
-    Rzn,
+crate::idl_enum! {
+    /// MLGruWeightLayout: the order of the update (z), reset (r) and new (n) gates
+    /// in the second dimension of the weights and biases.
+    #[derive(Default)]
+    pub enum GruWeightLayout = "MLGruWeightLayout" {
+        #[default]
+        Zrn = "zrn",
+        Rzn = "rzn",
+    }
 }
 
 /// Gate block indexes (in units of hiddenSize) of the GRU gates.
@@ -69,14 +76,17 @@ impl GruWeightLayout {
     }
 }
 
-/// MLLstmWeightLayout: the order of the input (i), output (o), forget (f) and cell
-/// (g) gates in the weights and biases. The peephole weight is always packed i, o, f
-/// whatever the layout (its member's description in 7.8.28 and 7.8.29).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum LstmWeightLayout {
-    #[default]
-    Iofg,
-    Ifgo,
+crate::idl_enum! {
+    /// MLLstmWeightLayout: the order of the input (i), output (o), forget (f) and
+    /// cell (g) gates in the weights and biases. The peephole weight is always
+    /// packed i, o, f whatever the layout (its member's description in 7.8.28 and
+    /// 7.8.29).
+    #[derive(Default)]
+    pub enum LstmWeightLayout = "MLLstmWeightLayout" {
+        #[default]
+        Iofg = "iofg",
+        Ifgo = "ifgo",
+    }
 }
 
 /// Gate block indexes (in units of hiddenSize) of the LSTM gates.
@@ -1397,5 +1407,230 @@ mod tests {
     }
 }
 
+// ---------------------------------------------------------------------------
+// The operator table's entries.
+
+/// What the four entries' common parts (their first arguments, the members every
+/// recurrent options dictionary has, and their docs) differ by: the number of gates
+/// (3 for GRU, 4 for LSTM) and whether the operator runs over a sequence (tensors
+/// with a leading numDirections dimension) or one step.
+struct Form {
+    input: &'static str,
+    weight: &'static str,
+    recurrent_weight: &'static str,
+    bias: &'static str,
+    recurrent_bias: &'static str,
+    activations: &'static str,
+}
+
+/// `form!(gates, weight rank, bias rank, leading dimensions of the weights and
+/// biases, input shape, activations doc)`: the docs of `Form` written once.
+macro_rules! form {
+    ($gates:literal, $w:literal, $b:literal, $dirs:literal, $input:literal, $activations:expr) => {
+        Form {
+            input: concat!("The ", $w, " input tensor ", $input, " (`\"float32\"` or `\"float16\"`)."),
+            weight: concat!("The ", $w, " input weight tensor [", $dirs, $gates, " * hiddenSize, inputSize]."),
+            recurrent_weight: concat!("The ", $w, " recurrent weight tensor [", $dirs, $gates, " * hiddenSize, hiddenSize]."),
+            bias: concat!("The ", $b, " input bias tensor of shape [", $dirs, $gates, " * hiddenSize], ordered per `layout`."),
+            recurrent_bias: concat!("The ", $b, " recurrent bias tensor of shape [", $dirs, $gates, " * hiddenSize], ordered per `layout`."),
+            activations: $activations,
+        }
+    };
+}
+
+const GRU_ACTIVATIONS: &str = "Two activations: the first for the update and reset gates, the second for the new gate. When absent, `[sigmoid, tanh]`.";
+const LSTM_ACTIVATIONS: &str = "Three activations: for the input, forget and output gates; for the cell gate; and for the cell state before it is combined with the output gate. When absent, `[sigmoid, tanh, tanh]`.";
+const GRU: Form = form!("3", "3-D", "2-D", "numDirections, ", "[steps, batchSize, inputSize]", GRU_ACTIVATIONS);
+const GRU_CELL: Form = form!("3", "2-D", "1-D", "", "[batchSize, inputSize]", GRU_ACTIVATIONS);
+const LSTM: Form = form!("4", "3-D", "2-D", "numDirections, ", "[steps, batchSize, inputSize]", LSTM_ACTIVATIONS);
+const LSTM_CELL: Form = form!("4", "2-D", "1-D", "", "[batchSize, inputSize]", LSTM_ACTIVATIONS);
+
+/// MLRecurrentNetworkActivation (the current draft's strings; the CRD's
+/// MLActivation objects are taken too).
+const ACTIVATIONS: Ty = Ty::Activations { values: &["relu", "sigmoid", "tanh"] };
+
+impl Form {
+    /// input, weight and recurrentWeight: every entry's first arguments.
+    fn weights<'t>(&self, op: OpBuilder<'t>) -> OpBuilder<'t> {
+        op.arg("input", Ty::Operand, self.input)
+            .arg("weight", Ty::Operand, self.weight)
+            .arg("recurrentWeight", Ty::Operand, self.recurrent_weight)
+    }
+
+    /// The members every recurrent options dictionary has (`layout` defaulting to
+    /// `layout`'s IDL string).
+    fn members<'t, L: IdlEnum>(&self, op: OpBuilder<'t>, layout: L) -> OpBuilder<'t> {
+        op.opt("activations", ACTIVATIONS, self.activations)
+            .opt("bias", Ty::Operand, self.bias)
+            .opt_or("layout", Ty::enum_of::<L>(), layout.as_str(), "The ordering of the gate weights and biases.")
+            .opt("recurrentBias", Ty::Operand, self.recurrent_bias)
+    }
+}
+
+const HIDDEN_SIZE: &str = "The size of the hidden state.";
+const STEPS: &str = "The number of time steps; must equal input.shape()[0].";
+const HIDDEN_STATE: &str = "The 2-D hidden state [batchSize, hiddenSize].";
+const INITIAL_HIDDEN_STATE: &str = "The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when absent.";
+const RESET_AFTER: &str = "Whether the reset gate is applied after (true) or before (false) the matrix multiplication.";
+const RETURN_SEQUENCE: &str = "Whether to also return the output of every time step, in addition to the last one.";
+const DIRECTION: &str = "The processing direction of the input sequence.";
+
+/// `opSupportLimits()` of a recurrent operator: every operand is float32 or
+/// float16, of exactly the given rank.
+fn limits<'t>(mut op: OpBuilder<'t>, operands: &[(&'static str, u32)]) -> OpBuilder<'t> {
+    for &(name, rank) in operands {
+        op = op.limit(name, types::FLOATS, (rank, rank));
+    }
+    op
+}
+
 /// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+pub fn register(t: &mut Table) {
+    let op = t.op("gru", "7.8.20").sig("Runs a Gated Recurrent Unit [GRU] network over a sequence.");
+    let op = GRU.weights(op).arg("steps", Ty::Uint, STEPS).arg("hiddenSize", Ty::Uint, HIDDEN_SIZE).options("MLGruOptions");
+    let op = GRU
+        .members(op, GruWeightLayout::Zrn)
+        .opt_or("direction", Ty::enum_of::<RecurrentDirection>(), RecurrentDirection::Forward.as_str(), DIRECTION)
+        .opt("initialHiddenState", Ty::Operand, INITIAL_HIDDEN_STATE)
+        .opt_or("resetAfter", Ty::Bool, true, RESET_AFTER)
+        .opt_or("returnSequence", Ty::Bool, false, RETURN_SEQUENCE)
+        .returns(Returns::Operands, "`[output]`, or `[output, sequence]` when `returnSequence` is true: `output` is the 3-D [numDirections, batchSize, hiddenSize] hidden state of the last step, `sequence` the 4-D [steps, numDirections, batchSize, hiddenSize] outputs of every step.")
+        .build(|b, a| {
+            let o = GruOptions {
+                bias: a.opt_operand("bias")?,
+                recurrent_bias: a.opt_operand("recurrentBias")?,
+                initial_hidden_state: a.opt_operand("initialHiddenState")?,
+                reset_after: a.bool("resetAfter")?,
+                return_sequence: a.bool("returnSequence")?,
+                direction: a.idl_enum("direction")?,
+                layout: a.idl_enum("layout")?,
+                activations: a.activations("activations")?,
+            };
+            let (steps, hidden_size) = (a.uint("steps")? as usize, a.uint("hiddenSize")? as usize);
+            b.gru(a.operand("input")?, a.operand("weight")?, a.operand("recurrentWeight")?, steps, hidden_size, &o).map(Out::Many)
+        });
+    limits(
+        op,
+        &[
+            ("input", 3),
+            ("weight", 3),
+            ("recurrentWeight", 3),
+            ("bias", 2),
+            ("recurrentBias", 2),
+            ("initialHiddenState", 3),
+            ("output0", 3),
+            ("output1", 4),
+        ],
+    );
+
+    let op = t.op("gruCell", "7.8.21").sig("Computes a single time step of a Gated Recurrent Unit [GRU] network.");
+    let op = GRU_CELL.weights(op).arg("hiddenState", Ty::Operand, HIDDEN_STATE).arg("hiddenSize", Ty::Uint, HIDDEN_SIZE).options("MLGruCellOptions");
+    let op = GRU_CELL
+        .members(op, GruWeightLayout::Zrn)
+        .opt_or("resetAfter", Ty::Bool, true, RESET_AFTER)
+        .returns(Returns::Operand, "The 2-D [batchSize, hiddenSize] new hidden state.")
+        .build(|b, a| {
+            let o = GruCellOptions {
+                bias: a.opt_operand("bias")?,
+                recurrent_bias: a.opt_operand("recurrentBias")?,
+                reset_after: a.bool("resetAfter")?,
+                layout: a.idl_enum("layout")?,
+                activations: a.activations("activations")?,
+            };
+            let (x, w, r) = (a.operand("input")?, a.operand("weight")?, a.operand("recurrentWeight")?);
+            b.gru_cell(x, w, r, a.operand("hiddenState")?, a.uint("hiddenSize")? as usize, &o).map(Out::One)
+        });
+    limits(
+        op,
+        &[
+            ("input", 2),
+            ("weight", 2),
+            ("recurrentWeight", 2),
+            ("hiddenState", 2),
+            ("bias", 1),
+            ("recurrentBias", 1),
+            ("output", 2),
+        ],
+    );
+
+    let op = t.op("lstm", "7.8.28").sig("Runs a Long Short-Term Memory [LSTM] network over a sequence.");
+    let op = LSTM.weights(op).arg("steps", Ty::Uint, STEPS).arg("hiddenSize", Ty::Uint, HIDDEN_SIZE).options("MLLstmOptions");
+    let op = LSTM
+        .members(op, LstmWeightLayout::Iofg)
+        .opt_or("direction", Ty::enum_of::<RecurrentDirection>(), RecurrentDirection::Forward.as_str(), DIRECTION)
+        .opt("initialCellState", Ty::Operand, "The 3-D initial cell state of shape [numDirections, batchSize, hiddenSize]; zeros when absent.")
+        .opt("initialHiddenState", Ty::Operand, INITIAL_HIDDEN_STATE)
+        .opt("peepholeWeight", Ty::Operand, "The 2-D peephole weight tensor of shape [numDirections, 3 * hiddenSize], packed in the order input (i), output (o), forget (f).")
+        .opt_or("returnSequence", Ty::Bool, false, RETURN_SEQUENCE)
+        .returns(Returns::Operands, "`[hidden, cell]`, or `[hidden, cell, sequence]` when `returnSequence` is true: `hidden` and `cell` are the 3-D [numDirections, batchSize, hiddenSize] states of the last step, `sequence` the 4-D [steps, numDirections, batchSize, hiddenSize] outputs of every step.")
+        .build(|b, a| {
+            let o = LstmOptions {
+                bias: a.opt_operand("bias")?,
+                recurrent_bias: a.opt_operand("recurrentBias")?,
+                peephole_weight: a.opt_operand("peepholeWeight")?,
+                initial_hidden_state: a.opt_operand("initialHiddenState")?,
+                initial_cell_state: a.opt_operand("initialCellState")?,
+                return_sequence: a.bool("returnSequence")?,
+                direction: a.idl_enum("direction")?,
+                layout: a.idl_enum("layout")?,
+                activations: a.activations("activations")?,
+            };
+            let (steps, hidden_size) = (a.uint("steps")? as usize, a.uint("hiddenSize")? as usize);
+            b.lstm(a.operand("input")?, a.operand("weight")?, a.operand("recurrentWeight")?, steps, hidden_size, &o).map(Out::Many)
+        });
+    limits(
+        op,
+        &[
+            ("input", 3),
+            ("weight", 3),
+            ("recurrentWeight", 3),
+            ("bias", 2),
+            ("recurrentBias", 2),
+            ("peepholeWeight", 2),
+            ("initialHiddenState", 3),
+            ("initialCellState", 3),
+            ("output0", 3),
+            ("output1", 3),
+            ("output2", 4),
+        ],
+    );
+
+    let op = t.op("lstmCell", "7.8.29").sig("Computes a single time step of a Long Short-Term Memory [LSTM] network.");
+    let op = LSTM_CELL
+        .weights(op)
+        .arg("hiddenState", Ty::Operand, HIDDEN_STATE)
+        .arg("cellState", Ty::Operand, "The 2-D cell state [batchSize, hiddenSize].")
+        .arg("hiddenSize", Ty::Uint, HIDDEN_SIZE)
+        .options("MLLstmCellOptions");
+    let op = LSTM_CELL
+        .members(op, LstmWeightLayout::Iofg)
+        .opt("peepholeWeight", Ty::Operand, "The 1-D peephole weight tensor of shape [3 * hiddenSize], packed in the order input (i), output (o), forget (f).")
+        .returns(Returns::Operands, "`[hidden, cell]`: the new 2-D [batchSize, hiddenSize] hidden and cell states.")
+        .build(|b, a| {
+            let o = LstmCellOptions {
+                bias: a.opt_operand("bias")?,
+                recurrent_bias: a.opt_operand("recurrentBias")?,
+                peephole_weight: a.opt_operand("peepholeWeight")?,
+                layout: a.idl_enum("layout")?,
+                activations: a.activations("activations")?,
+            };
+            let (x, w, r) = (a.operand("input")?, a.operand("weight")?, a.operand("recurrentWeight")?);
+            let (h, c) = (a.operand("hiddenState")?, a.operand("cellState")?);
+            b.lstm_cell(x, w, r, h, c, a.uint("hiddenSize")? as usize, &o).map(Out::Many)
+        });
+    limits(
+        op,
+        &[
+            ("input", 2),
+            ("weight", 2),
+            ("recurrentWeight", 2),
+            ("hiddenState", 2),
+            ("cellState", 2),
+            ("bias", 1),
+            ("recurrentBias", 1),
+            ("peepholeWeight", 1),
+            ("output0", 2),
+            ("output1", 2),
+        ],
+    );
+}

@@ -458,16 +458,10 @@ impl<'a> Args<'a> {
     /// "Infinity" and "-Infinity".
     pub fn number(&self, name: &str) -> Result<Option<f64>> {
         let v = self.get(name)?;
-        match v {
-            Value::Null => Ok(None),
-            Value::String(s) => match s.as_str() {
-                "NaN" => Ok(Some(f64::NAN)),
-                "Infinity" => Ok(Some(f64::INFINITY)),
-                "-Infinity" => Ok(Some(f64::NEG_INFINITY)),
-                _ => Err(self.bad(name, "a number")),
-            },
-            _ => v.as_f64().map(Some).ok_or_else(|| self.bad(name, "a number")),
+        if v.is_null() {
+            return Ok(None);
         }
+        json_number(v).map(Some).ok_or_else(|| self.bad(name, "a number"))
     }
 
     pub fn floats(&self, name: &str) -> Result<Option<Vec<f32>>> {
@@ -517,8 +511,20 @@ impl<'a> Args<'a> {
     }
 }
 
+/// A number as the facade passes it: JSON has no NaN or infinities, which travel
+/// as the strings "NaN", "Infinity" and "-Infinity".
+fn json_number(v: &Value) -> Option<f64> {
+    match v.as_str() {
+        Some("NaN") => Some(f64::NAN),
+        Some("Infinity") => Some(f64::INFINITY),
+        Some("-Infinity") => Some(f64::NEG_INFINITY),
+        Some(_) => None,
+        None => v.as_f64(),
+    }
+}
+
 fn member_f32(o: &Map<String, Value>, key: &str, default: f32) -> f32 {
-    o.get(key).and_then(Value::as_f64).map_or(default, |x| x as f32)
+    o.get(key).and_then(json_number).map_or(default, |x| x as f32)
 }
 
 /// An activation as the facade's `MLActivation` holds it: `{name, ...options}` with
@@ -527,7 +533,7 @@ pub fn activation_from_json(v: &Value) -> Result<Activation> {
     use Activation as A;
     let o = v.as_object().ok_or_else(|| type_err!("an activation must be an object"))?;
     let name = o.get("name").and_then(Value::as_str).unwrap_or("");
-    let opt = |k: &str| o.get(k).and_then(Value::as_f64).map(|x| x as f32);
+    let opt = |k: &str| o.get(k).and_then(json_number).map(|x| x as f32);
     Ok(match name {
         "clamp" => A::Clamp { min: opt("minValue"), max: opt("maxValue") },
         "elu" => A::Elu { alpha: member_f32(o, "alpha", 1.0) },
@@ -552,7 +558,14 @@ pub fn activation_to_json(a: &Activation) -> Value {
     let mut o = Map::new();
     o.insert("name".into(), a.name().into());
     let mut put = |k: &str, v: f32| {
-        o.insert(k.into(), json!(v as f64));
+        // json! makes a non-finite number null: those travel as `json_number`'s strings.
+        let v = match v {
+            _ if v.is_nan() => json!("NaN"),
+            f32::INFINITY => json!("Infinity"),
+            f32::NEG_INFINITY => json!("-Infinity"),
+            _ => json!(v as f64),
+        };
+        o.insert(k.into(), v);
     };
     match *a {
         A::Clamp { min, max } => {
@@ -616,6 +629,7 @@ mod tests {
     fn activations_round_trip() {
         for a in [
             Activation::Clamp { min: Some(-1.0), max: None },
+            Activation::Clamp { min: Some(f32::NEG_INFINITY), max: Some(f32::INFINITY) },
             Activation::Elu { alpha: 0.5 },
             Activation::Linear { alpha: 2.0, beta: -3.0 },
             Activation::Softmax { axis: 2 },
@@ -623,5 +637,9 @@ mod tests {
         ] {
             assert_eq!(activation_from_json(&activation_to_json(&a)).unwrap(), a);
         }
+        // The facade's form of non-finite MLNumbers (JSON has none).
+        let clamp = json!({ "name": "clamp", "minValue": "-Infinity", "maxValue": "Infinity" });
+        let a = activation_from_json(&clamp).unwrap();
+        assert_eq!(a, Activation::Clamp { min: Some(f32::NEG_INFINITY), max: Some(f32::INFINITY) });
     }
 }

@@ -21,7 +21,6 @@ use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 mod activation_ops;
 mod conv;
 mod gather;
-mod matmul;
 mod ops;
 mod recurrent;
 mod reduction;

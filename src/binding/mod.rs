@@ -22,7 +22,6 @@ mod activation_ops;
 mod gather;
 mod ops;
 mod recurrent;
-mod reduction;
 mod tensor;
 mod tile_quant;
 mod wake;

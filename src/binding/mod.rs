@@ -19,7 +19,6 @@ use crate::ops::shape_ops::Splits;
 use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 
 mod activation_ops;
-mod gather;
 mod ops;
 mod recurrent;
 mod tensor;

@@ -22,7 +22,6 @@ mod activation_ops;
 mod ops;
 mod recurrent;
 mod tensor;
-mod tile_quant;
 mod wake;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade

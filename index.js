@@ -1045,7 +1045,8 @@ class MLGraphBuilder {
         const indices = new Uint32Array(picks)
         for (let k = 0; k < picks; k++) indices[k] = k * stride
         const idx = n.constant('uint32', [picks], new Uint8Array(indices.buffer))
-        id = n.gather(id, idx, axis)
+        // gather's entry of the operator table: (input, indices, {axis}).
+        id = n.op(opTable.index.gather, 0, [id, idx, axis])
       }
       return id
     }))
@@ -1143,7 +1144,10 @@ for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWi
   require(require('node:path').join(opsDir, file))(internals)
 }
 // The operators of the operator table (src/ops/table.rs): one generic method each.
-require('./lib/operators.js')(internals, JSON.parse(native.opTable()))
+const opTable = JSON.parse(native.opTable())
+opTable.index = ObjectCreate(null)
+for (let i = 0; i < opTable.ops.length; i++) opTable.index[opTable.ops[i].name] = i
+require('./lib/operators.js')(internals, opTable)
 
 /** MLOperatorOptions.label: the options dictionary is an operator's last
  * argument; an error about the operator quotes its label, when one is given. */

@@ -1053,7 +1053,8 @@ class MLGraphBuilder {
         const indices = new Uint32Array(picks)
         for (let k = 0; k < picks; k++) indices[k] = k * stride
         const idx = n.constant('uint32', [picks], new Uint8Array(indices.buffer))
-        id = n.gather(id, idx, axis)
+        // gather's entry of the operator table: (input, indices, {axis}).
+        id = n.op(opTable.index.gather, 0, [id, idx, axis])
       }
       return id
     }))

@@ -192,3 +192,30 @@ test('a wrong `this` is a TypeError', (t) => {
   t.throws(() => MLGraphBuilder.prototype.reduceSum.call({}, x), { instanceOf: TypeError })
   t.throws(() => MLGraphBuilder.prototype.argMax.call(undefined, x), { instanceOf: TypeError })
 })
+
+test("argMin/argMax(input, axis, options): the current draft's overload", async (t) => {
+  for (const op of ['argMin', 'argMax']) {
+    const { b, x } = setup('float32', [2, 3])
+    // A non-object second argument picks the draft's form: int32 output by default.
+    t.deepEqual([b[op](x, 1).shape, b[op](x, 1).dataType], [[2], 'int32'])
+    t.deepEqual([b[op](x, '0', { keepDimensions: true }).shape, b[op](x, '0').dataType], [[1, 3], 'int32'])
+    t.is(b[op](x, 1, { outputDataType: 'int64' }).dataType, 'int64')
+    // undefined, null and objects pick the CRD's form (every axis, int64).
+    for (const second of [undefined, null, {}]) t.deepEqual([b[op](x, second).shape, b[op](x, second).dataType], [[], 'int64'])
+    // With three arguments only the draft's form fits: the axis is required ([EnforceRange]).
+    t.throws(() => b[op](x, undefined, {}), { instanceOf: TypeError, message: new RegExp(`^${op}: axis: undefined`) })
+    t.throws(() => b[op](x, -1), { instanceOf: TypeError, message: new RegExp(`^${op}: axis: -1`) })
+    for (const bad of ['uint8', 'float32', 'uint32']) {
+      t.throws(() => b[op](x, 0, { outputDataType: bad }), { instanceOf: TypeError, message: `${op}: options.outputDataType '${bad}' is not 'int32' or 'int64'` })
+    }
+    t.throws(() => b[op](x, 0, { outputDataType: 'int16' }), { instanceOf: TypeError, message: new RegExp(`^${op}: options.outputDataType`) })
+    // The core's message speaks of the CRD's options.axes; this form names `axis`.
+    t.throws(() => b[op](x, 2), { instanceOf: TypeError, message: new RegExp(`^${op}: axis 2 contains 2, which is out of range for an input of rank 2`) })
+    t.throws(() => b[op](x, 2, { label: 'l' }), { instanceOf: TypeError, message: new RegExp(`^${op} \\(label "l"\\): axis 2 contains 2`) })
+  }
+  const { b, x } = setup('float32', [2, 3])
+  const y = b.argMax(x, 1)
+  const out = await computeOne(context, b, y, { x: new Float32Array([-2, 3, 1, 0.5, -1, 7]) })
+  t.true(out instanceof Int32Array)
+  t.deepEqual(Array.from(out), [1, 2])
+})

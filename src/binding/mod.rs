@@ -19,13 +19,8 @@ use crate::ops::shape_ops::Splits;
 use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 
 mod activation_ops;
-mod conv;
-mod gather;
-mod matmul;
 mod ops;
-mod reduction;
 mod tensor;
-mod tile_quant;
 mod wake;
 
 /// Errors reach JS as `Error`s whose message is `"<JS name>|<message>"`; the facade

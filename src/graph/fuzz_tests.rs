@@ -1169,7 +1169,7 @@ fn gen_reduce(c: &mut Ctx) {
         let expect = exact(reduced_shape(&dx.shape, &axes, keep).map(|s| vec![desc(Int64, s)]));
         c.call(kind.name(), expect, |g| g.arg_min_max(kind, x, &options).map(|x| vec![x]));
     } else {
-        let kind = c.rng.pick(&ReduceKind::ALL);
+        let kind = c.rng.pick(ReduceKind::ALL);
         let allowed: &[DataType] = match kind {
             ReduceKind::Max | ReduceKind::Min => &ALL_TYPES,
             ReduceKind::L1 | ReduceKind::Product | ReduceKind::Sum | ReduceKind::SumSquare => {

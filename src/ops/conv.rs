@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{check_dimensions, OperandDesc};
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 /// The float types both convolutions accept (step 2 / step 3).
@@ -39,14 +40,16 @@ impl InputLayout {
     }
 }
 
-/// MLConv2dFilterOperandLayout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Conv2dFilterLayout {
-    #[default]
-    Oihw,
-    Hwio,
-    Ohwi,
-    Ihwo,
+crate::idl_enum! {
+    /// MLConv2dFilterOperandLayout.
+    #[derive(Default)]
+    pub enum Conv2dFilterLayout = "MLConv2dFilterOperandLayout" {
+        #[default]
+        Oihw = "oihw",
+        Hwio = "hwio",
+        Ohwi = "ohwi",
+        Ihwo = "ihwo",
+    }
 }
 
 impl Conv2dFilterLayout {
@@ -62,13 +65,15 @@ impl Conv2dFilterLayout {
     }
 }
 
-/// MLConvTranspose2dFilterOperandLayout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ConvTranspose2dFilterLayout {
-    #[default]
-    Iohw,
-    Hwoi,
-    Ohwi,
+crate::idl_enum! {
+    /// MLConvTranspose2dFilterOperandLayout.
+    #[derive(Default)]
+    pub enum ConvTranspose2dFilterLayout = "MLConvTranspose2dFilterOperandLayout" {
+        #[default]
+        Iohw = "iohw",
+        Hwoi = "hwoi",
+        Ohwi = "ohwi",
+    }
 }
 
 impl ConvTranspose2dFilterLayout {
@@ -925,5 +930,67 @@ mod tests {
     }
 }
 
-/// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+/// The convolutions' entries of the operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    let floats = types::FLOATS;
+    t.op("conv2d", "7.8.10")
+        .sig("Computes a 2-D convolution of a 4-D input with a 4-D filter. The output spatial size is `floor(1 + (inputSize - (filterSize - 1) * dilation - 1 + beginningPadding + endingPadding) / stride)`. Throws a TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has another data type, padding is not of length 4, strides or dilations not of length 2, a stride, a dilation or `groups` is 0, the input channels are not divisible by `groups` or do not match the filter's input channels, the output channels are not divisible by `groups`, the bias is not of shape [outputChannels] and the input's data type, or an output dimension is not valid (the dilated filter is larger than the padded input).")
+        .arg("input", Ty::Operand, "The 4-D input tensor (`\"float32\"` or `\"float16\"`), laid out per `options.inputLayout`.")
+        .arg("filter", Ty::Operand, "The 4-D filter tensor, laid out per `options.filterLayout`.")
+        .options("MLConv2dOptions")
+        .opt("bias", Ty::Operand, "A 1-D tensor of shape [outputChannels] added to the convolution result.")
+        .opt("dilations", Ty::Uints, "[dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial dimension. Default `[1, 1]`.")
+        .opt_or("filterLayout", Ty::enum_of::<Conv2dFilterLayout>(), "oihw", "The layout of the filter tensor.")
+        .opt_or("groups", Ty::Uint, 1, "The number of groups input and output channels are divided into (non-zero). A depthwise convolution has groups = inputChannels = outputChannels.")
+        .opt_or("inputLayout", Ty::enum_of::<InputLayout>(), "nchw", "The layout of the input and output tensors.")
+        .opt("padding", Ty::Uints, "[beginningHeight, endingHeight, beginningWidth, endingWidth]: rows and columns added to the beginning and end of each spatial dimension of the input. Default `[0, 0, 0, 0]`.")
+        .opt("strides", Ty::Uints, "[strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero. Default `[1, 1]`.")
+        .returns(Returns::Operand, "The 4-D output tensor, laid out per `options.inputLayout`.")
+        .build(|b, a| {
+            let o = Conv2dOptions {
+                padding: a.dims("padding")?,
+                strides: a.dims("strides")?,
+                dilations: a.dims("dilations")?,
+                groups: a.uint("groups")? as usize,
+                input_layout: a.idl_enum("inputLayout")?,
+                filter_layout: a.idl_enum("filterLayout")?,
+            };
+            b.conv2d(a.operand("input")?, a.operand("filter")?, a.opt_operand("bias")?, &o).map(Out::One)
+        })
+        .limit("input", floats, (4, 4))
+        .limit("filter", floats, (4, 4))
+        .limit("bias", floats, (1, 1))
+        .limit("output", floats, (4, 4));
+    t.op("convTranspose2d", "7.8.11")
+        .sig("Computes a 2-D transposed convolution of a 4-D input with a 4-D filter. Unless `outputSizes` is given, the output spatial size is `(inputSize - 1) * stride + (filterSize - 1) * dilation + 1 - beginningPadding - endingPadding + outputPadding`. Throws a TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has another data type, padding is not of length 4, strides, dilations, outputPadding or outputSizes not of length 2, a stride, a dilation or `groups` is 0, an output padding is not smaller than its stride (when outputSizes is absent), an output size is outside [computed size, computed size + stride) (when outputSizes is given), the input channels do not match the filter's or are not divisible by `groups`, the bias is not of shape [outputChannels] and the input's data type, or an output dimension is not valid.")
+        .arg("input", Ty::Operand, "The 4-D input tensor (`\"float32\"` or `\"float16\"`), laid out per `options.inputLayout`.")
+        .arg("filter", Ty::Operand, "The 4-D filter tensor, laid out per `options.filterLayout`.")
+        .options("MLConvTranspose2dOptions")
+        .opt("bias", Ty::Operand, "A 1-D tensor of shape [outputChannels] added to the convolution result.")
+        .opt("dilations", Ty::Uints, "[dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial dimension. Default `[1, 1]`.")
+        .opt_or("filterLayout", Ty::enum_of::<ConvTranspose2dFilterLayout>(), "iohw", "The layout of the filter tensor.")
+        .opt_or("groups", Ty::Uint, 1, "The number of groups input and output channels are divided into.")
+        .opt_or("inputLayout", Ty::enum_of::<InputLayout>(), "nchw", "The layout of the input and output tensors.")
+        .opt("outputPadding", Ty::Uints, "[outputPaddingHeight, outputPaddingWidth]: padding of the output's spatial dimensions, which disambiguates the output shape when a stride is greater than 1; each value must be smaller than the corresponding stride. Ignored when `outputSizes` is given. Default `[0, 0]`.")
+        .opt("outputSizes", Ty::Uints, "[outputHeight, outputWidth]: the sizes of the output's spatial dimensions. When absent, they are computed from the input, filter, padding, strides, dilations and outputPadding.")
+        .opt("padding", Ty::Uints, "[beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial dimension of the input. Default `[0, 0, 0, 0]`.")
+        .opt("strides", Ty::Uints, "[strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero. Default `[1, 1]`.")
+        .returns(Returns::Operand, "The 4-D output tensor, laid out per `options.inputLayout`.")
+        .build(|b, a| {
+            let o = ConvTranspose2dOptions {
+                padding: a.dims("padding")?,
+                strides: a.dims("strides")?,
+                dilations: a.dims("dilations")?,
+                output_padding: a.dims("outputPadding")?,
+                output_sizes: a.dims("outputSizes")?,
+                groups: a.uint("groups")? as usize,
+                input_layout: a.idl_enum("inputLayout")?,
+                filter_layout: a.idl_enum("filterLayout")?,
+            };
+            b.conv_transpose2d(a.operand("input")?, a.operand("filter")?, a.opt_operand("bias")?, &o).map(Out::One)
+        })
+        .limit("input", floats, (4, 4))
+        .limit("filter", floats, (4, 4))
+        .limit("bias", floats, (1, 1))
+        .limit("output", floats, (4, 4));
+}

@@ -10,13 +10,15 @@
 //!
 //! Adding an operator here touches: this module (options, validation, the
 //! `GraphBuilder` method), a variant of `Op` in `ops/mod.rs`, a kernel in
-//! `engine/cpu/kernels/gather.rs` with its arm in `kernels::run`, the binding in
-//! `binding/gather.rs` and the facade in `lib/ops/gather.js`.
+//! `engine/cpu/kernels/gather.rs` with its arm in `kernels::run`, and its entry of
+//! the operator table in `register` (from which the binding and the facade's
+//! argument conversion follow).
 
 use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{self, DataType};
 use crate::graph::shape::{check_dimensions, OperandDesc};
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 // ---------------------------------------------------------------------------
@@ -58,29 +60,19 @@ pub fn gather(input: &OperandDesc, indices: &OperandDesc, axis: usize) -> Result
 // ---------------------------------------------------------------------------
 // 7.8.31 pad
 
-/// `MLPaddingMode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PaddingMode {
-    Constant,
-    Edge,
-    Reflection,
-    Symmetric,
+crate::idl_enum! {
+    /// `MLPaddingMode`.
+    pub enum PaddingMode = "MLPaddingMode" {
+        Constant = "constant",
+        Edge = "edge",
+        Reflection = "reflection",
+        Symmetric = "symmetric",
+    }
 }
 
 impl PaddingMode {
     pub fn name(self) -> &'static str {
-        match self {
-            PaddingMode::Constant => "constant",
-            PaddingMode::Edge => "edge",
-            PaddingMode::Reflection => "reflection",
-            PaddingMode::Symmetric => "symmetric",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<PaddingMode> {
-        [PaddingMode::Constant, PaddingMode::Edge, PaddingMode::Reflection, PaddingMode::Symmetric]
-            .into_iter()
-            .find(|m| m.name() == name)
+        self.as_str()
     }
 }
 
@@ -152,23 +144,17 @@ pub fn pad(input: &OperandDesc, beginning: &[usize], ending: &[usize], options: 
 // ---------------------------------------------------------------------------
 // 7.8.36 resample2d
 
-/// `MLInterpolationMode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InterpolationMode {
-    NearestNeighbor,
-    Linear,
+crate::idl_enum! {
+    /// `MLInterpolationMode`.
+    pub enum InterpolationMode = "MLInterpolationMode" {
+        NearestNeighbor = "nearest-neighbor",
+        Linear = "linear",
+    }
 }
 
 impl InterpolationMode {
     pub fn name(self) -> &'static str {
-        match self {
-            InterpolationMode::NearestNeighbor => "nearest-neighbor",
-            InterpolationMode::Linear => "linear",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<InterpolationMode> {
-        [InterpolationMode::NearestNeighbor, InterpolationMode::Linear].into_iter().find(|m| m.name() == name)
+        self.as_str()
     }
 }
 
@@ -722,5 +708,120 @@ mod tests {
     }
 }
 
-/// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+/// The gather family's entries of the operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    let (all, indices) = (types::ALL, types::INDICES);
+    let floats = &RESAMPLE_TYPES;
+    t.op("gather", "7.8.17")
+        .sig("Gathers slices of the input along an axis at the given indices. Throws a TypeError if the indices' data type is not `\"int32\"`, `\"uint32\"` or `\"int64\"`, or `axis` is not below the input's rank.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("indices", Ty::Operand, "An `\"int32\"`, `\"uint32\"` or `\"int64\"` tensor of indices into `input`'s dimension `axis`, of size n. A negative index counts from the end (i + n); an index still outside [0, n-1] is clamped into it at run time (as Chromium's CPU backends do).")
+        .options("MLGatherOptions")
+        .opt_or("axis", Ty::Uint, 0, "The axis along which values are gathered, in the range [0, N-1] where N is the input's rank.")
+        .returns(Returns::Operand, "A tensor of rank input rank + indices rank - 1: input.shape()[0..axis) ++ indices.shape() ++ input.shape()(axis..).")
+        .build(|b, a| b.gather(a.operand("input")?, a.operand("indices")?, a.uint("axis")? as usize).map(Out::One))
+        .limit("input", all, (1, 8))
+        .limit("indices", indices, (0, 8))
+        .limit("output", all, (0, 8));
+    t.op("pad", "7.8.31")
+        .sig("Pads the edges of the input with a constant or with mirrored or repeated values; each output dimension is beginningPadding + input size + endingPadding. Throws a TypeError if either padding list's length is not the input's rank, an output dimension is not valid, or (as in Chromium) a padding exceeds size - 1 in mode `\"reflection\"` or size in mode `\"symmetric\"`.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("beginningPadding", Ty::Uints, "The padding at the beginning of each dimension (one per dimension).")
+        .arg("endingPadding", Ty::Uints, "The padding at the end of each dimension (one per dimension).")
+        .options("MLPadOptions")
+        .opt_or("mode", Ty::enum_of::<PaddingMode>(), "constant", "How the padded values are computed.")
+        .opt_or("value", Ty::NumberOrNaN, 0, "The padding value when `mode` is `\"constant\"`.")
+        .returns(Returns::Operand, "The padded tensor.")
+        .build(|b, a| {
+            let required = |name| a.dims(name).and_then(|v| v.ok_or_else(|| type_err!("pad: {name} is required")));
+            let (beginning, ending) = (required("beginningPadding")?, required("endingPadding")?);
+            // The facade rounded the MLNumber to a float32 value.
+            let options = PadOptions { mode: a.idl_enum("mode")?, value: a.number("value")?.unwrap_or(0.0) as f32 };
+            b.pad(a.operand("input")?, &beginning, &ending, options).map(Out::One)
+        })
+        .limit("input", all, (0, 8))
+        .limit("output", all, (0, 8));
+    t.op("resample2d", "7.8.36")
+        .sig("Resamples two consecutive dimensions of a 4-D tensor to new sizes by scales or target sizes. Throws a TypeError if the input is not floating point or not 4-D, scales or sizes is not of length 2 or holds a value not greater than 0, axes is not [0, 1], [1, 2] or [2, 3], or an output dimension is not valid.")
+        .arg("input", Ty::Operand, "The 4-D input tensor (`\"float32\"` or `\"float16\"`).")
+        .options("MLResample2dOptions")
+        .opt("axes", Ty::Uints, "The two consecutive input dimensions that are resampled: [0, 1], [1, 2] or [2, 3]. Default `[2, 3]`.")
+        .opt_or("mode", Ty::enum_of::<InterpolationMode>(), "nearest-neighbor", "The interpolation algorithm used to fill the output tensor values.")
+        .opt("scales", Ty::Floats, "[scaleHeight, scaleWidth]: the scaling factor of each resampled dimension (greater than 0). Ignored when `sizes` is given. Default `[1.0, 1.0]`.")
+        .opt("sizes", Ty::Uints, "[sizeHeight, sizeWidth]: the target sizes of the resampled dimensions (greater than 0); when given, `scales` is ignored.")
+        .returns(Returns::Operand, "The resampled 4-D tensor.")
+        .build(|b, a| {
+            let options = Resample2dOptions {
+                mode: a.idl_enum("mode")?,
+                scales: a.floats("scales")?,
+                sizes: a.dims("sizes")?,
+                axes: a.dims("axes")?,
+            };
+            b.resample2d(a.operand("input")?, &options).map(Out::One)
+        })
+        .limit("input", floats, (4, 4))
+        .limit("output", floats, (4, 4));
+    t.op("triangular", "7.8.46")
+        .sig("Keeps the upper or lower triangular part of a matrix (or of each matrix of the last two dimensions) and zeroes the rest. Throws a TypeError if the input's rank is below 2.")
+        .arg("input", Ty::Operand, "A tensor of rank 2 or more.")
+        .options("MLTriangularOptions")
+        .opt_or("diagonal", Ty::Int, 0, "How many diagonals above (positive) or below (negative) the main diagonal are retained or excluded; 0 affects only the main diagonal.")
+        .opt_or("upper", Ty::Bool, true, "Whether the upper (true) or the lower (false) triangular part is retained.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| {
+            let options = TriangularOptions { upper: a.bool("upper")?, diagonal: a.int("diagonal")? };
+            b.triangular(a.operand("input")?, options).map(Out::One)
+        })
+        .limit("input", all, (2, 8))
+        .limit("output", all, (2, 8));
+    // Indices are "int32", "uint32" or "int64"; each index addresses one input
+    // dimension of size n: a negative index counts from the end (i + n) and one still
+    // outside [0, n-1] is clamped into it at run time, as for gather().
+    t.op("gatherElements", "draft")
+        .sig("ONNX GatherElements: output[c] = input[c with c[axis] replaced by indices[c]]. Throws a TypeError for a rank-0 input, another rank of indices, a dimension of indices larger than the input's (other than `axis`), an index data type not listed, or `axis` not below the input's rank.")
+        .arg("input", Ty::Operand, "The input tensor, of any data type.")
+        .arg("indices", Ty::Operand, "Of the input's rank, no larger than the input in any dimension but `axis`.")
+        .options("MLGatherOptions")
+        .opt_or("axis", Ty::Uint, 0, "The axis along which values are gathered, in the range [0, N-1] where N is the input's rank.")
+        .returns(Returns::Operand, "A tensor of the indices' shape and the input's data type.")
+        .build(|b, a| b.gather_elements(a.operand("input")?, a.operand("indices")?, a.uint("axis")? as usize).map(Out::One))
+        .limit("input", all, (1, 8))
+        .limit("indices", indices, (1, 8))
+        .limit("output", all, (1, 8));
+    t.op("gatherND", "draft")
+        .sig("ONNX GatherND (batch_dims 0): each row of the last dimension of indices (k values, 1 <= k <= input rank) addresses a slice input[i0, .., ik-1]. Throws a TypeError for rank-0 input or indices, k outside [1, input rank], an index data type not listed, or an output of rank above 8.")
+        .arg("input", Ty::Operand, "The input tensor, of any data type.")
+        .arg("indices", Ty::Operand, "An `\"int32\"`, `\"uint32\"` or `\"int64\"` tensor of index tuples along its last dimension.")
+        .returns(Returns::Operand, "A tensor of shape indices.shape[0..-1] ++ input.shape[k..].")
+        .build(|b, a| b.gather_nd(a.operand("input")?, a.operand("indices")?).map(Out::One))
+        .limit("input", all, (1, 8))
+        .limit("indices", indices, (1, 8))
+        .limit("output", all, (0, 8));
+    t.op("scatterElements", "draft")
+        .sig("ONNX ScatterElements without reduction: the input with updates[c] written at c with c[axis] replaced by indices[c]. Where indices repeat, the update last in row-major order wins.")
+        .arg("input", Ty::Operand, "The input tensor, of any data type.")
+        .arg("indices", Ty::Operand, "As for gatherElements().")
+        .arg("updates", Ty::Operand, "Of the indices' shape and the input's data type.")
+        .options("MLScatterOptions")
+        .opt_or("axis", Ty::Uint, 0, "The axis along which updates are scattered, in the range [0, N-1] where N is the input's rank.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| {
+            let (input, indices, updates) = (a.operand("input")?, a.operand("indices")?, a.operand("updates")?);
+            b.scatter_elements(input, indices, updates, a.uint("axis")? as usize).map(Out::One)
+        })
+        .limit("input", all, (1, 8))
+        .limit("indices", indices, (1, 8))
+        .limit("updates", all, (1, 8))
+        .limit("output", all, (1, 8));
+    t.op("scatterND", "draft")
+        .sig("ONNX ScatterND without reduction: the input with each slice addressed by a row of indices (as in gatherND) replaced by the matching slice of updates. Where rows repeat, the row last in order wins.")
+        .arg("input", Ty::Operand, "The input tensor, of any data type.")
+        .arg("indices", Ty::Operand, "An `\"int32\"`, `\"uint32\"` or `\"int64\"` tensor of index tuples along its last dimension.")
+        .arg("updates", Ty::Operand, "Of shape indices.shape[0..-1] ++ input.shape[k..] and the input's data type.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| b.scatter_nd(a.operand("input")?, a.operand("indices")?, a.operand("updates")?).map(Out::One))
+        .limit("input", all, (1, 8))
+        .limit("indices", indices, (1, 8))
+        .limit("updates", all, (0, 8))
+        .limit("output", all, (1, 8));
+}

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{broadcast_bidirectional, broadcast_unidirectional, check_dimensions, OperandDesc};
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 /// The floating-point types matmul and gemm accept (step 2 of each).
@@ -287,5 +288,42 @@ mod tests {
     }
 }
 
-/// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+/// matmul's and gemm's entries of the operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    let floats = types::FLOATS;
+    t.op("matmul", "7.8.30")
+        .sig("Computes the matrix product of the last two dimensions of two tensors, broadcasting the leading (batch) dimensions per the numpy rule. Throws a TypeError if `a` is not floating point, `b` has another data type, either rank is below 2, the inner dimensions differ, or the batch dimensions cannot be broadcast together.")
+        .arg("a", Ty::Operand, "A tensor of rank 2 or more [..., M, K] (`\"float32\"` or `\"float16\"`).")
+        .arg("b", Ty::Operand, "A tensor of rank 2 or more [..., K, N], of `a`'s data type.")
+        .returns(Returns::Operand, "The [...broadcast batch, M, N] product.")
+        .build(|b, a| b.matmul(a.operand("a")?, a.operand("b")?).map(Out::One))
+        .limit("a", floats, (2, 8))
+        .limit("b", floats, (2, 8))
+        .limit("output", floats, (2, 8));
+    t.op("gemm", "7.8.19")
+        .sig("Computes the general matrix multiplication `alpha * A * B + beta * C` of 2-D tensors, where A is [M, K] (or [K, M] with aTranspose) and B is [K, N] (or [N, K] with bTranspose). Throws a TypeError if `a` is not floating point, `b` or `c` has another data type, `a` or `b` is not 2-D, the inner dimensions differ, or `c` is not broadcastable to [M, N].")
+        .arg("a", Ty::Operand, "The 2-D first matrix (`\"float32\"` or `\"float16\"`).")
+        .arg("b", Ty::Operand, "The 2-D second matrix, of `a`'s data type.")
+        .options("MLGemmOptions")
+        .opt_or("aTranspose", Ty::Bool, false, "Whether the first input is transposed before the multiplication.")
+        .opt_or("alpha", Ty::Float, 1.0, "The multiplier of A * B.")
+        .opt_or("bTranspose", Ty::Bool, false, "Whether the second input is transposed before the multiplication.")
+        .opt_or("beta", Ty::Float, 1.0, "The multiplier of c.")
+        .opt("c", Ty::Operand, "The third input: a scalar, or a tensor unidirectionally broadcastable to [M, N]. When absent, the computation is done as if c were the scalar 0.")
+        .returns(Returns::Operand, "The 2-D [M, N] tensor.")
+        .build(|b, a| {
+            let c = a.opt_operand("c")?;
+            let o = GemmOptions {
+                alpha: a.f32("alpha")?,
+                beta: a.f32("beta")?,
+                a_transpose: a.bool("aTranspose")?,
+                b_transpose: a.bool("bTranspose")?,
+                has_c: c.is_some(),
+            };
+            b.gemm(a.operand("a")?, a.operand("b")?, c, o).map(Out::One)
+        })
+        .limit("a", floats, (2, 2))
+        .limit("b", floats, (2, 2))
+        .limit("c", floats, (0, 2))
+        .limit("output", floats, (2, 2));
+}

@@ -13,59 +13,34 @@
 //! argMax 0), which is what Chromium computes and what the WPT conformance tests
 //! of this draft expect.
 
-use crate::error::Result;
+use crate::error::{Result, WebnnError};
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::OperandDesc;
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 use DataType::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceKind {
-    L1,
-    L2,
-    LogSum,
-    LogSumExp,
-    Max,
-    Mean,
-    Min,
-    Product,
-    Sum,
-    SumSquare,
+crate::idl_enum! {
+    /// The reduction operators (7.8.34), by method name.
+    pub enum ReduceKind = "" {
+        L1 = "reduceL1",
+        L2 = "reduceL2",
+        LogSum = "reduceLogSum",
+        LogSumExp = "reduceLogSumExp",
+        Max = "reduceMax",
+        Mean = "reduceMean",
+        Min = "reduceMin",
+        Product = "reduceProduct",
+        Sum = "reduceSum",
+        SumSquare = "reduceSumSquare",
+    }
 }
 
 impl ReduceKind {
-    pub const ALL: [ReduceKind; 10] = [
-        ReduceKind::L1,
-        ReduceKind::L2,
-        ReduceKind::LogSum,
-        ReduceKind::LogSumExp,
-        ReduceKind::Max,
-        ReduceKind::Mean,
-        ReduceKind::Min,
-        ReduceKind::Product,
-        ReduceKind::Sum,
-        ReduceKind::SumSquare,
-    ];
-
     /// The spec's method name.
     pub fn name(self) -> &'static str {
-        match self {
-            ReduceKind::L1 => "reduceL1",
-            ReduceKind::L2 => "reduceL2",
-            ReduceKind::LogSum => "reduceLogSum",
-            ReduceKind::LogSumExp => "reduceLogSumExp",
-            ReduceKind::Max => "reduceMax",
-            ReduceKind::Mean => "reduceMean",
-            ReduceKind::Min => "reduceMin",
-            ReduceKind::Product => "reduceProduct",
-            ReduceKind::Sum => "reduceSum",
-            ReduceKind::SumSquare => "reduceSumSquare",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<ReduceKind> {
-        ReduceKind::ALL.into_iter().find(|k| k.name() == name)
+        self.as_str()
     }
 
     /// The allowedDataTypes each method passes to "create reduce operation"
@@ -83,18 +58,17 @@ impl ReduceKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ArgKind {
-    Min,
-    Max,
+crate::idl_enum! {
+    /// argMin and argMax (7.8.5), by method name.
+    pub enum ArgKind = "" {
+        Min = "argMin",
+        Max = "argMax",
+    }
 }
 
 impl ArgKind {
     pub fn name(self) -> &'static str {
-        match self {
-            ArgKind::Min => "argMin",
-            ArgKind::Max => "argMax",
-        }
+        self.as_str()
     }
 }
 
@@ -261,7 +235,7 @@ mod tests {
     #[test]
     fn reduce_data_types() {
         let all = DataType::ALL;
-        for kind in ReduceKind::ALL {
+        for &kind in ReduceKind::ALL {
             for t in all {
                 let ok = reduce(kind, &d(t, &[2, 3]), &opts(None, false)).is_ok();
                 let expected = match kind {
@@ -313,5 +287,93 @@ mod tests {
     }
 }
 
-/// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+/// The reductions' and argMin/argMax's entries of the operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    const INDEX_TYPES: &[DataType] = &[Int32, Int64];
+    for &kind in ReduceKind::ALL {
+        let (sig_doc, input_doc) = match kind {
+            ReduceKind::L1 => ("Reduces by the sum of absolute values. Throws a TypeError if the input's data type is not float32, float16, int32 or uint32, or an axis is out of range or repeated.", "A `\"float32\"`, `\"float16\"`, `\"int32\"` or `\"uint32\"` tensor."),
+            ReduceKind::L2 => ("Reduces by the square root of the sum of squares. Throws a TypeError if the input is not floating point, or an axis is out of range or repeated.", "A `\"float32\"` or `\"float16\"` tensor."),
+            ReduceKind::LogSum => ("Reduces by the natural logarithm of the sum. Throws a TypeError if the input is not floating point, or an axis is out of range or repeated.", "A `\"float32\"` or `\"float16\"` tensor."),
+            ReduceKind::LogSumExp => ("Reduces by the natural logarithm of the sum of exponentials. Throws a TypeError if the input is not floating point, or an axis is out of range or repeated.", "A `\"float32\"` or `\"float16\"` tensor."),
+            ReduceKind::Max => ("Reduces by the maximum. Throws a TypeError if an axis is out of range or repeated.", "A tensor of any data type."),
+            ReduceKind::Mean => ("Reduces by the arithmetic mean. Throws a TypeError if the input is not floating point, or an axis is out of range or repeated.", "A `\"float32\"` or `\"float16\"` tensor."),
+            ReduceKind::Min => ("Reduces by the minimum. Throws a TypeError if an axis is out of range or repeated.", "A tensor of any data type."),
+            ReduceKind::Product => ("Reduces by the product. Throws a TypeError if the input's data type is not float32, float16, int32 or uint32, or an axis is out of range or repeated.", "A `\"float32\"`, `\"float16\"`, `\"int32\"` or `\"uint32\"` tensor."),
+            ReduceKind::Sum => ("Reduces by the sum. Throws a TypeError if the input's data type is not float32, float16, int32 or uint32, or an axis is out of range or repeated.", "A `\"float32\"`, `\"float16\"`, `\"int32\"` or `\"uint32\"` tensor."),
+            ReduceKind::SumSquare => ("Reduces by the sum of squares. Throws a TypeError if the input's data type is not float32, float16, int32 or uint32, or an axis is out of range or repeated.", "A `\"float32\"`, `\"float16\"`, `\"int32\"` or `\"uint32\"` tensor."),
+        };
+        let types = kind.allowed_types().unwrap_or(types::ALL);
+        t.op(kind.name(), "7.8.34")
+            .sig(sig_doc)
+            .arg("input", Ty::Operand, input_doc)
+            .options("MLReduceOptions")
+            .opt("axes", Ty::Uints, "The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When absent, all dimensions are reduced; when empty, none is and the output shape is the input's.")
+            .opt_or("keepDimensions", Ty::Bool, false, "If true, the output keeps the input's rank, with the reduced dimensions of size 1.")
+            .returns(Returns::Operand, "The reduced tensor.")
+            .build(move |b, a| {
+                let o = ReduceOptions { axes: a.dims("axes")?, keep_dimensions: a.bool("keepDimensions")? };
+                b.reduce(kind, a.operand("input")?, &o).map(Out::One)
+            })
+            .limit("input", types, (0, 8))
+            .limit("output", types, (0, 8));
+    }
+    for &kind in ArgKind::ALL {
+        let op = kind.name();
+        let (crd_doc, draft_doc) = match kind {
+            ArgKind::Min => (
+                "Returns the indices of the minimum values along the given axes. Throws a TypeError if an axis is out of range or repeated.",
+                "The current draft's form: the index of the minimum along `axis`, as `options.outputDataType` (`\"int32\"`, the default, or `\"int64\"`).",
+            ),
+            ArgKind::Max => (
+                "Returns the indices of the maximum values along the given axes. Throws a TypeError if an axis is out of range or repeated.",
+                "The current draft's form: the index of the maximum along `axis`, as `options.outputDataType` (`\"int32\"`, the default, or `\"int64\"`).",
+            ),
+        };
+        // The CRD's overload comes first: overload resolution takes it for
+        // argMin(x) and argMin(x, undefined | null | object), the draft's for any
+        // other second argument.
+        t.op(op, "7.8.5")
+            .sig(crd_doc)
+            .arg("input", Ty::Operand, "The input tensor.")
+            .options("MLArgMinMaxOptions")
+            .opt("axes", Ty::Uints, "The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When absent, all dimensions are reduced; when empty, none is and the output shape is the input's.")
+            .opt_or("keepDimensions", Ty::Bool, false, "If true, the reduced dimensions are retained with size 1.")
+            .opt_or("selectLastIndex", Ty::Bool, false, "If true, the last index of the extreme value is selected instead of the first.")
+            .returns(Returns::Operand, "An `\"int64\"` tensor of the reduced shape.")
+            .build(move |b, a| {
+                let o = ArgMinMaxOptions {
+                    axes: a.dims("axes")?,
+                    keep_dimensions: a.bool("keepDimensions")?,
+                    select_last_index: a.bool("selectLastIndex")?,
+                };
+                b.arg_min_max(kind, a.operand("input")?, &o).map(Out::One)
+            })
+            .sig(draft_doc)
+            .arg("input", Ty::Operand, "The input tensor.")
+            .arg("axis", Ty::Uint, "The dimension to reduce, in the range [0, N-1] where N is the input's rank.")
+            .options("MLArgMinMaxOptions")
+            .opt_or("keepDimensions", Ty::Bool, false, "If true, the reduced dimension is retained with size 1.")
+            .opt_or("outputDataType", Ty::DataType, "int32", "The output's data type, `\"int32\"` or `\"int64\"`.")
+            .returns(Returns::Operand, "A tensor of the reduced shape and `options.outputDataType`.")
+            .build(move |b, a| {
+                let (input, axis, keep_dimensions) = (a.operand("input")?, a.uint("axis")?, a.bool("keepDimensions")?);
+                let to = a.data_type("outputDataType")?;
+                ensure!(INDEX_TYPES.contains(&to), "{op}: options.outputDataType '{to}' is not 'int32' or 'int64'");
+                let o = ArgMinMaxOptions { axes: Some(vec![axis as usize]), keep_dimensions, select_last_index: false };
+                // The core speaks of the CRD's options.axes; this form has `axis`.
+                let id = b.arg_min_max(kind, input, &o).map_err(|e| match e {
+                    WebnnError::Type(m) => {
+                        WebnnError::Type(m.replace(&format!("{op}: options.axes [{axis}]"), &format!("{op}: axis {axis}")))
+                    }
+                    e => e,
+                })?;
+                match to {
+                    Int64 => Ok(Out::One(id)),
+                    _ => b.cast(id, to).map(Out::One),
+                }
+            })
+            .limit("input", types::ALL, (1, 8))
+            .limit("output", INDEX_TYPES, (0, 8));
+    }
+}

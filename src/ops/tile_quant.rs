@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{self, DataType};
 use crate::graph::shape::{check_dimensions, OperandDesc};
+use crate::ops::table::{types, Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 /// Data types of cumulativeSum's input (and output).
@@ -263,5 +264,70 @@ mod tests {
     }
 }
 
-/// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+/// reverse's, tile's, cumulativeSum's and the quantizations' entries of the
+/// operator table (`table.rs`).
+pub fn register(t: &mut Table) {
+    use DataType::*;
+    let all = types::ALL;
+    const CUMSUM: &[DataType] = &[Float32, Float16, Int32, Int64];
+    const QUANTIZED: &[DataType] = &[Int32, Int8, Uint8];
+    t.op("reverse", "draft")
+        .sig("Reverses the order of the elements along the given axes. Throws a TypeError if an axis is out of range or listed twice.")
+        .arg("input", Ty::Operand, "A tensor of any data type, rank 0 to 8.")
+        .options("MLReverseOptions")
+        .opt("axes", Ty::Uints, "The axes to reverse, each in [0, rank) and listed once. Default: every axis.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| {
+            let axes = a.dims("axes")?;
+            b.reverse(a.operand("input")?, axes.as_deref()).map(Out::One)
+        })
+        .limit("input", all, (0, 8))
+        .limit("output", all, (0, 8));
+    t.op("tile", "draft")
+        .sig("Repeats the input `repetitions[d]` times along each dimension d. Throws a TypeError if repetitions' length differs from the rank, a count is 0, or the output is too large.")
+        .arg("input", Ty::Operand, "A tensor of any data type, rank 0 to 8.")
+        .arg("repetitions", Ty::UintsWrap, "One count (at least 1) per input dimension (`unsigned long`).")
+        .returns(Returns::Operand, "A tensor of the input's data type, dimension d being `input.shape[d] * repetitions[d]`.")
+        .build(|b, a| {
+            let repetitions = a.dims("repetitions")?.ok_or_else(|| type_err!("tile: repetitions is required"))?;
+            b.tile(a.operand("input")?, &repetitions).map(Out::One)
+        })
+        .limit("input", all, (0, 8))
+        .limit("output", all, (0, 8));
+    t.op("cumulativeSum", "draft")
+        .sig("Running sums along `axis` (ONNX CumSum). float16 sums in float32 and rounds each output element once; int32 and int64 wrap on overflow.")
+        .arg("input", Ty::Operand, "float32, float16, int32 or int64, rank 1 to 8.")
+        .arg("axis", Ty::UintWrap, "The axis to sum along, in [0, rank) (`unsigned long`).")
+        .options("MLCumulativeSumOptions")
+        .opt_or("exclusive", Ty::Bool, false, "Whether each output element leaves out its own input element (a sum of the elements before it).")
+        .opt_or("reversed", Ty::Bool, false, "Whether the sums run from the end of the axis to its start.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| {
+            let options = CumulativeSumOptions { exclusive: a.bool("exclusive")?, reversed: a.bool("reversed")? };
+            b.cumulative_sum(a.operand("input")?, a.uint("axis")? as usize, options).map(Out::One)
+        })
+        .limit("input", CUMSUM, (1, 8))
+        .limit("output", CUMSUM, (1, 8));
+    t.op("quantizeLinear", "draft")
+        .sig("`saturate(roundEven(input / scale) + zeroPoint)`, with `scale` and `zeroPoint` broadcast blockwise: of the input's rank, each input dimension a multiple of theirs, scale element `i / (inputDim / scaleDim)` serving input element `i` in each dimension.")
+        .arg("input", Ty::Operand, "float32 or float16, rank 0 to 8.")
+        .arg("scale", Ty::Operand, "The input's data type; the shape of zeroPoint.")
+        .arg("zeroPoint", Ty::Operand, "int8, uint8 or int32.")
+        .returns(Returns::Operand, "A tensor of the input's shape and zeroPoint's data type.")
+        .build(|b, a| b.quantize_linear(a.operand("input")?, a.operand("scale")?, a.operand("zeroPoint")?).map(Out::One))
+        .limit("input", types::FLOATS, (0, 8))
+        .limit("scale", types::FLOATS, (0, 8))
+        .limit("zeroPoint", QUANTIZED, (0, 8))
+        .limit("output", QUANTIZED, (0, 8));
+    t.op("dequantizeLinear", "draft")
+        .sig("`(input - zeroPoint) * scale`, with `scale` and `zeroPoint` broadcast blockwise as in `quantizeLinear`.")
+        .arg("input", Ty::Operand, "int8, uint8 or int32, rank 0 to 8.")
+        .arg("scale", Ty::Operand, "float32 or float16; the shape of zeroPoint.")
+        .arg("zeroPoint", Ty::Operand, "The input's data type.")
+        .returns(Returns::Operand, "A tensor of the input's shape and scale's data type.")
+        .build(|b, a| b.dequantize_linear(a.operand("input")?, a.operand("scale")?, a.operand("zeroPoint")?).map(Out::One))
+        .limit("input", QUANTIZED, (0, 8))
+        .limit("scale", types::FLOATS, (0, 8))
+        .limit("zeroPoint", QUANTIZED, (0, 8))
+        .limit("output", types::FLOATS, (0, 8));
+}

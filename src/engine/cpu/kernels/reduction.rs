@@ -680,7 +680,7 @@ mod tests {
                 // Positive data for the logarithms, signed for the rest.
                 let signed: Vec<f32> = (0..n).map(|_| next() as f32 * 4.0).collect();
                 let positive: Vec<f32> = (0..n).map(|_| (next() as f32 + 1.5) * 2.0).collect();
-                for kind in ReduceKind::ALL {
+                for &kind in ReduceKind::ALL {
                     let x = if matches!(kind, ReduceKind::LogSum) { &positive } else { &signed };
                     let got = run_f32(kind, shape, axes, x);
                     let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();

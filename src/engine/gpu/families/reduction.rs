@@ -585,7 +585,7 @@ mod tests {
 
     #[test]
     fn every_reduction_kernel_is_valid_wgsl() {
-        let mut folds: Vec<Fold> = ReduceKind::ALL.into_iter().map(Fold::Reduce).collect();
+        let mut folds: Vec<Fold> = ReduceKind::ALL.iter().copied().map(Fold::Reduce).collect();
         for max in [false, true] {
             for last in [false, true] {
                 folds.push(Fold::Arg { max, last });

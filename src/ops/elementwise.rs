@@ -5,9 +5,9 @@
 
 use super::{Activation, BinaryKind, LogicalKind, UnaryKind};
 use crate::error::{Result, WebnnError};
-use crate::ops::table::{types, Args, Out, Returns, Table, Ty};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{broadcast_bidirectional, check_dimensions, OperandDesc};
+use crate::ops::table::{types, Args, Out, Returns, Table, Ty};
 use DataType::*;
 
 pub fn binary_name(k: BinaryKind) -> &'static str {

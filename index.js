@@ -834,13 +834,6 @@ class GPUDevice {
 }
 const GPUDeviceClass = typeof globalThis.GPUDevice === 'function' ? globalThis.GPUDevice : GPUDevice
 
-const BINARY = ['add', 'sub', 'mul', 'div', 'max', 'min', 'pow']
-const LOGICAL = ['equal', 'greater', 'greaterOrEqual', 'lesser', 'lesserOrEqual', 'notEqual', 'logicalAnd', 'logicalOr', 'logicalXor']
-const UNARY = ['abs', 'ceil', 'cos', 'erf', 'exp', 'floor', 'identity', 'log', 'neg', 'reciprocal', 'sin', 'sqrt', 'tan', 'roundEven', 'sign']
-// isNaN and isInfinite: one operand named `a` (as in the IDL), uint8 output.
-const PREDICATES = ['isNaN', 'isInfinite']
-const ACTIVATIONS = ['relu', 'sigmoid', 'tanh']
-
 class MLGraphBuilder {
   #native
   #context
@@ -970,188 +963,21 @@ class MLGraphBuilder {
     })
   }
 
-  /** 7.8.7 cast(input, type). */
-  cast (input, type) {
-    const x = this.#operand(input, 'cast: input')
-    const t = toEnum(type, DATA_TYPES, 'cast: type')
-    return this.#wrap(call(() => this.#native.cast(x, t)))
-  }
-
-  /** 7.8.8 clamp(input, options) and clamp(options). */
-  clamp (inputOrOptions, options) {
-    // WebIDL overload resolution: two arguments or an MLOperand select clamp(input, options).
-    if (arguments.length >= 2 || MLOperand._is(inputOrOptions)) {
-      const x = this.#operand(inputOrOptions, 'clamp: input')
-      const { minValue, maxValue } = clampOptions(options)
-      return this.#wrap(call(() => this.#native.clamp(x, minValue, maxValue)))
-    }
-    const o = clampOptions(inputOrOptions)
-    if (o.minValue !== undefined && o.maxValue !== undefined && o.minValue > o.maxValue) {
-      throw new TypeError(`clamp: minValue (${o.minValue}) is greater than maxValue (${o.maxValue})`)
-    }
-    return new MLActivation(kToken, this, 'clamp', o)
-  }
-
-  /** 7.8.9 concat(inputs, axis). */
-  concat (inputs, axis) {
-    const ids = toSequence(inputs, 'concat: inputs', (v, what) => this.#operand(v, what))
-    const a = toUint32(axis, 'concat: axis')
-    return this.#wrap(call(() => this.#native.concat(ids, a)))
-  }
-
-  /** 7.8.16 expand(input, newShape). */
-  expand (input, newShape) {
-    const x = this.#operand(input, 'expand: input')
-    const shape = toSequence(newShape, 'expand: newShape', toUint32)
-    return this.#wrap(call(() => this.#native.expand(x, shape)))
-  }
-
-  /** 7.8.13 not(a); `logicalNot` is the later spec's name. */
-  not (a) {
-    const x = this.#operand(a, 'not: a')
-    return this.#wrap(call(() => this.#native.unary('not', x)))
-  }
-
-  logicalNot (a) {
-    const x = this.#operand(a, 'logicalNot: a')
-    try {
-      return this.#wrap(call(() => this.#native.unary('not', x)))
-    } catch (e) {
-      // The core names the operator by its CRD name.
-      if (e instanceof TypeError && e.message.startsWith('not: ')) throw new TypeError(`logicalNot: ${e.message.slice(5)}`)
-      throw e
-    }
-  }
-
-  /** 7.8.37 reshape(input, newShape). */
-  reshape (input, newShape) {
-    const x = this.#operand(input, 'reshape: input')
-    const shape = toSequence(newShape, 'reshape: newShape', toUint32)
-    return this.#wrap(call(() => this.#native.reshape(x, shape)))
-  }
-
-  /** slice(input, starts, sizes, options) with the current draft's `strides`:
-   * a strided axis is a plain slice then a gather of every stride-th element. */
-  slice (input, starts, sizes, options) {
-    const x = this.#operand(input, 'slice: input')
-    const st = toSequence(starts, 'slice: starts', toUint32)
-    const sz = toSequence(sizes, 'slice: sizes', toUint32)
-    const o = toDictionary(options, 'slice: options')
-    const strides = o.strides === undefined ? null : toSequence(o.strides, 'slice: options.strides', toUint32)
-    const n = this.#native
-    return this.#wrap(call(() => {
-      let id = n.slice(x, st, sz)
-      if (strides === null) return id
-      if (strides.length !== sz.length) {
-        throw new TypeError(`slice: options.strides has ${strides.length} entries but the input has rank ${sz.length}`)
-      }
-      for (let axis = 0; axis < strides.length; axis++) {
-        const stride = strides[axis]
-        if (stride < 1) throw new TypeError(`slice: options.strides[${axis}] is 0; strides must be at least 1`)
-        if (stride === 1 || sz[axis] <= 1) continue
-        const picks = Math.ceil(sz[axis] / stride)
-        const indices = new Uint32Array(picks)
-        for (let k = 0; k < picks; k++) indices[k] = k * stride
-        const idx = n.constant('uint32', [picks], new Uint8Array(indices.buffer))
-        // gather's entry of the operator table: (input, indices, {axis}).
-        id = n.op(opTable.index.gather, 0, [id, idx, axis])
-      }
-      return id
-    }))
-  }
-
-  /** 7.8.43 split(input, splits, options). */
-  split (input, splits, options) {
-    const x = this.#operand(input, 'split: input')
-    // WebIDL union (unsigned long or sequence<unsigned long>): objects with an
-    // iterator are sequences, everything else converts to the integer.
-    const isSeq = splits !== null && typeof splits === 'object' && typeof splits[Symbol.iterator] === 'function'
-    const count = isSeq ? null : toUint32(splits, 'split: splits')
-    const sizes = isSeq ? toSequence(splits, 'split: splits', toUint32) : null
-    const o = toDictionary(options, 'split: options')
-    const axis = o.axis === undefined ? 0 : toUint32(o.axis, 'split: options.axis')
-    return call(() => this.#native.split(x, count, sizes, axis)).map((id) => this.#wrap(id))
-  }
-
-  /** 7.8.45 transpose(input, options). */
-  transpose (input, options) {
-    const x = this.#operand(input, 'transpose: input')
-    const o = toDictionary(options, 'transpose: options')
-    const perm = o.permutation === undefined ? null : toSequence(o.permutation, 'transpose: options.permutation', toUint32)
-    return this.#wrap(call(() => this.#native.transpose(x, perm)))
-  }
-
-  /** 7.8.47 where(condition, input, other). */
-  where (condition, input, other) {
-    const c = this.#operand(condition, 'where: condition')
-    const a = this.#operand(input, 'where: input')
-    const b = this.#operand(other, 'where: other')
-    return this.#wrap(call(() => this.#native.where(c, a, b)))
-  }
-
   get [Symbol.toStringTag] () { return 'MLGraphBuilder' }
 }
 
-function clampOptions (options) {
-  const o = toDictionary(options, 'clamp: options')
-  return {
-    minValue: o.minValue === undefined ? undefined : toMLNumber(o.minValue, 'clamp: options.minValue'),
-    maxValue: o.maxValue === undefined ? undefined : toMLNumber(o.maxValue, 'clamp: options.maxValue')
-  }
-}
-
-/** Defines builder method `op` taking operands named `argNames` (their names are
- * used in messages), returning one operand made by `make(native, op, ids)`. */
-function defineOperandMethod (op, argNames, make) {
-  const body = function (...args) {
-    const ids = argNames.map((name, i) => MLOperand._id(args[i], this, `${op}: ${name}`))
-    return new MLOperand(kToken, this, call(() => make(MLGraphBuilder._native(this), op, ids)))
-  }
-  MLGraphBuilder.prototype[op] = body
-  Object.defineProperty(body, 'name', { value: op })
-  Object.defineProperty(body, 'length', { value: argNames.length })
-}
-
-// 7.8.12 element-wise binary, 7.8.13 logical and 7.8.14 unary operations.
-for (const op of BINARY) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.binary(o, a, b))
-for (const op of LOGICAL) defineOperandMethod(op, ['a', 'b'], (n, o, [a, b]) => n.logical(o, a, b))
-for (const op of UNARY) defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
-for (const op of PREDICATES) defineOperandMethod(op, ['a'], (n, o, [x]) => n.unary(o, x))
-
-// relu (7.8.35), sigmoid (7.8.38), tanh (7.8.44): an operand with an input, an
-// MLActivation without one.
-for (const op of ACTIVATIONS) {
-  defineOperandMethod(op, ['input'], (n, o, [x]) => n.unary(o, x))
-  const withInput = MLGraphBuilder.prototype[op]
-  MLGraphBuilder.prototype[op] = {
-    [op] (input) {
-      if (arguments.length === 0) return new MLActivation(kToken, this, op, {})
-      return withInput.call(this, input)
-    }
-  }[op]
-}
-
-// Operator families in lib/ops/*.js each export `install(internals)`, which adds
-// their methods to MLGraphBuilder.prototype. Adding a family needs no edit here.
+// The operators of the operator table (src/ops/table.rs): lib/operators.js defines
+// one generic method each, converting arguments as the table declares them.
 const internals = {
   MLGraphBuilder,
   MLOperand,
-  MLActivation,
-  kToken,
   native: (builder) => MLGraphBuilder._native(builder),
   operand: (builder, v, what) => MLOperand._id(v, builder, what),
-  /** An optional operand: undefined stays undefined. */
-  optionalOperand: (builder, v, what) => (v === undefined ? undefined : MLOperand._id(v, builder, what)),
   activation: (builder, v, what) => MLActivation._describe(v, builder, what),
   wrap: (builder, id) => new MLOperand(kToken, builder, id),
   newActivation: (builder, name, options) => new MLActivation(kToken, builder, name, options),
   webidl: require('./lib/webidl.js')
 }
-const opsDir = require('node:path').join(__dirname, 'lib', 'ops')
-for (const file of require('node:fs').readdirSync(opsDir).filter((f) => f.endsWith('.js')).sort()) {
-  require(require('node:path').join(opsDir, file))(internals)
-}
-// The operators of the operator table (src/ops/table.rs): one generic method each.
 require('./lib/operators.js')(internals, operatorTable())
 
 /** MLOperatorOptions.label: the options dictionary is an operator's last

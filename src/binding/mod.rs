@@ -15,10 +15,7 @@ use crate::engine::gpu::{GpuEngine, PowerPreference};
 use crate::engine::{Bindings, Engine, Executable, HostBuffer};
 use crate::error::WebnnError;
 use crate::graph::{DataType, GraphBuilder, OperandDesc};
-use crate::ops::shape_ops::Splits;
-use crate::ops::{BinaryKind, LogicalKind, UnaryKind};
 
-mod activation_ops;
 mod ops;
 mod tensor;
 mod wake;
@@ -209,61 +206,6 @@ pub struct NativeBuilder {
     pub(crate) inner: GraphBuilder,
 }
 
-fn binary_kind(k: &str) -> Result<BinaryKind> {
-    Ok(match k {
-        "add" => BinaryKind::Add,
-        "sub" => BinaryKind::Sub,
-        "mul" => BinaryKind::Mul,
-        "div" => BinaryKind::Div,
-        "max" => BinaryKind::Max,
-        "min" => BinaryKind::Min,
-        "pow" => BinaryKind::Pow,
-        _ => return Err(to_js(type_err!("unknown binary operator '{k}'"))),
-    })
-}
-
-fn logical_kind(k: &str) -> Result<LogicalKind> {
-    Ok(match k {
-        "equal" => LogicalKind::Equal,
-        "greater" => LogicalKind::Greater,
-        "greaterOrEqual" => LogicalKind::GreaterOrEqual,
-        "lesser" => LogicalKind::Lesser,
-        "lesserOrEqual" => LogicalKind::LesserOrEqual,
-        "notEqual" => LogicalKind::NotEqual,
-        "logicalAnd" => LogicalKind::LogicalAnd,
-        "logicalOr" => LogicalKind::LogicalOr,
-        "logicalXor" => LogicalKind::LogicalXor,
-        _ => return Err(to_js(type_err!("unknown logical operator '{k}'"))),
-    })
-}
-
-fn unary_kind(k: &str) -> Result<UnaryKind> {
-    Ok(match k {
-        "abs" => UnaryKind::Abs,
-        "ceil" => UnaryKind::Ceil,
-        "cos" => UnaryKind::Cos,
-        "erf" => UnaryKind::Erf,
-        "exp" => UnaryKind::Exp,
-        "floor" => UnaryKind::Floor,
-        "identity" => UnaryKind::Identity,
-        "log" => UnaryKind::Log,
-        "neg" => UnaryKind::Neg,
-        "reciprocal" => UnaryKind::Reciprocal,
-        "sin" => UnaryKind::Sin,
-        "sqrt" => UnaryKind::Sqrt,
-        "tan" => UnaryKind::Tan,
-        "not" => UnaryKind::LogicalNot,
-        "relu" => UnaryKind::Relu,
-        "sigmoid" => UnaryKind::Sigmoid,
-        "tanh" => UnaryKind::Tanh,
-        "isNaN" => UnaryKind::IsNaN,
-        "isInfinite" => UnaryKind::IsInfinite,
-        "roundEven" => UnaryKind::RoundEven,
-        "sign" => UnaryKind::Sign,
-        _ => return Err(to_js(type_err!("unknown unary operator '{k}'"))),
-    })
-}
-
 pub(crate) fn id(v: usize) -> u32 {
     v as u32
 }
@@ -317,96 +259,12 @@ impl NativeBuilder {
         })
     }
 
-    #[napi]
-    pub fn binary(&mut self, kind: String, a: u32, b: u32) -> Result<u32> {
-        guard("binary", || {
-            self.inner.binary(binary_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn logical(&mut self, kind: String, a: u32, b: u32) -> Result<u32> {
-        guard("logical", || {
-            self.inner.logical(logical_kind(&kind)?, a as usize, b as usize).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn unary(&mut self, kind: String, input: u32) -> Result<u32> {
-        guard("unary", || {
-            self.inner.unary(unary_kind(&kind)?, input as usize).map(id).map_err(to_js)
-        })
-    }
-
+    /// Used by lib/ops/reduction.js (argMin/argMax's outputDataType) until the
+    /// reduction family moves onto the operator table.
     #[napi]
     pub fn cast(&mut self, input: u32, data_type: String) -> Result<u32> {
         guard("cast", || {
             self.inner.cast(input as usize, self::data_type(&data_type)?).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn clamp(&mut self, input: u32, min: Option<f64>, max: Option<f64>) -> Result<u32> {
-        guard("clamp", || {
-            let (min, max) = (min.map(|v| v as f32), max.map(|v| v as f32));
-            self.inner.clamp(input as usize, min, max).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn reshape(&mut self, input: u32, new_shape: Vec<u32>) -> Result<u32> {
-        guard("reshape", || {
-            self.inner.reshape(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn transpose(&mut self, input: u32, permutation: Option<Vec<u32>>) -> Result<u32> {
-        guard("transpose", || {
-            let perm = permutation.map(|p| dims(&p));
-            self.inner.transpose(input as usize, perm.as_deref()).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn concat(&mut self, inputs: Vec<u32>, axis: u32) -> Result<u32> {
-        guard("concat", || {
-            self.inner.concat(&dims(&inputs), axis as usize).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi]
-    pub fn slice(&mut self, input: u32, starts: Vec<u32>, sizes: Vec<u32>) -> Result<u32> {
-        guard("slice", || {
-            self.inner.slice(input as usize, &dims(&starts), &dims(&sizes)).map(id).map_err(to_js)
-        })
-    }
-
-    /// Exactly one of `count` and `sizes` is given (the `splits` union).
-    #[napi]
-    pub fn split(&mut self, input: u32, count: Option<u32>, sizes: Option<Vec<u32>>, axis: u32) -> Result<Vec<u32>> {
-        guard("split", || {
-            let splits = match (count, sizes) {
-                (Some(n), _) => Splits::Count(n as usize),
-                (None, Some(s)) => Splits::Sizes(dims(&s)),
-                (None, None) => return Err(to_js(type_err!("split: splits is missing"))),
-            };
-            let outs = self.inner.split(input as usize, &splits, axis as usize).map_err(to_js)?;
-            Ok(outs.into_iter().map(id).collect())
-        })
-    }
-
-    #[napi]
-    pub fn expand(&mut self, input: u32, new_shape: Vec<u32>) -> Result<u32> {
-        guard("expand", || {
-            self.inner.expand(input as usize, &dims(&new_shape)).map(id).map_err(to_js)
-        })
-    }
-
-    #[napi(js_name = "where")]
-    pub fn where_(&mut self, condition: u32, input: u32, other: u32) -> Result<u32> {
-        guard("where_", || {
-            self.inner.where_(condition as usize, input as usize, other as usize).map(id).map_err(to_js)
         })
     }
 
@@ -656,42 +514,6 @@ impl NativeGraph {
 #[napi]
 pub fn available_threads() -> u32 {
     crate::engine::cpu::available_threads() as u32
-}
-
-/// An `MLActivation` as the facade passes it: its name and the options its creating
-/// method was given (`{name, options}` from `internals.activation()`).
-#[napi(object)]
-pub struct NativeActivation {
-    pub name: String,
-    pub min_value: Option<f64>,
-    pub max_value: Option<f64>,
-    pub alpha: Option<f64>,
-    pub beta: Option<f64>,
-    pub axis: Option<u32>,
-}
-
-/// Converts a facade activation to the core's typed form; defaults are those of
-/// each creating method's options dictionary.
-#[allow(dead_code)] // used by the recurrent operators
-pub(crate) fn activation(a: &NativeActivation) -> Result<crate::ops::Activation> {
-    use crate::ops::Activation as A;
-    let f = |v: Option<f64>, default: f32| v.map_or(default, |x| x as f32);
-    Ok(match a.name.as_str() {
-        "clamp" => A::Clamp { min: a.min_value.map(|x| x as f32), max: a.max_value.map(|x| x as f32) },
-        "elu" => A::Elu { alpha: f(a.alpha, 1.0) },
-        "gelu" => A::Gelu,
-        "hardSigmoid" => A::HardSigmoid { alpha: f(a.alpha, 0.2), beta: f(a.beta, 0.5) },
-        "hardSwish" => A::HardSwish,
-        "leakyRelu" => A::LeakyRelu { alpha: f(a.alpha, 0.01) },
-        "linear" => A::Linear { alpha: f(a.alpha, 1.0), beta: f(a.beta, 0.0) },
-        "relu" => A::Relu,
-        "sigmoid" => A::Sigmoid,
-        "softplus" => A::Softplus,
-        "softsign" => A::Softsign,
-        "tanh" => A::Tanh,
-        "softmax" => A::Softmax { axis: a.axis.unwrap_or(0) },
-        other => return Err(to_js(type_err!("unknown activation '{other}'"))),
-    })
 }
 
 #[cfg(test)]

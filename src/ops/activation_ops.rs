@@ -5,13 +5,15 @@
 //! is an operand; and softmax (7.8.40) along an axis.
 //!
 //! relu, sigmoid, tanh and clamp are operators of `elementwise` (they allow other
-//! data types); their MLActivation forms, and those of the operators here, are
-//! created by the facade and reach the core only through the recurrent operators.
+//! data types). The MLActivation overloads of the operators here (and softmax(axis))
+//! are table signatures returning an `Activation`, which reaches an operator only
+//! through the recurrent operators' options.
 
 use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{broadcast_unidirectional, OperandDesc};
+use crate::ops::table::{Args, Out, Returns, Table, Ty};
 use crate::ops::{Activation, Op};
 use DataType::*;
 
@@ -215,5 +217,151 @@ mod tests {
     }
 }
 
+/// A `float` member of an activation's options dictionary, with its default.
+type Member = (&'static str, f64, &'static str);
+
+/// One element-wise activation operator: `name(input, options)`, an operand, and the
+/// CRD's `name(options)`, an MLActivation (`name(input)` and `name()` where the
+/// operator has no options of its own). `make` reads the converted members.
+#[allow(clippy::too_many_arguments)]
+fn activation_op(
+    t: &mut Table,
+    name: &'static str,
+    section: &'static str,
+    doc: &'static str,
+    activation_doc: &'static str,
+    dictionary: &'static str,
+    members: &[Member],
+    make: fn(&Args) -> Result<Activation>,
+) {
+    let mut op = t.op(name, section).sig(doc).arg("input", Ty::Operand, "A `\"float32\"` or `\"float16\"` tensor.");
+    if !members.is_empty() {
+        op = op.options(dictionary);
+    }
+    for &(member, default, member_doc) in members {
+        op = op.opt_or(member, Ty::Float, default, member_doc);
+    }
+    op = op
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(move |b, a| b.activation(make(a)?, a.operand("input")?).map(Out::One))
+        .sig(activation_doc);
+    op = match members.is_empty() {
+        true => op.no_options(),
+        false => op.options(dictionary),
+    };
+    for &(member, default, member_doc) in members {
+        op = op.opt_or(member, Ty::Float, default, member_doc);
+    }
+    op.returns(Returns::Activation, "The activation.")
+        .build(move |_, a| make(a).map(Out::Activation))
+        .limit("input", FLOAT, (0, 8))
+        .limit("output", FLOAT, (0, 8));
+}
+
 /// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+pub fn register(t: &mut Table) {
+    const MULTIPLIER: Member = ("alpha", 0.2, "The scalar multiplier.");
+    activation_op(
+        t,
+        "elu",
+        "7.8.15",
+        "Computes the exponential linear unit `max(0, x) + alpha * (exp(min(0, x)) - 1)` element-wise.",
+        "Creates an ELU activation for the recurrent operators.",
+        "MLEluOptions",
+        &[("alpha", 1.0, "The scalar multiplier of the negative part.")],
+        |a| Ok(Activation::Elu { alpha: a.f32("alpha")? }),
+    );
+    activation_op(
+        t,
+        "gelu",
+        "7.8.18",
+        "Computes the Gaussian error linear unit `0.5 * x * (1 + erf(x / sqrt(2)))` element-wise.",
+        "Creates a GELU activation for the recurrent operators.",
+        "",
+        &[],
+        |_| Ok(Activation::Gelu),
+    );
+    activation_op(
+        t,
+        "hardSigmoid",
+        "7.8.22",
+        "Computes the hard sigmoid `max(0, min(1, alpha * x + beta))` element-wise.",
+        "Creates a hard sigmoid activation for the recurrent operators.",
+        "MLHardSigmoidOptions",
+        &[MULTIPLIER, ("beta", 0.5, "The scalar addition.")],
+        |a| Ok(Activation::HardSigmoid { alpha: a.f32("alpha")?, beta: a.f32("beta")? }),
+    );
+    activation_op(
+        t,
+        "hardSwish",
+        "7.8.23",
+        "Computes the hard swish `x * max(0, min(6, x + 3)) / 6` [MobileNetV3] element-wise.",
+        "Creates a hard swish activation for the recurrent operators.",
+        "",
+        &[],
+        |_| Ok(Activation::HardSwish),
+    );
+    activation_op(
+        t,
+        "leakyRelu",
+        "7.8.26",
+        "Computes the leaky rectified linear function `max(0, x) + alpha * min(0, x)` element-wise.",
+        "Creates a leaky ReLU activation for the recurrent operators.",
+        "MLLeakyReluOptions",
+        &[("alpha", 0.01, "The slope of the negative part.")],
+        |a| Ok(Activation::LeakyRelu { alpha: a.f32("alpha")? }),
+    );
+    activation_op(
+        t,
+        "linear",
+        "7.8.27",
+        "Computes the linear function `alpha * x + beta` element-wise.",
+        "Creates a linear activation for the recurrent operators.",
+        "MLLinearOptions",
+        &[("alpha", 1.0, "The scalar multiplier."), ("beta", 0.0, "The scalar addition.")],
+        |a| Ok(Activation::Linear { alpha: a.f32("alpha")?, beta: a.f32("beta")? }),
+    );
+    activation_op(
+        t,
+        "softplus",
+        "7.8.41",
+        "Computes the softplus `ln(1 + exp(x))` element-wise.",
+        "Creates a softplus activation for the recurrent operators.",
+        "",
+        &[],
+        |_| Ok(Activation::Softplus),
+    );
+    activation_op(
+        t,
+        "softsign",
+        "7.8.42",
+        "Computes the softsign `x / (1 + |x|)` element-wise.",
+        "Creates a softsign activation for the recurrent operators.",
+        "",
+        &[],
+        |_| Ok(Activation::Softsign),
+    );
+    const PRELU: &[DataType] = &[Float32, Float16, Int32, Int8];
+    t.op("prelu", "7.8.33")
+        .sig("Computes the parametric rectified linear function `max(0, x) + slope * min(0, x)` element-wise, with a learned slope tensor.")
+        .arg("input", Ty::Operand, "A `\"float32\"`, `\"float16\"`, `\"int32\"` or `\"int8\"` tensor.")
+        .arg("slope", Ty::Operand, "The slope, of the input's data type, unidirectionally broadcastable to the input's shape.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| b.prelu(a.operand("input")?, a.operand("slope")?).map(Out::One))
+        .limit("input", PRELU, (0, 8))
+        .limit("slope", PRELU, (0, 8))
+        .limit("output", PRELU, (0, 8));
+    t.op("softmax", "7.8.40")
+        .sig("Computes the softmax of the input along an axis.")
+        .arg("input", Ty::Operand, "A `\"float32\"` or `\"float16\"` tensor.")
+        .arg("axis", Ty::UintWrap, "The axis along which the softmax is computed, below the input's rank.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(|b, a| b.softmax(a.operand("input")?, a.uint("axis")? as usize).map(Out::One))
+        .sig("Creates a softmax activation for the recurrent operators; a recurrent operator throws a `TypeError` when `axis` is not below the rank of its gate tensors.")
+        .arg("axis", Ty::UintWrap, "The axis along which the softmax is computed.")
+        .no_options()
+        .returns(Returns::Activation, "The activation.")
+        .build(|_, a| Ok(Out::Activation(Activation::Softmax { axis: a.uint("axis")? })))
+        .limit("input", FLOAT, (1, 8))
+        .limit("output", FLOAT, (1, 8));
+}

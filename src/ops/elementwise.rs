@@ -3,62 +3,23 @@
 //! (7.8.47). Each function runs the spec's validation steps after "validate operand"
 //! (done by the builder) and returns the output descriptor.
 
-use super::{BinaryKind, LogicalKind, UnaryKind};
-use crate::error::Result;
+use super::{Activation, BinaryKind, LogicalKind, UnaryKind};
+use crate::error::{Result, WebnnError};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{broadcast_bidirectional, check_dimensions, OperandDesc};
+use crate::ops::table::{types, Args, Out, Returns, Table, Ty};
 use DataType::*;
 
 pub fn binary_name(k: BinaryKind) -> &'static str {
-    match k {
-        BinaryKind::Add => "add",
-        BinaryKind::Sub => "sub",
-        BinaryKind::Mul => "mul",
-        BinaryKind::Div => "div",
-        BinaryKind::Max => "max",
-        BinaryKind::Min => "min",
-        BinaryKind::Pow => "pow",
-    }
+    k.as_str()
 }
 
 pub fn logical_name(k: LogicalKind) -> &'static str {
-    match k {
-        LogicalKind::Equal => "equal",
-        LogicalKind::Greater => "greater",
-        LogicalKind::GreaterOrEqual => "greaterOrEqual",
-        LogicalKind::Lesser => "lesser",
-        LogicalKind::LesserOrEqual => "lesserOrEqual",
-        LogicalKind::NotEqual => "notEqual",
-        LogicalKind::LogicalAnd => "logicalAnd",
-        LogicalKind::LogicalOr => "logicalOr",
-        LogicalKind::LogicalXor => "logicalXor",
-    }
+    k.as_str()
 }
 
 pub fn unary_name(k: UnaryKind) -> &'static str {
-    match k {
-        UnaryKind::Abs => "abs",
-        UnaryKind::Ceil => "ceil",
-        UnaryKind::Cos => "cos",
-        UnaryKind::Erf => "erf",
-        UnaryKind::Exp => "exp",
-        UnaryKind::Floor => "floor",
-        UnaryKind::Identity => "identity",
-        UnaryKind::Log => "log",
-        UnaryKind::Neg => "neg",
-        UnaryKind::Reciprocal => "reciprocal",
-        UnaryKind::Sin => "sin",
-        UnaryKind::Sqrt => "sqrt",
-        UnaryKind::Tan => "tan",
-        UnaryKind::LogicalNot => "not",
-        UnaryKind::Relu => "relu",
-        UnaryKind::Sigmoid => "sigmoid",
-        UnaryKind::Tanh => "tanh",
-        UnaryKind::IsNaN => "isNaN",
-        UnaryKind::IsInfinite => "isInfinite",
-        UnaryKind::RoundEven => "roundEven",
-        UnaryKind::Sign => "sign",
-    }
+    k.as_str()
 }
 
 /// The allowedDataTypes list each unary method passes (7.8.14), and the data type
@@ -268,6 +229,40 @@ mod tests {
         assert!(cast(&d(Uint8, &[1 << 29]), Int64).is_ok());
     }
 
+    /// Runs the table's entry `op`, overload `sig`, with the facade's values.
+    fn run(b: &mut crate::graph::GraphBuilder, op: &str, sig: usize, values: &[serde_json::Value]) -> Result<crate::ops::table::Out> {
+        let index = crate::ops::table::all().iter().position(|o| o.name == op).expect("registered");
+        crate::ops::table::run(b, index, sig, values)
+    }
+
+    #[test]
+    fn table_entries() {
+        use crate::ops::table::Out;
+        use serde_json::json;
+        let mut g = crate::graph::GraphBuilder::new();
+        let x = g.input("x", d(Float32, &[2])).unwrap();
+        let u = g.input("u", d(Uint8, &[2])).unwrap();
+        // Every kind is an operator of its own name.
+        for name in BinaryKind::ALL.iter().map(|k| k.as_str()).chain(LogicalKind::ALL.iter().map(|k| k.as_str())) {
+            let operand = if name.starts_with("logical") { u } else { x };
+            assert!(matches!(run(&mut g, name, 0, &[json!(operand), json!(operand)]), Ok(Out::One(_))), "{name}");
+        }
+        // logicalNot reports its own name; not keeps the CRD's.
+        let e = run(&mut g, "logicalNot", 0, &[json!(x)]).unwrap_err().to_string();
+        assert_eq!(e, "logicalNot: input data type 'float32' is not one of 'uint8'");
+        let e = run(&mut g, "not", 0, &[json!(x)]).unwrap_err().to_string();
+        assert_eq!(e, "not: input data type 'float32' is not one of 'uint8'");
+        assert!(matches!(run(&mut g, "logicalNot", 0, &[json!(u)]), Ok(Out::One(_))));
+        // relu(), clamp(options): activations; clamp(options) checks its bounds.
+        assert!(matches!(run(&mut g, "relu", 1, &[]), Ok(Out::Activation(Activation::Relu))));
+        let Ok(Out::Activation(clamp)) = run(&mut g, "clamp", 1, &[json!("Infinity"), json!(-0.5)]) else { panic!("clamp()") };
+        assert_eq!(clamp, Activation::Clamp { min: Some(-0.5), max: Some(f32::INFINITY) });
+        let e = run(&mut g, "clamp", 1, &[json!(1), json!(2)]).unwrap_err().to_string();
+        assert_eq!(e, "clamp: minValue (2) is greater than maxValue (1)");
+        assert!(run(&mut g, "clamp", 0, &[json!(x), json!(1), json!(2)]).is_err());
+        assert!(matches!(run(&mut g, "clamp", 0, &[json!(x), json!(null), json!(2)]), Ok(Out::One(_))));
+    }
+
     #[test]
     fn clamp_and_where() {
         assert!(check_clamp_options(Some(2.0), Some(1.0)).is_err());
@@ -278,5 +273,215 @@ mod tests {
     }
 }
 
-/// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+/// The documentation of each binary operator: the method, `a` and `b`.
+fn binary_docs(k: BinaryKind) -> (&'static str, &'static str, &'static str) {
+    const FIRST: &str = "The first tensor.";
+    const SECOND: &str = "The second tensor, of `a`'s data type.";
+    match k {
+        BinaryKind::Add => ("Adds two tensors element-wise, broadcasting them per the numpy rule.", FIRST, SECOND),
+        BinaryKind::Sub => ("Subtracts `b` from `a` element-wise, broadcasting them per the numpy rule.", FIRST, SECOND),
+        BinaryKind::Mul => ("Multiplies two tensors element-wise, broadcasting them per the numpy rule.", FIRST, SECOND),
+        BinaryKind::Div => ("Divides `a` by `b` element-wise, broadcasting them per the numpy rule.", "The dividend.", "The divisor, of `a`'s data type."),
+        BinaryKind::Max => ("Takes the element-wise maximum of two tensors, broadcasting them per the numpy rule.", FIRST, SECOND),
+        BinaryKind::Min => ("Takes the element-wise minimum of two tensors, broadcasting them per the numpy rule.", FIRST, SECOND),
+        BinaryKind::Pow => ("Raises `a` to the power `b` element-wise, broadcasting them per the numpy rule.", "The base.", "The exponent, of `a`'s data type."),
+    }
+}
+
+/// The documentation of each logical operator with two inputs, and its section
+/// ("draft" for those newer than the CRD).
+fn logical_docs(k: LogicalKind) -> (&'static str, &'static str) {
+    match k {
+        LogicalKind::Equal => ("Compares `a == b` element-wise, broadcasting per the numpy rule.", "7.8.13"),
+        LogicalKind::Greater => ("Compares `a > b` element-wise, broadcasting per the numpy rule.", "7.8.13"),
+        LogicalKind::GreaterOrEqual => ("Compares `a >= b` element-wise, broadcasting per the numpy rule.", "7.8.13"),
+        LogicalKind::Lesser => ("Compares `a < b` element-wise, broadcasting per the numpy rule.", "7.8.13"),
+        LogicalKind::LesserOrEqual => ("Compares `a <= b` element-wise, broadcasting per the numpy rule.", "7.8.13"),
+        LogicalKind::NotEqual => ("Compares `a != b` element-wise, broadcasting per the numpy rule (NaN is unequal to everything, itself included).", "draft"),
+        LogicalKind::LogicalAnd => ("Computes the logical AND of two `\"uint8\"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.", "draft"),
+        LogicalKind::LogicalOr => ("Computes the logical OR of two `\"uint8\"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.", "draft"),
+        LogicalKind::LogicalXor => ("Computes the logical XOR of two `\"uint8\"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.", "draft"),
+    }
+}
+
+/// The documentation of each unary operator (the method and its input) and its
+/// section.
+fn unary_docs(k: UnaryKind) -> (&'static str, &'static str, &'static str) {
+    const FLOAT: &str = "A `\"float32\"` or `\"float16\"` tensor.";
+    const SIGNED: &str = "A `\"float32\"`, `\"float16\"`, `\"int32\"` or `\"int8\"` tensor.";
+    match k {
+        UnaryKind::Abs => ("Computes the absolute value element-wise.", SIGNED, "7.8.14"),
+        UnaryKind::Ceil => ("Rounds up to an integral value element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Cos => ("Computes the cosine element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Erf => ("Computes the Gauss error function element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Exp => ("Computes the natural exponential element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Floor => ("Rounds down to an integral value element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Identity => ("Copies the input; useful to output an input or a constant from a graph.", "A tensor of any data type.", "7.8.14"),
+        UnaryKind::Log => ("Computes the natural logarithm element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Neg => ("Negates element-wise.", SIGNED, "7.8.14"),
+        UnaryKind::Reciprocal => ("Computes the reciprocal `1 / x` element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Sin => ("Computes the sine element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Sqrt => ("Computes the square root element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::Tan => ("Computes the tangent element-wise.", FLOAT, "7.8.14"),
+        UnaryKind::LogicalNot => (
+            "Computes the logical negation of a `\"uint8\"` tensor element-wise (0 becomes 1, anything else 0).",
+            "The `\"uint8\"` input tensor.",
+            "7.8.13",
+        ),
+        UnaryKind::Relu => ("Computes the rectified linear function `max(0, x)` element-wise.", SIGNED, "7.8.35"),
+        UnaryKind::Sigmoid => ("Computes the sigmoid `1 / (1 + exp(-x))` element-wise.", FLOAT, "7.8.38"),
+        UnaryKind::Tanh => ("Computes the hyperbolic tangent element-wise.", FLOAT, "7.8.44"),
+        UnaryKind::IsNaN => ("Tests element-wise whether a value is NaN.", FLOAT, "draft"),
+        UnaryKind::IsInfinite => ("Tests element-wise whether a value is +Infinity or -Infinity.", FLOAT, "draft"),
+        UnaryKind::RoundEven => (
+            "Rounds to the nearest integral value element-wise, halfway cases to the even one (2.5 gives 2, -0.5 gives -0).",
+            FLOAT,
+            "draft",
+        ),
+        UnaryKind::Sign => (
+            "Computes the sign element-wise: -1, 0 or 1 (both zeros give +0; NaN gives NaN).",
+            "A `\"float32\"`, `\"float16\"`, `\"int32\"`, `\"int64\"` or `\"int8\"` tensor.",
+            "draft",
+        ),
+    }
+}
+
+/// relu, sigmoid and tanh: the activation of the CRD's overload without an input.
+fn unary_activation(k: UnaryKind) -> Option<(Activation, &'static str)> {
+    match k {
+        UnaryKind::Relu => Some((Activation::Relu, "Creates a ReLU activation for the recurrent operators.")),
+        UnaryKind::Sigmoid => Some((Activation::Sigmoid, "Creates a sigmoid activation for the recurrent operators.")),
+        UnaryKind::Tanh => Some((Activation::Tanh, "Creates a hyperbolic tangent activation for the recurrent operators.")),
+        _ => None,
+    }
+}
+
+/// An error of the operator named `from` reported as one of `to` (logicalNot is
+/// validated as the CRD's `not`).
+fn renamed<T>(r: Result<T>, from: &str, to: &str) -> Result<T> {
+    r.map_err(|e| match e {
+        WebnnError::Type(m) if m.strip_prefix(from).is_some_and(|rest| rest.starts_with(": ")) => {
+            WebnnError::Type(format!("{to}{}", &m[from.len()..]))
+        }
+        other => other,
+    })
+}
+
+/// This family's entries of the operator table (`table.rs`): the binary, logical and
+/// unary operators (relu, sigmoid and tanh with their MLActivation overloads), cast,
+/// clamp and where.
+pub fn register(t: &mut Table) {
+    let (all, any) = (types::ALL, (0, 8));
+    const BROADCAST: &str = "A tensor of the broadcast shape.";
+    const BOOLEANS: &str = "A `\"uint8\"` tensor of 0 and 1, of the broadcast shape.";
+    for &k in BinaryKind::ALL {
+        let (doc, a_doc, b_doc) = binary_docs(k);
+        t.op(k.as_str(), "7.8.12")
+            .sig(doc)
+            .arg("a", Ty::Operand, a_doc)
+            .arg("b", Ty::Operand, b_doc)
+            .returns(Returns::Operand, BROADCAST)
+            .build(move |b, a| b.binary(k, a.operand("a")?, a.operand("b")?).map(Out::One))
+            .limit("a", all, any)
+            .limit("b", all, any)
+            .limit("output", all, any);
+    }
+    for &k in LogicalKind::ALL {
+        let (doc, section) = logical_docs(k);
+        let bitwise = matches!(k, LogicalKind::LogicalAnd | LogicalKind::LogicalOr | LogicalKind::LogicalXor);
+        let (inputs, a_doc, b_doc) = match bitwise {
+            true => (types::UINT8, "A `\"uint8\"` tensor.", "A `\"uint8\"` tensor."),
+            false => (all, "The first tensor.", "The second tensor, of `a`'s data type."),
+        };
+        t.op(k.as_str(), section)
+            .sig(doc)
+            .arg("a", Ty::Operand, a_doc)
+            .arg("b", Ty::Operand, b_doc)
+            .returns(Returns::Operand, BOOLEANS)
+            .build(move |b, a| b.logical(k, a.operand("a")?, a.operand("b")?).map(Out::One))
+            .limit("a", inputs, any)
+            .limit("b", inputs, any)
+            .limit("output", types::UINT8, any);
+    }
+    for &k in UnaryKind::ALL {
+        let (doc, input_doc, section) = unary_docs(k);
+        let inputs = unary_allowed_types(k).unwrap_or(all);
+        // The IDL names the operand of not, isNaN and isInfinite `a`.
+        let (arg, outputs, returns) = match k {
+            UnaryKind::LogicalNot => ("a", inputs, "A `\"uint8\"` tensor of 0 and 1, of `a`'s shape."),
+            _ if k.is_predicate() => ("a", types::UINT8, "A `\"uint8\"` tensor of 0 and 1, of `a`'s shape."),
+            UnaryKind::Identity => ("input", inputs, "A tensor equal to the input."),
+            _ => ("input", inputs, "A tensor of the input's shape and data type."),
+        };
+        let mut op = t.op(k.as_str(), section).sig(doc).arg(arg, Ty::Operand, input_doc);
+        if k == UnaryKind::LogicalNot {
+            // The CRD's not(a) takes no options dictionary.
+            op = op.no_options();
+        }
+        op = op
+            .returns(Returns::Operand, returns)
+            .build(move |b, a| b.unary(k, a.operand(arg)?).map(Out::One));
+        if let Some((activation, activation_doc)) = unary_activation(k) {
+            op = op
+                .sig(activation_doc)
+                .no_options()
+                .returns(Returns::Activation, "The activation.")
+                .build(move |_, _| Ok(Out::Activation(activation)));
+        }
+        // `not` has no entry in opSupportLimits (the current draft's name is logicalNot).
+        if k != UnaryKind::LogicalNot {
+            op.limit(arg, inputs, any).limit("output", outputs, any);
+        }
+    }
+    t.op("logicalNot", "draft")
+        .sig("Computes the logical negation of a `\"uint8\"` tensor element-wise (0 becomes 1, anything else 0); the current draft's name of `not()`.")
+        .arg("a", Ty::Operand, "The `\"uint8\"` input tensor.")
+        .returns(Returns::Operand, "A `\"uint8\"` tensor of 0 and 1, of `a`'s shape.")
+        .build(|b, a| renamed(b.unary(UnaryKind::LogicalNot, a.operand("a")?), "not", "logicalNot").map(Out::One))
+        .limit("a", types::UINT8, any)
+        .limit("output", types::UINT8, any);
+
+    t.op("cast", "7.8.7")
+        .sig("Casts each element of the input to another data type.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("type", Ty::DataType, "The target data type.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type `type`.")
+        .build(|b, a| b.cast(a.operand("input")?, a.data_type("type")?).map(Out::One))
+        .limit("input", all, any)
+        .limit("output", all, any);
+
+    let bound = |a: &Args, name: &str| -> Result<Option<f32>> { Ok(a.number(name)?.map(|v| v as f32)) };
+    t.op("clamp", "7.8.8")
+        .sig("Clamps the input element-wise to the range [minValue, maxValue].")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .options("MLClampOptions")
+        .opt("maxValue", Ty::Number, "The upper bound of the range; when absent, the upper side is not clamped.")
+        .opt("minValue", Ty::Number, "The lower bound of the range; when absent, the lower side is not clamped.")
+        .returns(Returns::Operand, "A tensor of the input's shape and data type.")
+        .build(move |b, a| b.clamp(a.operand("input")?, bound(a, "minValue")?, bound(a, "maxValue")?).map(Out::One))
+        .sig("Creates a clamp activation for the recurrent operators.")
+        .options("MLClampOptions")
+        .opt("maxValue", Ty::Number, "The upper bound of the range; when absent, the upper side is not clamped.")
+        .opt("minValue", Ty::Number, "The lower bound of the range; when absent, the lower side is not clamped.")
+        .returns(Returns::Activation, "The activation.")
+        .build(move |_, a| {
+            let (min, max) = (bound(a, "minValue")?, bound(a, "maxValue")?);
+            check_clamp_options(min, max)?;
+            Ok(Out::Activation(Activation::Clamp { min, max }))
+        })
+        .limit("input", all, any)
+        .limit("output", all, any);
+
+    t.op("where", "7.8.47")
+        .sig("Selects element-wise from `input` where `condition` is non-zero and from `other` elsewhere, broadcasting all three per the numpy rule.")
+        .arg("condition", Ty::Operand, "A `\"uint8\"` tensor, typically the result of a logical operation.")
+        .arg("input", Ty::Operand, "The values selected where the condition is true.")
+        .arg("other", Ty::Operand, "The values selected where the condition is false, of `input`'s data type.")
+        .returns(Returns::Operand, "A tensor of the broadcast shape and `input`'s data type.")
+        .build(|b, a| b.where_(a.operand("condition")?, a.operand("input")?, a.operand("other")?).map(Out::One))
+        // The current draft's names of input and other.
+        .limit("condition", types::UINT8, any)
+        .limit("trueValue", all, any)
+        .limit("falseValue", all, any)
+        .limit("output", all, any);
+}

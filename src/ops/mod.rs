@@ -40,58 +40,65 @@ pub fn register(t: &mut table::Table) {
     tile_quant::register(t);
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BinaryKind {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Max,
-    Min,
-    Pow,
+crate::idl_enum! {
+    /// The element-wise binary operators (7.8.12), by method name.
+    pub enum BinaryKind = "" {
+        Add = "add",
+        Sub = "sub",
+        Mul = "mul",
+        Div = "div",
+        Max = "max",
+        Min = "min",
+        Pow = "pow",
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LogicalKind {
-    Equal,
-    Greater,
-    GreaterOrEqual,
-    Lesser,
-    LesserOrEqual,
-    NotEqual,
-    /// logicalAnd, logicalOr, logicalXor: uint8 inputs only, nonzero is true.
-    LogicalAnd,
-    LogicalOr,
-    LogicalXor,
+crate::idl_enum! {
+    /// The element-wise logical operators with two inputs (7.8.13), by method name.
+    pub enum LogicalKind = "" {
+        Equal = "equal",
+        Greater = "greater",
+        GreaterOrEqual = "greaterOrEqual",
+        Lesser = "lesser",
+        LesserOrEqual = "lesserOrEqual",
+        NotEqual = "notEqual",
+        /// logicalAnd, logicalOr, logicalXor: uint8 inputs only, nonzero is true.
+        LogicalAnd = "logicalAnd",
+        LogicalOr = "logicalOr",
+        LogicalXor = "logicalXor",
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UnaryKind {
-    Abs,
-    Ceil,
-    Cos,
-    Erf,
-    Exp,
-    Floor,
-    Identity,
-    Log,
-    Neg,
-    Reciprocal,
-    Sin,
-    Sqrt,
-    Tan,
-    /// `not` (spec 7.8.13): uint8 in, uint8 out; listed with the unary kernels
-    /// because it is a one-input element-wise map.
-    LogicalNot,
-    Relu,
-    Sigmoid,
-    Tanh,
-    /// isNaN, isInfinite: float in, uint8 out (the only unary kinds whose output
-    /// type differs from the input's; `is_predicate`).
-    IsNaN,
-    IsInfinite,
-    RoundEven,
-    Sign,
+crate::idl_enum! {
+    /// The operators with one input built as an element-wise map, by method name.
+    pub enum UnaryKind = "" {
+        Abs = "abs",
+        Ceil = "ceil",
+        Cos = "cos",
+        Erf = "erf",
+        Exp = "exp",
+        Floor = "floor",
+        Identity = "identity",
+        Log = "log",
+        Neg = "neg",
+        Reciprocal = "reciprocal",
+        Sin = "sin",
+        Sqrt = "sqrt",
+        Tan = "tan",
+        /// `not` (spec 7.8.13; the current draft's `logicalNot`, registered as a
+        /// second operator): uint8 in, uint8 out; listed with the unary kernels
+        /// because it is a one-input element-wise map.
+        LogicalNot = "not",
+        Relu = "relu",
+        Sigmoid = "sigmoid",
+        Tanh = "tanh",
+        /// isNaN, isInfinite: float in, uint8 out (the only unary kinds whose output
+        /// type differs from the input's; `is_predicate`).
+        IsNaN = "isNaN",
+        IsInfinite = "isInfinite",
+        RoundEven = "roundEven",
+        Sign = "sign",
+    }
 }
 
 impl UnaryKind {

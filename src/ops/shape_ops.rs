@@ -4,8 +4,10 @@
 //! input descriptor but the operator plainly changes the shape (slice, transpose),
 //! the output shape is computed as Chromium does.
 
-use crate::error::Result;
+use crate::error::{Result, WebnnError};
 use crate::graph::shape::{broadcast_unidirectional, check_dimensions, checked_element_count, OperandDesc};
+use crate::graph::{DataType, GraphBuilder, OperandId};
+use crate::ops::table::{types, Args, Out, Returns, Table, Ty};
 
 /// 7.8.37 reshape, steps 2-8.
 pub fn reshape(input: &OperandDesc, new_shape: &[usize]) -> Result<OperandDesc> {
@@ -240,7 +242,152 @@ mod tests {
         assert_eq!(expand(&d(&[3, 1]), &[2, 3, 4]).unwrap().shape, vec![2, 3, 4]);
         assert!(expand(&d(&[3, 2]), &[3, 4]).is_err());
     }
+
+    #[test]
+    fn strided_slice_gathers_every_stride_th_element() {
+        use crate::graph::builder::OperandKind;
+        use crate::ops::Op;
+        let mut g = GraphBuilder::new();
+        let x = g.input("x", d(&[9, 4, 5])).unwrap();
+        // Axis 0: 8 elements from 1 by 3 are 1, 4, 7; axis 1 unstrided; axis 2: a
+        // size of 1 needs no gather whatever the stride.
+        let y = strided_slice(&mut g, x, &[1, 0, 2], &[8, 4, 1], Some(vec![3, 1, 7])).unwrap();
+        assert_eq!(g.desc(y).unwrap().shape, vec![3, 4, 1]);
+        let graph = g.build(&[("y".into(), y)]).unwrap();
+        let ops: Vec<&Op> = graph.operators.iter().map(|o| &o.op).collect();
+        assert_eq!(ops, [&Op::Slice { starts: vec![1, 0, 2], sizes: vec![8, 4, 1] }, &Op::Gather { axis: 0 }]);
+        let indices = graph.operators[1].inputs[1];
+        let OperandKind::Constant(bytes) = &graph.operands[indices].kind else { panic!("indices are not a constant") };
+        let values: Vec<u32> = bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert_eq!(values, [0, 3, 6]);
+        assert_eq!(graph.operands[indices].desc, OperandDesc::new(DataType::Uint32, vec![3]));
+        // Without strides, or all 1: the plain slice.
+        let z = strided_slice(&mut g, x, &[0, 0, 0], &[9, 4, 5], Some(vec![1, 1, 1])).unwrap();
+        assert_eq!(g.desc(z).unwrap().shape, vec![9, 4, 5]);
+        let e = strided_slice(&mut g, x, &[0, 0, 0], &[9, 4, 5], Some(vec![1, 1])).unwrap_err().to_string();
+        assert_eq!(e, "slice: options.strides has 2 entries but the input has rank 3");
+        let e = strided_slice(&mut g, x, &[0, 0, 0], &[9, 4, 5], Some(vec![2, 0, 0])).unwrap_err().to_string();
+        assert_eq!(e, "slice: options.strides[1] is 0; strides must be at least 1");
+        // The slice's own checks come first.
+        let e = strided_slice(&mut g, x, &[0, 0], &[9, 4], Some(vec![0, 0])).unwrap_err().to_string();
+        assert!(e.starts_with("slice: starts (2 values)"), "{e}");
+    }
+}
+
+/// A required `sequence<unsigned long>` argument as sizes.
+fn required_dims(a: &Args, name: &str) -> Result<Vec<usize>> {
+    a.dims(name)?.ok_or_else(|| type_err!("{name} is required"))
+}
+
+/// The current draft's slice(input, starts, sizes, {strides}): the plain slice, then
+/// along each strided axis a gather of every stride-th element (constant indices),
+/// so that no engine needs a strided kernel.
+fn strided_slice(b: &mut GraphBuilder, input: OperandId, starts: &[usize], sizes: &[usize], strides: Option<Vec<usize>>) -> Result<OperandId> {
+    let mut out = b.slice(input, starts, sizes)?;
+    let Some(strides) = strides else { return Ok(out) };
+    ensure!(
+        strides.len() == sizes.len(),
+        "slice: options.strides has {} entries but the input has rank {}",
+        strides.len(),
+        sizes.len()
+    );
+    if let Some(axis) = strides.iter().position(|&s| s == 0) {
+        return Err(type_err!("slice: options.strides[{axis}] is 0; strides must be at least 1"));
+    }
+    for (axis, (&stride, &size)) in strides.iter().zip(sizes).enumerate() {
+        if stride == 1 || size <= 1 {
+            continue;
+        }
+        // Each index is below `size`, a dimension, so it fits a uint32.
+        let picks = size.div_ceil(stride);
+        let desc = OperandDesc::new(DataType::Uint32, vec![picks]);
+        check_dimensions("slice: the indices of options.strides", &desc)?;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(picks * 4)
+            .map_err(|_| WebnnError::Operation(format!("slice: cannot allocate the {picks} indices of options.strides[{axis}]")))?;
+        bytes.extend((0..picks).flat_map(|k| ((k * stride) as u32).to_le_bytes()));
+        let indices = b.constant(desc, bytes)?;
+        out = b.gather(out, indices, axis)?;
+    }
+    Ok(out)
 }
 
 /// This family's entries of the operator table (`table.rs`).
-pub fn register(_t: &mut crate::ops::table::Table) {}
+pub fn register(t: &mut Table) {
+    let (all, any) = (types::ALL, (0, 8));
+    t.op("reshape", "7.8.37")
+        .sig("Gives the input a new shape with the same number of elements, without changing its data.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("newShape", Ty::Uints, "The new shape; `[]` makes a scalar.")
+        .returns(Returns::Operand, "A tensor of shape `newShape` and the input's data type.")
+        .build(|b, a| b.reshape(a.operand("input")?, &required_dims(a, "newShape")?).map(Out::One))
+        .limit("input", all, any)
+        .limit("output", all, any);
+    t.op("transpose", "7.8.45")
+        .sig("Permutes the dimensions of the input; by default reverses them.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .options("MLTransposeOptions")
+        .opt(
+            "permutation",
+            Ty::Uints,
+            "The permutation of the input dimensions: a list of the input's rank holding each of 0 to N-1 exactly once. Default `[N-1, ..., 1, 0]` (reverses the dimensions).",
+        )
+        .returns(Returns::Operand, "The permuted tensor.")
+        .build(|b, a| {
+            let permutation = a.dims("permutation")?;
+            b.transpose(a.operand("input")?, permutation.as_deref()).map(Out::One)
+        })
+        .limit("input", all, any)
+        .limit("output", all, any);
+    t.op("concat", "7.8.9")
+        .sig("Concatenates tensors along an axis.")
+        .arg("inputs", Ty::Operands, "The tensors: same data type, same rank, same sizes except along `axis`.")
+        .arg("axis", Ty::Uint, "The axis to concatenate along, below the inputs' rank.")
+        .returns(Returns::Operand, "A tensor whose size along `axis` is the sum of the inputs' sizes.")
+        .build(|b, a| b.concat(&a.operands("inputs")?, a.uint("axis")? as usize).map(Out::One))
+        .limit("inputs", all, (1, 8))
+        .limit("output", all, (1, 8));
+    t.op("slice", "7.8.39")
+        .sig("Extracts a slice of the input: `sizes[d]` elements from `starts[d]` in each dimension d.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("starts", Ty::Uints, "The starting index in each dimension (one per dimension).")
+        .arg("sizes", Ty::Uints, "The number of elements in each dimension (one per dimension, non-zero).")
+        .options("MLSliceOptions")
+        .opt(
+            "strides",
+            Ty::Uints,
+            "The step in each dimension (one per dimension, at least 1): the slice takes every stride-th element of its window. Default 1 in each dimension.",
+        )
+        .returns(Returns::Operand, "A tensor of shape `sizes` (with strides: `ceil(sizes[d] / strides[d])` in each dimension d) and the input's data type.")
+        .build(|b, a| {
+            let (starts, sizes) = (required_dims(a, "starts")?, required_dims(a, "sizes")?);
+            strided_slice(b, a.operand("input")?, &starts, &sizes, a.dims("strides")?).map(Out::One)
+        })
+        .limit("input", all, any)
+        .limit("output", all, any);
+    t.op("split", "7.8.43")
+        .sig("Splits the input along an axis into equal parts (`splits` a number) or parts of the given sizes (`splits` a list).")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("splits", Ty::UintOrUints, "The number of equal parts, or the size of each part along the axis.")
+        .options("MLSplitOptions")
+        .opt_or("axis", Ty::Uint, 0, "The dimension along which to split, in the range [0, N-1] where N is the input's rank.")
+        .returns(Returns::Operands, "The parts, in order along the axis.")
+        .build(|b, a| {
+            let splits = match a.uint_or_uints("splits")? {
+                Ok(n) => Splits::Count(n as usize),
+                Err(sizes) => Splits::Sizes(sizes.into_iter().map(|s| s as usize).collect()),
+            };
+            b.split(a.operand("input")?, &splits, a.uint("axis")? as usize).map(Out::Many)
+        })
+        .limit("input", all, (1, 8))
+        .limit("outputs", all, (1, 8));
+    t.op("expand", "7.8.16")
+        .sig("Broadcasts the input to a new shape: each input dimension must be 1 or equal to the corresponding (trailing-aligned) dimension of `newShape`.")
+        .arg("input", Ty::Operand, "The input tensor.")
+        .arg("newShape", Ty::Uints, "The target shape.")
+        .returns(Returns::Operand, "A tensor of the broadcast shape and the input's data type.")
+        .build(|b, a| b.expand(a.operand("input")?, &required_dims(a, "newShape")?).map(Out::One))
+        .limit("input", all, any)
+        .limit("output", all, any);
+}

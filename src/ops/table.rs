@@ -253,6 +253,14 @@ impl<'t> OpBuilder<'t> {
         self
     }
 
+    /// The current overload takes no options dictionary (the CRD's `relu()`,
+    /// `softmax(axis)`, `not(a)`): `dictionary` is empty, which the facade and
+    /// `describe()` read as "none", so extra arguments are ignored, not converted.
+    pub fn no_options(mut self) -> Self {
+        self.last().dictionary = "";
+        self
+    }
+
     /// A dictionary member without a default (absent: `null`).
     pub fn opt(self, name: &'static str, ty: Ty, doc: &'static str) -> Self {
         self.member(name, ty, None, doc)

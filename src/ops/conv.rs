@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{check_dimensions, OperandDesc};
-use crate::ops::table::{types, Out, Returns, Table, Ty};
+use crate::ops::table::{Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 /// The float types both convolutions accept (step 2 / step 3).
@@ -932,7 +932,7 @@ mod tests {
 
 /// The convolutions' entries of the operator table (`table.rs`).
 pub fn register(t: &mut Table) {
-    let floats = types::FLOATS;
+    let floats = FLOAT_TYPES;
     t.op("conv2d", "7.8.10")
         .sig("Computes a 2-D convolution of a 4-D input with a 4-D filter. The output spatial size is `floor(1 + (inputSize - (filterSize - 1) * dilation - 1 + beginningPadding + endingPadding) / stride)`. Throws a TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has another data type, padding is not of length 4, strides or dilations not of length 2, a stride, a dilation or `groups` is 0, the input channels are not divisible by `groups` or do not match the filter's input channels, the output channels are not divisible by `groups`, the bias is not of shape [outputChannels] and the input's data type, or an output dimension is not valid (the dilated filter is larger than the padded input).")
         .arg("input", Ty::Operand, "The 4-D input tensor (`\"float32\"` or `\"float16\"`), laid out per `options.inputLayout`.")

@@ -710,7 +710,7 @@ mod tests {
 
 /// The gather family's entries of the operator table (`table.rs`).
 pub fn register(t: &mut Table) {
-    let (all, indices) = (types::ALL, types::INDICES);
+    let (all, indices) = (types::ALL, &GATHER_INDEX_TYPES);
     let floats = &RESAMPLE_TYPES;
     t.op("gather", "7.8.17")
         .sig("Gathers slices of the input along an axis at the given indices. Throws a TypeError if the indices' data type is not `\"int32\"`, `\"uint32\"` or `\"int64\"`, or `axis` is not below the input's rank.")

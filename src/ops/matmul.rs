@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::graph::builder::{GraphBuilder, OperandId};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{broadcast_bidirectional, broadcast_unidirectional, check_dimensions, OperandDesc};
-use crate::ops::table::{types, Out, Returns, Table, Ty};
+use crate::ops::table::{Out, Returns, Table, Ty};
 use crate::ops::Op;
 
 /// The floating-point types matmul and gemm accept (step 2 of each).
@@ -290,7 +290,7 @@ mod tests {
 
 /// matmul's and gemm's entries of the operator table (`table.rs`).
 pub fn register(t: &mut Table) {
-    let floats = types::FLOATS;
+    let floats = FLOAT_TYPES;
     t.op("matmul", "7.8.30")
         .sig("Computes the matrix product of the last two dimensions of two tensors, broadcasting the leading (batch) dimensions per the numpy rule. Throws a TypeError if `a` is not floating point, `b` has another data type, either rank is below 2, the inner dimensions differ, or the batch dimensions cannot be broadcast together.")
         .arg("a", Ty::Operand, "A tensor of rank 2 or more [..., M, K] (`\"float32\"` or `\"float16\"`).")

@@ -268,8 +268,8 @@ mod tests {
 /// operator table (`table.rs`).
 pub fn register(t: &mut Table) {
     use DataType::*;
-    let all = types::ALL;
-    const CUMSUM: &[DataType] = &[Float32, Float16, Int32, Int64];
+    let (all, cumsum, floats) = (types::ALL, &CUMULATIVE_SUM_TYPES, &QUANT_FLOAT_TYPES);
+    // QUANT_INT_TYPES in opSupportLimits() order.
     const QUANTIZED: &[DataType] = &[Int32, Int8, Uint8];
     t.op("reverse", "draft")
         .sig("Reverses the order of the elements along the given axes. Throws a TypeError if an axis is out of range or listed twice.")
@@ -306,8 +306,8 @@ pub fn register(t: &mut Table) {
             let options = CumulativeSumOptions { exclusive: a.bool("exclusive")?, reversed: a.bool("reversed")? };
             b.cumulative_sum(a.operand("input")?, a.uint("axis")? as usize, options).map(Out::One)
         })
-        .limit("input", CUMSUM, (1, 8))
-        .limit("output", CUMSUM, (1, 8));
+        .limit("input", cumsum, (1, 8))
+        .limit("output", cumsum, (1, 8));
     t.op("quantizeLinear", "draft")
         .sig("`saturate(roundEven(input / scale) + zeroPoint)`, with `scale` and `zeroPoint` broadcast blockwise: of the input's rank, each input dimension a multiple of theirs, scale element `i / (inputDim / scaleDim)` serving input element `i` in each dimension.")
         .arg("input", Ty::Operand, "float32 or float16, rank 0 to 8.")
@@ -315,8 +315,8 @@ pub fn register(t: &mut Table) {
         .arg("zeroPoint", Ty::Operand, "int8, uint8 or int32.")
         .returns(Returns::Operand, "A tensor of the input's shape and zeroPoint's data type.")
         .build(|b, a| b.quantize_linear(a.operand("input")?, a.operand("scale")?, a.operand("zeroPoint")?).map(Out::One))
-        .limit("input", types::FLOATS, (0, 8))
-        .limit("scale", types::FLOATS, (0, 8))
+        .limit("input", floats, (0, 8))
+        .limit("scale", floats, (0, 8))
         .limit("zeroPoint", QUANTIZED, (0, 8))
         .limit("output", QUANTIZED, (0, 8));
     t.op("dequantizeLinear", "draft")
@@ -327,7 +327,7 @@ pub fn register(t: &mut Table) {
         .returns(Returns::Operand, "A tensor of the input's shape and scale's data type.")
         .build(|b, a| b.dequantize_linear(a.operand("input")?, a.operand("scale")?, a.operand("zeroPoint")?).map(Out::One))
         .limit("input", QUANTIZED, (0, 8))
-        .limit("scale", types::FLOATS, (0, 8))
+        .limit("scale", floats, (0, 8))
         .limit("zeroPoint", QUANTIZED, (0, 8))
-        .limit("output", types::FLOATS, (0, 8));
+        .limit("output", floats, (0, 8));
 }

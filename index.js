@@ -1,17 +1,20 @@
 'use strict'
-// webnn-node: the JS facade of the W3C WebNN API (CRD 2024-05-15).
+// webnn-node: the JS facade of the W3C WebNN API (the current Editor's Draft, and
+// the CRD 2024-05-15's API beside it).
 //
 // This file does only what WebIDL needs and N-API makes awkward: argument
 // conversion ([EnforceRange] integers, dictionaries with defaults, enums), real
 // TypeErrors thrown synchronously, DOMExceptions with the spec's names, the
-// ArrayBufferView transfer of compute() (7.3.1) and assembling MLComputeResult.
-// No math and no graph logic live here: validation steps run in the Rust core.
+// ArrayBufferView transfer of compute() (7.3.1) and assembling MLComputeResult,
+// the MLTensor timeline. The operators' methods come from the operator table
+// (src/ops/table.rs) through lib/operators.js. No math and no graph logic live
+// here: validation steps run in the Rust core.
 
 const native = require('./native.js')
 
 const {
-  DATA_TYPES, DEVICE_TYPES, POWER_PREFERENCES, convertError, call, promiseStep, describe, toUint32, toFloat,
-  toDouble, toMLNumber, toSequence, toDictionary, toEnum, toRecord, toArrayBufferView, toDOMString, toUSVString, viewBytes, typeMismatch, bufferMismatch, toDescriptor
+  DATA_TYPES, DEVICE_TYPES, POWER_PREFERENCES, convertError, call, promiseStep, describe, toUint32,
+  toDouble, toDictionary, toEnum, toRecord, toArrayBufferView, toUSVString, typeMismatch, bufferMismatch, toDescriptor
 } = require('./lib/webidl.js')
 
 const {

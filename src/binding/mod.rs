@@ -261,13 +261,6 @@ impl NativeBuilder {
 
     /// Used by lib/ops/reduction.js (argMin/argMax's outputDataType) until the
     /// reduction family moves onto the operator table.
-    #[napi]
-    pub fn cast(&mut self, input: u32, data_type: String) -> Result<u32> {
-        guard("cast", || {
-            self.inner.cast(input as usize, self::data_type(&data_type)?).map(id).map_err(to_js)
-        })
-    }
-
     /// build(): validates synchronously (the facade turns a thrown TypeError into a
     /// rejection), then compiles on the blocking pool; resolves to a `NativeGraph`.
     #[napi]

@@ -783,7 +783,9 @@ class ML {
   /**
    * createContext(options) of the current draft (powerPreference, accelerated) and
    * of the CRD (deviceType 'cpu' | 'gpu', which clients still pass; 'npu' too), or
-   * createContext(gpuDevice). `numThreads` is Chromium's non-standard option.
+   * createContext(gpuDevice). `numThreads` is Chromium's non-standard option;
+   * `pinThreads`, `keepAwake`, `prewake` and `earlyWake` are this implementation's
+   * CPU scheduling switches (booleans, on by default; docs/CONFIG.md).
    * The device: deviceType 'gpu' (or a GPUDevice) is the GPU engine; 'cpu' is the
    * CPU engine; 'npu', or no deviceType with `accelerated: true` given explicitly
    * or powerPreference 'high-performance', is the GPU engine where a hardware
@@ -796,14 +798,21 @@ class ML {
       const o = toDictionary(options, 'createContext: options')
       const accelerated = o.accelerated === undefined ? undefined : Boolean(o.accelerated)
       const deviceType = o.deviceType === undefined ? undefined : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
+      // Members in lexicographic order, as WebIDL converts a dictionary.
+      const flag = (v) => v === undefined ? true : Boolean(v)
+      const earlyWake = flag(o.earlyWake)
+      const keepAwake = flag(o.keepAwake)
       const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
+      const pinThreads = flag(o.pinThreads)
       const powerPreference = o.powerPreference === undefined
         ? 'default'
         : toEnum(o.powerPreference, POWER_PREFERENCES, 'createContext: options.powerPreference')
+      const prewake = flag(o.prewake)
+      const cpuOptions = { numThreads, pinThreads, keepAwake, prewake, earlyWake }
       if (deviceType === 'gpu') return openGpu(powerPreference, false)
       const preferAccelerated = deviceType === 'npu' ||
         (deviceType === undefined && accelerated !== false && (accelerated === true || powerPreference === 'high-performance'))
-      const cpu = () => new MLContext(kToken, call(() => native.NativeContext.create('cpu', numThreads)), 'cpu', powerPreference)
+      const cpu = () => new MLContext(kToken, call(() => native.NativeContext.create('cpu', cpuOptions)), 'cpu', powerPreference)
       if (preferAccelerated) return openGpu(powerPreference, true).then((c) => c || cpu())
       return cpu()
     })

@@ -796,18 +796,20 @@ class ML {
       if (!ML._is(this)) throw new TypeError('createContext: `this` is not an ML object')
       if (typeof GPUDeviceClass === 'function' && options instanceof GPUDeviceClass) return openGpu('default', false)
       const o = toDictionary(options, 'createContext: options')
-      const accelerated = o.accelerated === undefined ? undefined : Boolean(o.accelerated)
-      const deviceType = o.deviceType === undefined ? undefined : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
-      // Members in lexicographic order, as WebIDL converts a dictionary.
-      const flag = (v) => v === undefined ? true : Boolean(v)
-      const earlyWake = flag(o.earlyWake)
-      const keepAwake = flag(o.keepAwake)
-      const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
-      const pinThreads = flag(o.pinThreads)
-      const powerPreference = o.powerPreference === undefined
-        ? 'default'
-        : toEnum(o.powerPreference, POWER_PREFERENCES, 'createContext: options.powerPreference')
-      const prewake = flag(o.prewake)
+      // Each member read once, in lexicographic order, as WebIDL converts a dictionary.
+      const member = (name, absent, convert) => {
+        const v = o[name]
+        return v === undefined ? absent : convert(v)
+      }
+      const flag = (name) => member(name, true, Boolean)
+      const accelerated = member('accelerated', undefined, Boolean)
+      const deviceType = member('deviceType', undefined, (v) => toEnum(v, DEVICE_TYPES, 'createContext: options.deviceType'))
+      const earlyWake = flag('earlyWake')
+      const keepAwake = flag('keepAwake')
+      const numThreads = member('numThreads', 0, (v) => toUint32(v, 'createContext: options.numThreads'))
+      const pinThreads = flag('pinThreads')
+      const powerPreference = member('powerPreference', 'default', (v) => toEnum(v, POWER_PREFERENCES, 'createContext: options.powerPreference'))
+      const prewake = flag('prewake')
       const cpuOptions = { numThreads, pinThreads, keepAwake, prewake, earlyWake }
       if (deviceType === 'gpu') return openGpu(powerPreference, false)
       const preferAccelerated = deviceType === 'npu' ||

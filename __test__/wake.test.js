@@ -121,8 +121,9 @@ test.serial('earlyWake: false sends no notices; the other switches off still com
     const before = native.wakeStats()
     for (let k = 0; k < 8; k++) {
       const x = Float32Array.from({ length: N * N }, (_, i) => (i * 3 + k) % 41)
+      const want = reference(x)
       const r = await context.compute(graph, { x }, { y: new Float32Array(N * N) })
-      t.deepEqual(Array.from(r.outputs.y), reference(x), `${JSON.stringify(options)}, compute ${k}`)
+      t.deepEqual(Array.from(r.outputs.y), want, `${JSON.stringify(options)}, compute ${k}`)
     }
     if (options.earlyWake !== undefined) t.is(native.wakeStats().sent, before.sent, `${JSON.stringify(options)}: no notices`)
   }

@@ -144,6 +144,45 @@ export interface MLContextOptions {
    * @nonstandard Not in the WebNN CRD.
    */
   numThreads?: number;
+  /**
+   * CPU contexts: pin the threads of a pool that has one thread per available core, each to its
+   * own core, so that the scheduler cannot stack two of them on one core after other threads of
+   * the process ran (measured: MobileNetV2 on 2 threads after an onnxruntime run, 4.8 ms unpinned,
+   * 3.1 ms pinned). Smaller pools are never pinned. Contexts share thread pools per
+   * (`numThreads`, `pinThreads`) pair, so `false` gets a separate, unpinned pool. Linux only; where
+   * the system forbids it the threads stay unpinned. Ignored by GPU contexts.
+   * @defaultValue `true`
+   * @nonstandard This implementation's extension (docs/CONFIG.md).
+   */
+  pinThreads?: boolean;
+  /**
+   * CPU contexts with several threads: keep the pool's other threads busy-waiting for work
+   * between a compute's steps (each for at most 300 microseconds without work) instead of
+   * letting them sleep, so no step waits for a thread to wake (measured: ResNet-50 on 2 threads
+   * beside a low-priority busy process, 26.7 -> 21.3 ms). Costs CPU time while a compute runs
+   * serial parts. Applies to this context's computes. Ignored by GPU contexts.
+   * @defaultValue `true`
+   * @nonstandard This implementation's extension (docs/CONFIG.md).
+   */
+  keepAwake?: boolean;
+  /**
+   * CPU contexts: wake one pool thread as `compute()` starts checking its arguments, so the
+   * thread is awake when the work arrives (measured: SqueezeNet on 1 thread, 30 microseconds less
+   * per compute). The thread spins for at most 400 microseconds. Applies to this context's
+   * computes. Ignored by GPU contexts.
+   * @defaultValue `true`
+   * @nonstandard This implementation's extension (docs/CONFIG.md).
+   */
+  prewake?: boolean;
+  /**
+   * CPU contexts whose pool leaves a core free (`numThreads` below the core count): shortly
+   * before a compute ends, wake the JavaScript thread, which then waits (at most 1 ms) for the
+   * result, so the promise settles without the thread's wake-up delay (measured: 50-120
+   * microseconds on a VM). Applies to this context's computes. Ignored by GPU contexts.
+   * @defaultValue `true`
+   * @nonstandard This implementation's extension (docs/CONFIG.md).
+   */
+  earlyWake?: boolean;
 }
 
 /**

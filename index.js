@@ -786,7 +786,9 @@ class ML {
   /**
    * createContext(options) of the current draft (powerPreference, accelerated) and
    * of the CRD (deviceType 'cpu' | 'gpu', which clients still pass; 'npu' too), or
-   * createContext(gpuDevice). `numThreads` is Chromium's non-standard option.
+   * createContext(gpuDevice). `numThreads` is Chromium's non-standard option;
+   * `pinThreads`, `keepAwake`, `prewake` and `earlyWake` are this implementation's
+   * CPU scheduling switches (booleans, on by default; docs/CONFIG.md).
    * The device: deviceType 'gpu' (or a GPUDevice) is the GPU engine; 'cpu' is the
    * CPU engine; 'npu', or no deviceType with `accelerated: true` given explicitly
    * or powerPreference 'high-performance', is the GPU engine where a hardware
@@ -797,16 +799,25 @@ class ML {
       if (!ML._is(this)) throw new TypeError('createContext: `this` is not an ML object')
       if (typeof GPUDeviceClass === 'function' && options instanceof GPUDeviceClass) return openGpu('default', false)
       const o = toDictionary(options, 'createContext: options')
-      const accelerated = o.accelerated === undefined ? undefined : Boolean(o.accelerated)
-      const deviceType = o.deviceType === undefined ? undefined : toEnum(o.deviceType, DEVICE_TYPES, 'createContext: options.deviceType')
-      const numThreads = o.numThreads === undefined ? 0 : toUint32(o.numThreads, 'createContext: options.numThreads')
-      const powerPreference = o.powerPreference === undefined
-        ? 'default'
-        : toEnum(o.powerPreference, POWER_PREFERENCES, 'createContext: options.powerPreference')
+      // Each member read once, in lexicographic order, as WebIDL converts a dictionary.
+      const member = (name, absent, convert) => {
+        const v = o[name]
+        return v === undefined ? absent : convert(v)
+      }
+      const flag = (name) => member(name, true, Boolean)
+      const accelerated = member('accelerated', undefined, Boolean)
+      const deviceType = member('deviceType', undefined, (v) => toEnum(v, DEVICE_TYPES, 'createContext: options.deviceType'))
+      const earlyWake = flag('earlyWake')
+      const keepAwake = flag('keepAwake')
+      const numThreads = member('numThreads', 0, (v) => toUint32(v, 'createContext: options.numThreads'))
+      const pinThreads = flag('pinThreads')
+      const powerPreference = member('powerPreference', 'default', (v) => toEnum(v, POWER_PREFERENCES, 'createContext: options.powerPreference'))
+      const prewake = flag('prewake')
+      const cpuOptions = { numThreads, pinThreads, keepAwake, prewake, earlyWake }
       if (deviceType === 'gpu') return openGpu(powerPreference, false)
       const preferAccelerated = deviceType === 'npu' ||
         (deviceType === undefined && accelerated !== false && (accelerated === true || powerPreference === 'high-performance'))
-      const cpu = () => new MLContext(kToken, call(() => native.NativeContext.create('cpu', numThreads)), 'cpu', powerPreference)
+      const cpu = () => new MLContext(kToken, call(() => native.NativeContext.create('cpu', cpuOptions)), 'cpu', powerPreference)
       if (preferAccelerated) return openGpu(powerPreference, true).then((c) => c || cpu())
       return cpu()
     })

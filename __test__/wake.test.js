@@ -3,7 +3,9 @@
 // thread is woken to wait for it (src/binding/wake.rs, src/engine/cpu/early.rs).
 // These tests check that results stay right, that notices are sent once a graph
 // has been measured, that the JS thread's wait is bounded, and that the
-// wake-up channel neither keeps a process alive nor breaks a worker's teardown.
+// wake-up channel neither keeps a process alive nor breaks a worker's teardown;
+// and that createContext's scheduling options (earlyWake, keepAwake, prewake,
+// pinThreads) are converted as WebIDL booleans and leave results unchanged.
 const test = require('ava')
 const path = require('node:path')
 const { execFileSync } = require('node:child_process')
@@ -105,12 +107,52 @@ test.serial('concurrent computes of one graph each get their own exact results w
   }
 })
 
-// Script text for a child process or worker: a one-thread context and `g`, eight
-// 64x64 matmuls by a matrix of 1/64 (each output element the mean of its row:
-// a constant input stays that constant, exactly).
+test.serial('earlyWake: false sends no notices; the other switches off still compute exactly', async (t) => {
+  const threads = Math.min(2, CORES)
+  const settings = [
+    { numThreads: 1, earlyWake: false },
+    { numThreads: threads, keepAwake: false, prewake: false, pinThreads: false },
+    { numThreads: CORES, pinThreads: false },
+    { numThreads: 1, earlyWake: 0, keepAwake: '', prewake: null, pinThreads: undefined }
+  ]
+  for (const options of settings) {
+    const context = await ml.createContext(options)
+    const { graph, reference } = await chain(context)
+    const before = native.wakeStats()
+    for (let k = 0; k < 8; k++) {
+      const x = Float32Array.from({ length: N * N }, (_, i) => (i * 3 + k) % 41)
+      const want = reference(x)
+      const r = await context.compute(graph, { x }, { y: new Float32Array(N * N) })
+      t.deepEqual(Array.from(r.outputs.y), want, `${JSON.stringify(options)}, compute ${k}`)
+    }
+    if (options.earlyWake !== undefined) t.is(native.wakeStats().sent, before.sent, `${JSON.stringify(options)}: no notices`)
+  }
+})
+
+test('createContext converts its dictionary members in lexicographic order, the switches as booleans', async (t) => {
+  const seen = []
+  const options = {}
+  for (const [name, value] of [['pinThreads', 1], ['prewake', 'yes'], ['numThreads', 1], ['earlyWake', {}], ['keepAwake', 0],
+    ['deviceType', 'cpu'], ['powerPreference', 'default'], ['accelerated', false]]) {
+    Object.defineProperty(options, name, { enumerable: true, get () { seen.push(name); return value } })
+  }
+  t.truthy(await ml.createContext(options))
+  t.deepEqual(seen, ['accelerated', 'deviceType', 'earlyWake', 'keepAwake', 'numThreads', 'pinThreads', 'powerPreference', 'prewake'])
+  // A throwing getter rejects the promise with its error, after the members before it.
+  seen.length = 0
+  const boom = new Error('keepAwake getter')
+  const bad = { get earlyWake () { seen.push('earlyWake'); return true }, get keepAwake () { throw boom }, get numThreads () { seen.push('numThreads'); return 1 } }
+  await t.throwsAsync(ml.createContext(bad), { is: boom })
+  t.deepEqual(seen, ['earlyWake'])
+})
+
+// Script text for a child process or worker: a one-thread context (with the
+// options in `OPTIONS`, when defined) and `g`, eight 64x64 matmuls by a matrix
+// of 1/64 (each output element the mean of its row: a constant input stays that
+// constant, exactly).
 const averagingGraph = `
       const { ml, MLGraphBuilder } = require(${JSON.stringify(path.join(__dirname, '..', 'index.js'))})
-      const context = await ml.createContext({ numThreads: 1 })
+      const context = await ml.createContext({ numThreads: 1, ...(typeof OPTIONS === 'undefined' ? {} : OPTIONS) })
       const b = new MLGraphBuilder(context)
       let y = b.input('x', { dataType: 'float32', dimensions: [64, 64] })
       for (let k = 0; k < 8; k++) y = b.matmul(y, b.constant({ dataType: 'float32', dimensions: [64, 64] }, new Float32Array(64 * 64).fill(1 / 64)))
@@ -118,7 +160,8 @@ const averagingGraph = `
 
 test('a process that computes exits by itself, with notices on and off', (t) => {
   const nativePath = JSON.stringify(path.join(__dirname, '..', 'native.js'))
-  const code = `
+  const code = (earlyWake) => `
+    const OPTIONS = { earlyWake: ${earlyWake} }
     ;(async () => {
       ${averagingGraph}
       let sum = 0
@@ -128,13 +171,13 @@ test('a process that computes exits by itself, with notices on and off', (t) => 
       }
       console.log(JSON.stringify({ sum, sent: require(${nativePath}).wakeStats().sent }))
     })()`
-  for (const flag of ['1', '0']) {
+  for (const earlyWake of [true, false]) {
     // execFileSync returns once the child exits: a wake-up channel that held the
     // event loop open would hit the timeout instead.
-    const out = execFileSync(process.execPath, ['-e', code], { env: { ...process.env, WEBNN_EARLY_WAKE: flag }, timeout: 60000 })
+    const out = execFileSync(process.execPath, ['-e', code(earlyWake)], { timeout: 60000 })
     const { sum, sent } = JSON.parse(out.toString())
-    t.is(sum, 20, `WEBNN_EARLY_WAKE=${flag}`)
-    if (flag === '0' || CORES < 2) t.is(sent, 0)
+    t.is(sum, 20, `earlyWake: ${earlyWake}`)
+    if (!earlyWake || CORES < 2) t.is(sent, 0)
     else t.true(sent >= 5, `${sent} notices`)
   }
 })

@@ -17,9 +17,7 @@
 // WEBNN_GPU_PROFILE=1 makes every plan print (to stderr, every 100 computes) the
 // mean GPU time of each dispatch from timestamp queries, their sum and span, and
 // the CPU time of encoding and submitting (each compute then waits for its
-// timestamps, so time with it off). WEBNN_GPU_FUSE=0, WEBNN_GPU_CONV1X1=0 and
-// WEBNN_GPU_SPLIT_K=1 turn off epilogue fusion, the pointwise convolution kernel
-// and split-K, for comparisons; WEBNN_GPU_GEMM_TILE forces one tile.
+// timestamps, so time with it off).
 const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
 const { relError, stats, fmt, arg } = require('./stats.js')

@@ -1,26 +1,26 @@
 'use strict'
-// compute() round trip with and without one of the hand-off's helpers: the
-// early wake-up of the JS thread (src/binding/wake.rs; WEBNN_EARLY_WAKE=0 turns
-// it off) or the pool thread woken as compute() starts (src/engine/cpu/awake.rs,
-// `ready`; WEBNN_CPU_READY=0). Each setting runs in its own child process (the
-// early wake-up's switch is read once per process), the two alternating (order
-// swapped each round) within one run of this script:
+// compute() round trip with and without one of the hand-off's helpers, each a
+// createContext option: the early wake-up of the JS thread (`earlyWake`,
+// src/binding/wake.rs) or the pool thread woken as compute() starts (`prewake`,
+// src/engine/cpu/awake.rs, `ready`). Each setting runs in its own child process
+// (so one's wake-up statistics and warm threads do not touch the other's), the
+// two alternating (order swapped each round) within one run of this script:
 //
 //   node benchmark/handoff.js                       a 20-step matmul chain (~1-2 ms) and MobileNetV2, 1 thread
 //   node benchmark/handoff.js --graph chain --threads 2 --rounds 4 --iters 400
-//   node benchmark/handoff.js --switch WEBNN_CPU_READY --graph squeezenet,mobilenetv2
+//   node benchmark/handoff.js --switch prewake --graph squeezenet,mobilenetv2
 //
 // Prints each child's median round trip and, per graph, the mean of the
 // medians per setting and their difference.
 const { execFileSync } = require('node:child_process')
 const { arg } = require('./stats.js')
 
-async function child (graphName, threads, iters) {
+async function child (graphName, threads, iters, options) {
   const { ml, MLGraphBuilder } = require('..')
   let run
   if (graphName === 'chain') {
     // x [128, 256] times twenty 256x256 matrices: twenty steps of ~17 MFLOP.
-    const context = await ml.createContext({ numThreads: threads })
+    const context = await ml.createContext({ ...options, numThreads: threads })
     const b = new MLGraphBuilder(context)
     let y = b.input('x', { dataType: 'float32', dimensions: [128, 256] })
     for (let k = 0; k < 20; k++) {
@@ -42,7 +42,7 @@ async function child (graphName, threads, iters) {
     const m = MODELS.find((x) => x.name === graphName)
     if (!m) throw new Error(`no graph ${graphName}`)
     const net = m.make()
-    run = (await setupWebnn(net, inputData(net), threads)).run
+    run = (await setupWebnn(net, inputData(net), threads, options)).run
   }
   for (let i = 0; i < 30; i++) await run()
   const times = []
@@ -61,18 +61,17 @@ function parent () {
   const threads = arg('threads', '1')
   const rounds = Number(arg('rounds', '3'))
   const iters = arg('iters', '300')
-  const name = arg('switch', 'WEBNN_EARLY_WAKE')
-  if (!['WEBNN_EARLY_WAKE', 'WEBNN_CPU_READY'].includes(name)) throw new Error(`--switch: ${name}; one of WEBNN_EARLY_WAKE, WEBNN_CPU_READY`)
+  const name = arg('switch', 'earlyWake')
+  if (!['earlyWake', 'prewake'].includes(name)) throw new Error(`--switch: ${name}; one of earlyWake, prewake`)
   for (const graph of graphs) {
     const medians = { 0: [], 1: [] }
     for (let r = 0; r < rounds; r++) {
       for (const flag of r % 2 ? ['1', '0'] : ['0', '1']) {
-        const out = execFileSync(process.execPath, [__filename, '--child', graph, '--threads', threads, '--iters', iters], {
-          env: { ...process.env, [name]: flag }
-        })
+        const options = JSON.stringify({ [name]: flag === '1' })
+        const out = execFileSync(process.execPath, [__filename, '--child', graph, '--threads', threads, '--iters', iters, '--options', options])
         const res = JSON.parse(out.toString())
         medians[flag].push(res.median)
-        console.log(`${graph} ${threads}t ${name}=${flag}: median ${res.median.toFixed(3)} ms, p10 ${res.p10.toFixed(3)} ms (${res.sent} notices)`)
+        console.log(`${graph} ${threads}t ${name}: ${flag === '1'}: median ${res.median.toFixed(3)} ms, p10 ${res.p10.toFixed(3)} ms (${res.sent} notices)`)
       }
     }
     const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length
@@ -84,7 +83,7 @@ function parent () {
 
 const i = process.argv.indexOf('--child')
 if (i >= 0) {
-  child(process.argv[i + 1], Number(arg('threads', '1')), Number(arg('iters', '300'))).catch((e) => { console.error(e); process.exit(1) })
+  child(process.argv[i + 1], Number(arg('threads', '1')), Number(arg('iters', '300')), JSON.parse(arg('options', '{}'))).catch((e) => { console.error(e); process.exit(1) })
 } else {
   parent()
 }

@@ -5,12 +5,13 @@ const { ml, MLGraphBuilder } = require('..')
 const { toWebnn, count } = require('./models/net.js')
 
 /**
- * Builds `net` on a new context of `threads` threads. Returns the builder-call and
- * build() times (ms) and `run()`, one compute() with `data` as inputs that resolves
- * to the output's values.
+ * Builds `net` on a new context of `threads` threads (and the other createContext
+ * `options`, e.g. `{ keepAwake: false }`). Returns the builder-call and build()
+ * times (ms) and `run()`, one compute() with `data` as inputs that resolves to the
+ * output's values.
  */
-async function setupWebnn (net, data, threads) {
-  const context = await ml.createContext({ numThreads: threads })
+async function setupWebnn (net, data, threads, options = {}) {
+  const context = await ml.createContext({ ...options, numThreads: threads })
   const t0 = performance.now()
   const builder = new MLGraphBuilder(context)
   const outs = toWebnn(net, builder)

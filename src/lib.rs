@@ -9,6 +9,7 @@
 pub mod error;
 pub mod binding;
 pub mod compile;
+pub mod config;
 pub mod engine;
 pub mod graph;
 pub mod ops;

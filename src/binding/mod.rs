@@ -88,8 +88,8 @@ struct InFlight {
     count: Mutex<usize>,
     idle: Condvar,
     cancel: Arc<AtomicBool>,
-    /// Wakes the JS thread ahead of a compute's end (`wake.rs`); `None` when
-    /// turned off or when it could not be created.
+    /// Wakes the JS thread ahead of a compute's end (`wake.rs`; used by the
+    /// plans of contexts with `earlyWake`); `None` when it could not be created.
     waker: Option<Arc<wake::Waker>>,
 }
 
@@ -116,7 +116,7 @@ impl InFlight {
         // The wake-up's threadsafe function first: cleanup hooks run newest
         // first, so `wait_idle` (which waits for every compute, the last users of
         // the function) runs before the function's own cleanup.
-        let waker = if wake::enabled() { wake::Waker::new(env).ok().map(Arc::new) } else { None };
+        let waker = wake::Waker::new(env).ok().map(Arc::new);
         let tracker = Arc::new(InFlight { waker, ..InFlight::default() });
         env.set_instance_data(tracker.clone(), (), |_| {})?;
         env.add_env_cleanup_hook(tracker.clone(), |t| t.wait_idle())?;
@@ -144,20 +144,38 @@ pub struct NativeContext {
     adapter: Option<String>,
 }
 
+/// A CPU context's options, converted by index.js's createContext (see
+/// MLContextOptions in index.d.ts and `engine::cpu::CpuOptions`).
+#[napi(object)]
+pub struct CpuContextOptions {
+    /// 0 means all cores.
+    pub num_threads: u32,
+    pub pin_threads: bool,
+    pub keep_awake: bool,
+    pub prewake: bool,
+    pub early_wake: bool,
+}
+
 #[napi]
 impl NativeContext {
-    /// A CPU context: `device` is "cpu" (a GPU context comes from `createGpu`);
-    /// `threads` 0 means all cores.
+    /// A CPU context: `device` is "cpu" (a GPU context comes from `createGpu`).
     #[napi(factory)]
-    pub fn create(env: Env, device: String, threads: u32) -> Result<Self> {
-        guard_entry("createContext", || Self::create_cpu(&env, &device, threads))
+    pub fn create(env: Env, device: String, options: CpuContextOptions) -> Result<Self> {
+        guard_entry("createContext", || Self::create_cpu(&env, &device, &options))
     }
 
-    fn create_cpu(env: &Env, device: &str, threads: u32) -> Result<Self> {
+    fn create_cpu(env: &Env, device: &str, o: &CpuContextOptions) -> Result<Self> {
         let in_flight = InFlight::of(env)?;
+        let options = crate::engine::cpu::CpuOptions {
+            threads: o.num_threads as usize,
+            pin_threads: o.pin_threads,
+            keep_awake: o.keep_awake,
+            prewake: o.prewake,
+            early_wake: o.early_wake,
+        };
         match device {
             "cpu" => Ok(NativeContext {
-                engine: Arc::new(CpuEngine::new(threads as usize).map_err(to_js)?),
+                engine: Arc::new(CpuEngine::with_options(options).map_err(to_js)?),
                 in_flight,
                 adapter: None,
             }),

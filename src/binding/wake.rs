@@ -16,16 +16,16 @@
 //!
 //! One threadsafe function per JS environment, created with the environment's
 //! compute tracker (`InFlight`) and unreferenced, so it never keeps the process
-//! alive. `WEBNN_EARLY_WAKE=0` turns the notices off (comparisons).
+//! alive. A context's `earlyWake: false` turns the notices off
+//! (`CpuOptions::early_wake`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 
-use crate::engine::cpu::kernels::simd;
 use crate::engine::{nanos, running_average, EarlyNotice};
 
 /// The first estimate of the wake-up's duration, before any was measured.
@@ -64,12 +64,6 @@ pub fn wake_stats() -> WakeStats {
         waited: WAITED.load(Ordering::Relaxed) as f64,
         longest_wait_us: LONGEST_WAIT_NS.load(Ordering::Relaxed) as f64 / 1e3,
     }
-}
-
-/// Whether compute() asks for notices (`WEBNN_EARLY_WAKE=0`: no).
-pub(super) fn enabled() -> bool {
-    static OFF: OnceLock<bool> = OnceLock::new();
-    !simd::env_is(&OFF, "WEBNN_EARLY_WAKE", "0")
 }
 
 /// One JS environment's wake-up channel.

@@ -53,10 +53,9 @@ enum Kind {
     Depthwise { extras: usize },
 }
 
-/// Whether the pass runs: AVX-512 (the kernels' vectors are 16 floats), and not
-/// turned off by `WEBNN_CPU_BLOCKED=0` (comparisons).
+/// Whether the pass runs: AVX-512 (the kernels' vectors are 16 floats).
 pub fn enabled() -> bool {
-    simd::level() == Level::Avx512 && std::env::var_os("WEBNN_CPU_BLOCKED").is_none_or(|v| v != "0")
+    simd::level() == Level::Avx512
 }
 
 /// A conv2d the blocked kernel computes: float32 nchw, one group, oihw filter,

@@ -71,8 +71,8 @@ pub type Evaluator<'a> = &'a dyn Fn(&Op, &[(&OperandDesc, &[u8])], &[OperandDesc
 /// computes at build time.
 pub const FOLD_LIMIT_BYTES: usize = 16 << 20;
 
-/// Which passes run; all by default. `WEBNN_CPU_PASSES=none` (or `0`) in the
-/// environment turns them all off, to compare fused and unfused plans.
+/// Which passes run; all by default. `config::CPU_PASSES` turns them all off,
+/// to compare fused and unfused plans.
 #[derive(Debug, Clone, Copy)]
 pub struct Passes {
     pub fold: bool,
@@ -84,7 +84,7 @@ pub struct Passes {
     pub widen: bool,
     /// Not a pass over the graph but a choice of the CPU plan's buffers: a
     /// conv2d's output may take the buffer of the residual its epilogue adds
-    /// (`WEBNN_CPU_IN_PLACE=0` turns it off, for A/B timing).
+    /// (off only with the other passes).
     pub in_place: bool,
 }
 
@@ -93,20 +93,20 @@ impl Passes {
     pub const NONE: Passes =
         Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false, in_place: false };
 
+    /// `Passes::NONE` where `config::CPU_PASSES` says so, else `Passes::ALL`.
     pub fn from_env() -> Passes {
-        let passes = match std::env::var("WEBNN_CPU_PASSES").as_deref() {
-            Ok("none") | Ok("0") => Passes::NONE,
-            _ => Passes::ALL,
-        };
-        let in_place = passes.in_place && std::env::var_os("WEBNN_CPU_IN_PLACE").is_none_or(|v| v != "0");
-        Passes { in_place, ..passes }
+        if crate::config::cpu_passes_off() {
+            Passes::NONE
+        } else {
+            Passes::ALL
+        }
     }
 }
 
 /// The CPU engine's pipeline.
 pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
-    // `WEBNN_CPU_PROFILE` (see the CPU engine) also prints each pass's build time.
-    let report = std::env::var_os("WEBNN_CPU_PROFILE").is_some();
+    // `config::CPU_PROFILE` (see the CPU engine) also prints each pass's build time.
+    let report = crate::config::cpu_profile().is_some();
     let mut times: Vec<(&str, f64)> = Vec::new();
     let mut pass = |name: &'static str, on: bool, g: &mut Graph, f: &dyn Fn(&mut Graph)| {
         if on {
@@ -130,9 +130,7 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     pass("bias", passes.bias, &mut g, &|g| {
         bias::run(g);
     });
-    // `WEBNN_CPU_SUBSAMPLE=0` keeps strided 1x1 convolutions as they are (A/B).
-    let subsample = passes.epilogue && std::env::var_os("WEBNN_CPU_SUBSAMPLE").is_none_or(|v| v != "0");
-    pass("subsample", subsample, &mut g, &|g| {
+    pass("subsample", passes.epilogue, &mut g, &|g| {
         subsample::run(g);
     });
     pass("prepack", passes.prepack, &mut g, &|g| {
@@ -144,17 +142,12 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     pass("chain", passes.chain, &mut g, &|g| {
         chain::run(g);
     });
-    // `WEBNN_CPU_BAND=0` keeps the pointwise + depthwise pairs apart (A/B timing).
-    let band = passes.epilogue && std::env::var_os("WEBNN_CPU_BAND").is_none_or(|v| v != "0");
-    pass("band", band, &mut g, &|g| {
+    pass("band", passes.epilogue, &mut g, &|g| {
         band::run(g, band::MIN_BYTES);
     });
-    // `WEBNN_CPU_CONCAT=0` keeps concatenations as copies (A/B timing).
-    let concat = passes.epilogue && std::env::var_os("WEBNN_CPU_CONCAT").is_none_or(|v| v != "0");
-    pass("concat", concat, &mut g, &|g| {
+    pass("concat", passes.epilogue, &mut g, &|g| {
         concat::run(g);
     });
-    // `WEBNN_CPU_BLOCKED=0` keeps every activation nchw (A/B timing).
     pass("blocked", passes.epilogue, &mut g, &|g| {
         blocked::run(g);
     });
@@ -177,14 +170,14 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
 /// it, then epilogue fusion onto conv2d and convTranspose2d (`Op::Fused` with the
 /// stages `stage_ok` accepts: those the GPU kernels apply in their stores), which
 /// saves a dispatch and a pass over memory per activation or residual add.
-/// `WEBNN_CPU_PASSES=none` turns both off; `WEBNN_GPU_FUSE=0` only the epilogues.
+/// `config::CPU_PASSES` turns both off.
 pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stage) -> bool) -> Graph {
     if !passes.bn_fold {
         return g;
     }
     dce::run(&mut g);
     bn_fold::run(&mut g);
-    if passes.epilogue && std::env::var("WEBNN_GPU_FUSE").map_or(true, |v| v != "0") {
+    if passes.epilogue {
         gpu_epilogue(&mut g, stage_ok);
     }
     dce::run(&mut g);

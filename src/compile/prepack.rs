@@ -12,7 +12,6 @@
 //!   kernels would widen them. A conv2d filter that a direct kernel will read
 //!   (`conv_direct.rs`, `conv_oclanes.rs`; `conv::pack_filter_for` asks the same
 //!   rule as the compute) is packed in that kernel's order instead.
-//!   `WEBNN_CPU_PREPACK=0` turns this step off.
 
 use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
 use crate::engine::cpu::kernels::gemm_core::Mat;
@@ -45,11 +44,6 @@ pub(crate) fn f32_values(data: &[u8], t: DataType) -> Option<Vec<f32>> {
 /// comment). Failing to pack (out of memory) only leaves that operand to be packed
 /// per compute.
 pub fn register_packed(g: &Graph) -> usize {
-    // `WEBNN_CPU_PREPACK=0` leaves every operand to be packed per compute (for
-    // comparisons).
-    if std::env::var("WEBNN_CPU_PREPACK").is_ok_and(|v| v == "0") {
-        return 0;
-    }
     // Packing touches every weight once: the operators are packed in parallel
     // (on the current pool: the engine's when it compiles, whose threads some
     // kernels' block sizes follow; build runs off the JS thread), then

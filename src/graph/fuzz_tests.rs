@@ -17,8 +17,7 @@
 //! and runs them on random finite inputs: no panic, no error.
 //!
 //! Every case has its own seed (the case number), printed with each failure.
-//! WEBNN_FUZZ_CASES=N runs N cases of each test (a long run), WEBNN_FUZZ_CASE=i
-//! only case i.
+//! `config::FUZZ_CASES` runs more cases of each test (a long run), or one case.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -1648,10 +1647,7 @@ const GENERATORS: [Gen; 18] = [
 ];
 
 fn cases(default: u64) -> std::ops::Range<u64> {
-    if let Some(i) = std::env::var("WEBNN_FUZZ_CASE").ok().and_then(|v| v.parse().ok()) {
-        return i..i + 1;
-    }
-    0..std::env::var("WEBNN_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    crate::config::fuzz_cases(default)
 }
 
 fn report(what: &str, stats: &Stats) {

@@ -31,8 +31,8 @@
 //! 19.40 -> 19.17 / 19.07, SqueezeNet 2.09 / 2.07 -> 2.07 / 2.07, MobileNetV2
 //! 2.57 / 2.63 -> 2.60 / 2.51. The cost: during a compute's serial parts a
 //! helper spins on its core for up to `IDLE_LIMIT` (that core was given to the
-//! compute). `WEBNN_CPU_KEEP_AWAKE=0` turns it off; the variable is read at
-//! each compute (so `benchmark/ab.js` can compare).
+//! compute). A context's `keepAwake: false` (`CpuOptions::keep_awake`) turns
+//! it off.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,16 +47,19 @@ const SPINS: usize = 32;
 /// Ends the helpers of one compute when dropped.
 pub(super) struct Awake(Option<Arc<AtomicBool>>);
 
+impl Awake {
+    /// No helpers (the context turned them off).
+    pub(super) fn none() -> Awake {
+        Awake(None)
+    }
+}
+
 impl Drop for Awake {
     fn drop(&mut self) {
         if let Some(done) = &self.0 {
             done.store(true, Ordering::Release);
         }
     }
-}
-
-fn enabled() -> bool {
-    std::env::var_os("WEBNN_CPU_KEEP_AWAKE").is_none_or(|v| v != "0")
 }
 
 /// How long a thread woken by `ready` waits for the compute.
@@ -71,10 +74,10 @@ const READY_LIMIT: Duration = Duration::from_micros(400);
 /// `READY_LIMIT` (compute() threw, or was called off). Measured on SqueezeNet,
 /// one thread, interleaved with onnxruntime (three rounds, alternating builds):
 /// the time outside the engine's run, from the call to the awaited result,
-/// 124 / 152 / 129 -> 91 / 128 / 86 us. `WEBNN_CPU_READY=0` turns it off (read
-/// at each call, like `WEBNN_CPU_KEEP_AWAKE`).
+/// 124 / 152 / 129 -> 91 / 128 / 86 us. A context's `prewake: false`
+/// (`CpuOptions::prewake`) turns it off.
 pub(super) fn ready(pool: &super::Pool) {
-    if std::env::var_os("WEBNN_CPU_READY").is_some_and(|v| v == "0") || pool.waiting.swap(true, Ordering::AcqRel) {
+    if pool.waiting.swap(true, Ordering::AcqRel) {
         return;
     }
     let waiting = pool.waiting.clone();
@@ -97,7 +100,7 @@ pub(super) fn ready(pool: &super::Pool) {
 pub(super) fn start() -> Awake {
     let threads = rayon::current_num_threads();
     let me = rayon::current_thread_index();
-    if threads < 2 || me.is_none() || !enabled() {
+    if threads < 2 || me.is_none() {
         return Awake(None);
     }
     let done = Arc::new(AtomicBool::new(false));

@@ -55,23 +55,29 @@ impl std::ops::Deref for Pool {
     }
 }
 
-/// Thread pools shared by every context asking for the same size, so many contexts
-/// (or worker threads) do not multiply OS threads.
-fn shared_pool(threads: usize) -> Result<Arc<Pool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<Pool>>>> = OnceLock::new();
+/// Thread pools shared by every context asking for the same size and pinning
+/// (`CpuOptions::pin_threads`), so many contexts (or worker threads) do not
+/// multiply OS threads; a context that declines pinning gets a pool of its own
+/// kind rather than changing one that others pinned.
+fn shared_pool(threads: usize, pin: bool) -> Result<Arc<Pool>> {
+    static POOLS: OnceLock<Mutex<HashMap<(usize, bool), Arc<Pool>>>> = OnceLock::new();
     let pools = POOLS.get_or_init(Default::default);
     let mut pools = pools.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = pools.get(&threads) {
+    if let Some(p) = pools.get(&(threads, pin)) {
         return Ok(p.clone());
     }
     let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("webnn-cpu-{i}"))
-        .start_handler(move |i| pin::worker_started(i, threads))
+        .start_handler(move |i| {
+            if pin {
+                pin::worker_started(i, threads)
+            }
+        })
         .build()
         .map_err(|e| WebnnError::NotSupported(format!("cannot start {threads} CPU threads: {e}")))?;
     let pool = Arc::new(Pool { threads: pool, waiting: Default::default() });
-    pools.insert(threads, pool.clone());
+    pools.insert((threads, pin), pool.clone());
     Ok(pool)
 }
 
@@ -79,25 +85,57 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// A CPU context's choices: `createContext`'s `numThreads` and the scheduling
+/// options after it (index.d.ts's MLContextOptions; docs/CONFIG.md). Each
+/// switch defaults to on, the setting its measurement chose (see the module
+/// named with it); off is for comparisons and for hosts where it does not pay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// Pool threads; 0 means every available core.
+    pub threads: usize,
+    /// Pin a pool that spans every core, one thread per core (`pin.rs`).
+    pub pin_threads: bool,
+    /// Keep a compute's other pool threads awake between its steps (`awake::start`).
+    pub keep_awake: bool,
+    /// Wake a pool thread as compute() starts checking its arguments (`awake::ready`).
+    pub prewake: bool,
+    /// Tell the caller's thread shortly before a compute ends (`early.rs`,
+    /// binding/wake.rs), where the pool leaves it a core.
+    pub early_wake: bool,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions { threads: 0, pin_threads: true, keep_awake: true, prewake: true, early_wake: true }
+    }
+}
+
 pub struct CpuEngine {
     pool: Arc<Pool>,
+    options: CpuOptions,
 }
 
 impl CpuEngine {
-    /// `threads` 0 means every available core (Chromium's numThreads default);
-    /// larger requests are clamped to the core count: more threads than cores only
-    /// oversubscribe, and it bounds the shared pools to one per count up to the cores.
+    /// An engine of `threads` threads and the default options.
     pub fn new(threads: usize) -> Result<Self> {
+        Self::with_options(CpuOptions { threads, ..CpuOptions::default() })
+    }
+
+    /// `options.threads` 0 means every available core (Chromium's numThreads
+    /// default); larger requests are clamped to the core count: more threads
+    /// than cores only oversubscribe, and it bounds the shared pools to two per
+    /// count (pinned or not) up to the cores.
+    pub fn with_options(options: CpuOptions) -> Result<Self> {
         let cores = available_threads();
-        let threads = if threads == 0 { cores } else { threads.min(cores) };
-        Ok(CpuEngine { pool: shared_pool(threads)? })
+        let threads = if options.threads == 0 { cores } else { options.threads.min(cores) };
+        Ok(CpuEngine { pool: shared_pool(threads, options.pin_threads)?, options: CpuOptions { threads, ..options } })
     }
 
     /// Compiles with the given compiler passes (on this engine's pool, where
     /// constant folding runs its kernels).
     pub fn compile_with(&self, graph: Graph, passes: Passes) -> Result<Arc<CpuPlan>> {
         let graph = self.pipeline(graph, passes);
-        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone(), passes.in_place)?))
+        Ok(Arc::new(CpuPlan::new(graph, self.pool.clone(), passes.in_place, self.options)?))
     }
 
     /// The graph as this engine's pipeline compiles it (`compile_with`; the
@@ -137,7 +175,9 @@ impl Engine for CpuEngine {
     }
 
     fn prepare(&self) {
-        awake::ready(&self.pool);
+        if self.options.prewake {
+            awake::ready(&self.pool);
+        }
     }
 }
 
@@ -259,16 +299,19 @@ pub struct CpuPlan {
     /// Bytes of every operand the plan touches: below `INLINE_MAX_BYTES` the whole
     /// compute takes less time than waking a pool thread.
     touched_bytes: usize,
-    /// `WEBNN_CPU_PROFILE=N`: time spent per step, printed every N computes
-    /// (`WEBNN_CPU_PROFILE_ROWS=M` lists the M slowest steps, 25 by default).
+    /// `config::CPU_PROFILE`: time spent per step, printed every N computes.
     profile: Option<Profile>,
     /// Each step's recent time, for the compute's early notice (`early.rs`).
     step_times: early::StepTimes,
     /// Whether computes send early notices: only where the pool leaves a core to
     /// the thread they wake, whose wait would otherwise take a core from the
     /// pool's last steps (`benchmark/handoff.js`, 2 threads on 2 cores: a 1 ms
-    /// graph 36-150 us slower with notices, against 40 us faster on 1 thread).
+    /// graph 36-150 us slower with notices, against 40 us faster on 1 thread),
+    /// and the context asked for them (`CpuOptions::early_wake`).
     notices: bool,
+    /// `CpuOptions::keep_awake` and `prewake` of the context that built it.
+    keep_awake: bool,
+    prewake: bool,
     /// Last, so it drops after the constants above: frees the packed weights
     /// (`kernels::prepacked`) that nothing needs any more.
     _purge: PurgePacked,
@@ -283,16 +326,18 @@ impl Drop for PurgePacked {
 }
 
 /// Per-step times of a plan, for finding where a model spends its time
-/// (`WEBNN_CPU_PROFILE=N` prints a table to stderr every N computes, then resets).
+/// (`config::CPU_PROFILE` prints a table to stderr every N computes, then resets).
 struct Profile {
     every: u64,
+    /// How many of the slowest steps each table lists.
+    rows: usize,
     state: Mutex<(u64, Vec<u64>)>,
 }
 
 impl Profile {
     fn from_env(steps: usize) -> Option<Profile> {
-        let every = std::env::var("WEBNN_CPU_PROFILE").ok()?.parse::<u64>().ok().filter(|&n| n > 0)?;
-        Some(Profile { every, state: Mutex::new((0, vec![0; steps])) })
+        let crate::config::CpuProfile { every, rows } = crate::config::cpu_profile()?;
+        Some(Profile { every, rows, state: Mutex::new((0, vec![0; steps])) })
     }
 
     fn record(&self, times: &[u64], plan: &CpuPlan) {
@@ -329,9 +374,7 @@ impl Profile {
         for (k, t) in &kinds {
             out += &format!("  {:>8.3} ms {:>5.1}%  {k}\n", ms(*t), 100.0 * *t as f64 / total.max(1) as f64);
         }
-        // `WEBNN_CPU_PROFILE_ROWS`: how many of the slowest steps to list (25).
-        let shown = std::env::var("WEBNN_CPU_PROFILE_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(25);
-        for (t, l) in rows.iter().take(shown) {
+        for (t, l) in rows.iter().take(self.rows) {
             out += &format!("  {:>8.3} ms  {l}\n", ms(*t));
         }
         eprint!("{out}");
@@ -386,7 +429,7 @@ impl ArenaPlanner {
 impl CpuPlan {
     /// `in_place`: let conv2d outputs take their residual's buffer
     /// (`in_place_residual`).
-    fn new(graph: Graph, pool: Arc<Pool>, in_place: bool) -> Result<Self> {
+    fn new(graph: Graph, pool: Arc<Pool>, in_place: bool, options: CpuOptions) -> Result<Self> {
         let mut slots: HashMap<OperandId, Slot> = HashMap::new();
         let mut descs = HashMap::new();
         for (i, (_, id)) in graph.inputs.iter().enumerate() {
@@ -477,7 +520,9 @@ impl CpuPlan {
             _purge: PurgePacked,
             profile,
             step_times: early::StepTimes::new(steps.len()),
-            notices: pool.current_num_threads() < available_threads(),
+            notices: options.early_wake && pool.current_num_threads() < available_threads(),
+            keep_awake: options.keep_awake,
+            prewake: options.prewake,
             touched_bytes,
             pool,
             steps,
@@ -634,7 +679,7 @@ impl Executable for CpuPlan {
         let pool = self.pool.clone();
         pool.spawn(move || {
             // The pool's other threads stay awake for the steps (`awake`).
-            let awake = awake::start();
+            let awake = if self.keep_awake { awake::start() } else { awake::Awake::none() };
             let result = self.run_guarded(&bindings);
             drop(awake);
             done(result);
@@ -651,7 +696,7 @@ impl Executable for CpuPlan {
     }
 
     fn prepare(&self) {
-        if !self.prefers_inline() {
+        if self.prewake && !self.prefers_inline() {
             awake::ready(&self.pool);
         }
     }

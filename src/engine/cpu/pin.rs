@@ -14,19 +14,12 @@
 //! own CPU: the pools are shared per thread count, so no two pinned threads
 //! share a CPU. Smaller pools stay free to move (two one-thread contexts
 //! computing at once must not end up on one CPU). Linux only; where the calls
-//! fail (a container that forbids them) the threads stay unpinned.
-//! `WEBNN_CPU_PIN=0` turns it off (comparisons).
+//! fail (a container that forbids them) the threads stay unpinned. A
+//! context's `pinThreads: false` (`CpuOptions::pin_threads`) gets a pool that
+//! is never pinned (`shared_pool`).
 
-use std::sync::OnceLock;
-
-use super::kernels::simd;
-
-/// Called on pool thread `index` of `threads` as it starts.
+/// Called on pool thread `index` of `threads` of a pool that pins as it starts.
 pub(super) fn worker_started(index: usize, threads: usize) {
-    static OFF: OnceLock<bool> = OnceLock::new();
-    if simd::env_is(&OFF, "WEBNN_CPU_PIN", "0") {
-        return;
-    }
     if let Some(cpu) = cpu_for(index, threads, &allowed_cpus()) {
         pin_to(cpu);
     }

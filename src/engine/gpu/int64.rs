@@ -515,11 +515,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
             .flat_map(|&(a, b)| [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32])
             .collect();
         let Some(got) = run_on_device(&words, pairs.len() * OUT) else {
-            assert_ne!(
-                std::env::var("WEBNN_REQUIRE_GPU").as_deref(),
-                Ok("1"),
-                "no GPU adapter to run the emulated int64 operations on"
-            );
+            assert!(!crate::config::require_gpu(), "no GPU adapter to run the emulated int64 operations on");
             eprintln!("no GPU adapter: the emulated int64 operations were only validated");
             return;
         };

@@ -53,9 +53,6 @@ impl PowerPreference {
     }
 }
 
-/// Set in tests (and by users) to pretend no adapter exists.
-const FORCE_NONE_ENV: &str = "WEBNN_GPU_FORCE_NONE";
-
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -188,9 +185,10 @@ impl GpuEngine {
     /// Picks an adapter and opens a device. Blocks (adapter and device requests,
     /// driver start-up): call it on a background thread.
     pub fn new(pref: PowerPreference) -> Result<Self> {
-        if std::env::var_os(FORCE_NONE_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+        if crate::config::gpu_force_none() {
             return Err(WebnnError::NotSupported(format!(
-                "createContext: no GPU adapter is available ({FORCE_NONE_ENV} is set)"
+                "createContext: no GPU adapter is available ({} is set)",
+                crate::config::GPU_FORCE_NONE.name
             )));
         }
         let adapters = &adapters().1;
@@ -220,9 +218,9 @@ impl GpuEngine {
         let info = adapter.get_info();
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
         let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64 | wgpu::Features::SHADER_F64;
-        // WEBNN_GPU_NO_INT64=1 leaves 64-bit integer shaders off, so the emulated
+        // `config::GPU_NO_INT64` leaves 64-bit integer shaders off, so the emulated
         // int64/uint64 arithmetic can be tested on adapters that have them.
-        if std::env::var_os("WEBNN_GPU_NO_INT64").is_some_and(|v| !v.is_empty() && v != "0") {
+        if crate::config::gpu_no_int64() {
             wanted.remove(wgpu::Features::SHADER_INT64);
         }
         if plan::profiling() {

@@ -485,7 +485,7 @@ enum Command {
         pipeline: wgpu::ComputePipeline,
         bind_group: wgpu::BindGroup,
         groups: [u32; 3],
-        /// What the dispatch computes, for `WEBNN_GPU_PROFILE`.
+        /// What the dispatch computes, for `config::GPU_PROFILE`.
         label: String,
     },
     Copy {
@@ -511,13 +511,13 @@ pub struct GpuPlan {
     profile: Option<Profile>,
 }
 
-/// `WEBNN_GPU_PROFILE=1`: every dispatch in its own compute pass with timestamps
+/// `config::GPU_PROFILE`: every dispatch in its own compute pass with timestamps
 /// (the device then has TIMESTAMP_QUERY where the adapter offers it).
 pub(super) fn profiling() -> bool {
-    std::env::var("WEBNN_GPU_PROFILE").is_ok_and(|v| v == "1")
+    crate::config::gpu_profile()
 }
 
-/// Per-dispatch GPU times of a plan (`WEBNN_GPU_PROFILE=1`): each compute waits
+/// Per-dispatch GPU times of a plan (`config::GPU_PROFILE`): each compute waits
 /// for its timestamps, and every 100 computes the plan prints (to stderr) the mean
 /// time of each dispatch, their sum, the span from the first dispatch's start to
 /// the last one's end, and the CPU time spent encoding and submitting.

@@ -28,8 +28,7 @@
 //! form against the pass (one Zen 5 core, warm bench, ms): 3 -> 64 3x3 stride 2
 //! at 224 0.266-0.271 -> 0.242-0.249, 64 at 56 0.98 -> 0.94-0.96, 16 -> 64 at 55
 //! 0.258 -> 0.244-0.252; SqueezeNet 1.1 one thread 0.03-0.1 ms faster in each of
-//! three alternating pairs of processes. `WEBNN_CPU_DIRECT_POST=0` keeps the
-//! pass (comparisons).
+//! three alternating pairs of processes.
 //!
 //! The register kernel needs AVX-512 (`suits` says no elsewhere and the GEMM path
 //! runs); a portable copy of the same loops keeps the entry point correct at every
@@ -64,10 +63,9 @@ const SCRATCH_BUDGET: usize = 1 << 16;
 const BAND_BUDGET: usize = 1 << 17;
 
 /// What both direct kernels need: SIMD level `min` at least (this kernel
-/// AVX-512, the channels-along-lanes one AVX2), a non-empty output, and their
-/// switch `var` not set to "0".
-pub(super) fn candidate(g: &Geometry, min: Level, off: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
-    simd::level() >= min && g.out_plane() > 0 && !simd::env_is(off, var, "0")
+/// AVX-512, the channels-along-lanes one AVX2) and a non-empty output.
+pub(super) fn candidate(g: &Geometry, min: Level) -> bool {
+    simd::level() >= min && g.out_plane() > 0
 }
 
 /// Whether the direct kernel computes this (nchw, not depthwise) convolution:
@@ -83,11 +81,9 @@ pub(super) fn candidate(g: &Geometry, min: Level, off: &'static std::sync::OnceL
 /// 256 at 14: 1.22 vs 1.49 (lanes 91-97% used, 87% at 14); 3x3 stride 2 to 28
 /// and 14 (87%): 1.66 vs 2.06 and 1.56 vs 1.67. Even or worse where fewer
 /// lanes count: 64 -> 256 and 48 -> 192 at 13 (81%), 512 at 7 (77%), and stride 2
-/// to 7 (44%, 2.7 vs 1.96). `WEBNN_CPU_CONV_DIRECT=0` keeps every shape on the
-/// GEMM path (comparisons).
+/// to 7 (44%, 2.7 vs 1.96).
 pub(super) fn suits(g: &Geometry) -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    candidate(g, Level::Avx512, &OFF, "WEBNN_CPU_CONV_DIRECT")
+    candidate(g, Level::Avx512)
         && g.k_h * g.k_w > 1
         && Band::new(g, 1).is_some_and(|b| b.len <= SCRATCH_BUDGET)
         && (g.cig <= MAX_CIG || (g.stride[1] <= 2 && lane_use(g).is_some_and(|u| u >= MIN_LANE_USE)))
@@ -350,8 +346,7 @@ struct Slot {
 /// the output's `len` elements, laid out as the output, added, then a clamp;
 /// `None` for any other (or an empty) epilogue.
 fn store_post(epi: &Epi, len: usize) -> Option<Post> {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if epi.is_empty() || simd::env_is(&OFF, "WEBNN_CPU_DIRECT_POST", "0") {
+    if epi.is_empty() {
         return None;
     }
     let (add, lo, hi) = epi.as_clamp()?;

@@ -27,8 +27,6 @@
 //! thread 3.55 / 3.60 / 3.57 -> 3.46 / 3.51 / 3.49 ms, MobileNetV2 4.24 / 4.22 /
 //! 4.23 -> 4.19 / 4.15 / 4.19, ResNet-50 two threads 20.17 / 20.11 -> 19.58 /
 //! 19.71, one thread 36.04 / 36.64 / 36.93 -> 36.17 / 35.95 / 35.71.
-//! `WEBNN_CPU_OCLANES_STORE=scalar` keeps the element stores (comparisons; read
-//! once per process).
 //!
 //! On channel-blocked activations (nChw16c, `compile::blocked`;
 //! `conv_blocked`) the same tiles read each tap of 16 input channels from one
@@ -147,14 +145,8 @@ const AVX2_MAX_PLANE: usize = 112 * 112;
 /// 37.57 / 37.53), two threads 24.13 / 23.90 -> 23.46 / 23.45; MobileNetV2
 /// 4.85 / 4.90 -> 4.83 / 4.72; SqueezeNet 4.16 / 4.23 -> 4.17 / 4.10. (Asking
 /// for the whole next block into L2 instead measured slower: ResNet-50 +1.2 ms,
-/// its 3x3 blocks of 147 to 590 KB crowd L2.) `WEBNN_CPU_OCLANES_PREFETCH=0`
-/// turns it off (A/B).
+/// its 3x3 blocks of 147 to 590 KB crowd L2.)
 const PF_TAPS: usize = 64;
-
-fn prefetch_off() -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    simd::env_is(&OFF, "WEBNN_CPU_OCLANES_PREFETCH", "0")
-}
 
 /// Fewest tiles in one task's part of a plane (see `conv_nchw`).
 const MIN_PART_TILES: usize = 8;
@@ -194,10 +186,8 @@ const PAD_BUDGET: usize = 1 << 21;
 /// 0.30 vs 0.27 / 0.33; 48 -> 192 at 13x13: 0.12 / 0.15 vs 0.15 / 0.19. Even:
 /// 64 at 56x56 (1.03 vs 0.99), 32 -> 128 at 27x27 (288 taps). Slower: 16 -> 64
 /// at 55x55 (144 taps, 0.29 vs 0.25), and 1x1 filters (few taps per stored tile;
-/// 64 -> 256 at 56x56 0.70 vs GEMM 0.46). `WEBNN_CPU_CONV_OCLANES=0` turns it off
-/// (comparisons).
+/// 64 -> 256 at 56x56 0.70 vs GEMM 0.46).
 pub(super) fn suits(g: &Geometry) -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let Some(pad) = Pad::new(g) else {
         return false;
     };
@@ -217,7 +207,7 @@ pub(super) fn suits(g: &Geometry) -> bool {
     } else {
         g.out_plane() <= MAX_PLANE && taps >= MIN_TAPS
     };
-    candidate(g, Level::Avx2, &OFF, "WEBNN_CPU_CONV_OCLANES")
+    candidate(g, Level::Avx2)
         && shape
         && g.cog > 0
         && g.cog % CB == 0
@@ -329,7 +319,7 @@ fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
 /// 0.46 / 0.67 -> 0.47 / 0.58; 960 -> 320 and 320 -> 1280 even. Filters of
 /// more taps measured slower (512 3x3 at 7x7 0.98 -> 1.12 warm), so they keep
 /// 32. In the models, interleaved: ResNet-50 one thread 39.07 / 38.86 -> 38.60
-/// / 38.54 ms; MobileNetV2 even. `WEBNN_CPU_OCLANES_WIDE=0` keeps 32 (A/B).
+/// / 38.54 ms; MobileNetV2 even.
 /// Only where the blocks split evenly over the pool (build and compute run on
 /// the same pool, so a filter packed at build matches): 960 -> 320 at 7x7 on
 /// two threads would run as five tasks, three of them on one thread. Not for
@@ -337,10 +327,8 @@ fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
 /// 56x56 1.01 / 1.15 ms (32) against 1.07 / 1.24 (64), 1024 -> 2048 even
 /// (ResNet-50 in-model: within noise).
 pub(super) fn block_of(g: &Geometry) -> usize {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let off = simd::env_is(&OFF, "WEBNN_CPU_OCLANES_WIDE", "0");
     let even = (g.cog / WIDE) % rayon::current_num_threads().max(1) == 0;
-    if !off && simd::level() == Level::Avx512 && g.cog % WIDE == 0 && even && g.k_h * g.k_w == 1 && g.stride == [1, 1] {
+    if simd::level() == Level::Avx512 && g.cog % WIDE == 0 && even && g.k_h * g.k_w == 1 && g.stride == [1, 1] {
         WIDE
     } else {
         CB
@@ -361,8 +349,7 @@ pub struct Layouts {
 }
 
 /// Output channels per filter block when either side is blocked: `WIDE` for
-/// 1x1 filters at unit strides (as `block_of`; `WEBNN_CPU_OCLANES_WIDE=0`
-/// does not apply here), else `CB`, or one vector for 16 and 48 channels (SqueezeNet's:
+/// 1x1 filters at unit strides (as `block_of`), else `CB`, or one vector for 16 and 48 channels (SqueezeNet's:
 /// 48 as two vectors would leave a quarter of the lanes empty; 80 and more
 /// take `CB` with a partial last block).
 pub(super) fn block_of_blocked(g: &Geometry) -> usize {
@@ -558,12 +545,12 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     let raw = RawOut { ptr: dst.as_mut_ptr(), len: dst.len() };
     // Tiles per chunk: those of `chunk_rows` output rows.
     let chunk = chunk_rows(g, &pad).map_or(ntiles, |r| ntiles.saturating_mul(r).div_ceil(g.out_h.max(1))).max(1);
-    let pf = if prefetch_off() { 0 } else { PF_TAPS };
+    let pf = PF_TAPS;
     // The output holds a tensor to add to (`Epi::accumulating`).
     let accumulate = epi.accumulates();
     // Whole blocks of channels are stored through registers (`avx512::store_transposed`).
     #[cfg(target_arch = "x86_64")]
-    let transposed = level == Level::Avx512 && C % VL == 0 && !scalar_store();
+    let transposed = level == Level::Avx512 && C % VL == 0;
     // A blocked output takes the epilogue in its stores where it is an added
     // tensor and a clamp (`Epi::as_clamp`), else in a pass after each task.
     let in_store = if layouts.output { epi.as_clamp() } else { None };
@@ -851,13 +838,6 @@ fn store_blocked<const C: usize>(level: Level, tmp: &[[f32; C]; PX], c0: usize, 
             }
         }
     }
-}
-
-/// `WEBNN_CPU_OCLANES_STORE=scalar` stores tiles element by element (A/B).
-#[cfg(target_arch = "x86_64")]
-fn scalar_store() -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    simd::env_is(&OFF, "WEBNN_CPU_OCLANES_STORE", "scalar")
 }
 
 /// One-vector tiles (16 output channels) of 1x1 filters over blocked inputs,
@@ -1297,11 +1277,10 @@ mod tests {
             groups: 1, cig: 8, cog: 64, stride: [1, 1], dilation: [1, 1], pad: [0, 0],
         };
         let w = vec![0f32; 64 * 8];
-        let off = std::env::var_os("WEBNN_CPU_OCLANES_WIDE").is_some();
         one.install(|| {
             assert!(packed_fits(&g, Layouts::default(), &w, block_of(&g)));
             assert!(!packed_fits(&g, Layouts::default(), &w, if block_of(&g) == WIDE { CB } else { WIDE }));
-            assert!(off || (block_of(&g) == WIDE) == (simd::level() == Level::Avx512));
+            assert_eq!(block_of(&g) == WIDE, simd::level() == Level::Avx512);
             assert_eq!(block_of(&Geometry { k_h: 3, k_w: 3, pad: [1, 1], ..g }), CB);
         });
         // On two threads, 64 channels (one block) stay in 32-channel blocks; 128
@@ -1310,7 +1289,7 @@ mod tests {
         two.install(|| {
             assert_eq!(block_of(&g), CB);
             let wide = block_of(&Geometry { out_c: 128, cog: 128, ..g }) == WIDE;
-            assert!(off || wide == (simd::level() == Level::Avx512));
+            assert_eq!(wide, simd::level() == Level::Avx512);
             check(([1, 24, 7, 7], 128, 1, [1, 1], [1, 1], [1, 1], [0; 4], true, true), 310);
         });
     }

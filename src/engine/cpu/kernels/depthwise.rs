@@ -195,7 +195,6 @@ fn depthwise_nchw_with(x: &[f32], w: &[f32], g: &Geometry, bias: Option<&[f32]>,
 #[cfg(target_arch = "x86_64")]
 mod direct {
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
 
     use super::{Depthwise, Geometry};
     use crate::engine::cpu::epilogue::Bias;
@@ -222,18 +221,6 @@ mod direct {
         pack: bool,
     }
 
-    /// `WEBNN_CPU_DEPTHWISE=scratch` keeps the padded-scratch kernel (for A/B timing).
-    fn disabled() -> bool {
-        static OFF: OnceLock<bool> = OnceLock::new();
-        simd::env_is(&OFF, "WEBNN_CPU_DEPTHWISE", "scratch")
-    }
-
-    /// `WEBNN_CPU_DEPTHWISE_PAIRS=off` computes small planes one at a time (A/B timing).
-    fn pack_disabled() -> bool {
-        static OFF: OnceLock<bool> = OnceLock::new();
-        simd::env_is(&OFF, "WEBNN_CPU_DEPTHWISE_PAIRS", "off")
-    }
-
     /// Lanes i of a 16-lane load at input column `first` with 0 <= first + i < width.
     fn lanes(first: isize, width: isize) -> __mmask16 {
         let lo = first.saturating_neg().clamp(0, 16);
@@ -249,7 +236,7 @@ mod direct {
         /// None where the kernel does not apply (other filters or strides, no
         /// AVX-512): the caller takes the scratch kernel.
         pub(in super::super) fn new(g: &Geometry) -> Result<Option<Plan>> {
-            if g.k_h != 3 || g.k_w != 3 || !matches!(g.stride[1], 1 | 2) || simd::level() != Level::Avx512 || disabled() {
+            if g.k_h != 3 || g.k_w != 3 || !matches!(g.stride[1], 1 | 2) || simd::level() != Level::Avx512 {
                 return Ok(None);
             }
             let too_big = || WebnnError::Operation("depthwise conv2d: row too wide".into());
@@ -268,7 +255,7 @@ mod direct {
             }
             // Lane of the last output's last filter column in column 0's load.
             let last = (g.out_w.max(1) - 1).saturating_mul(g.stride[1]).saturating_add(2usize.saturating_mul(g.dilation[1]));
-            let pack = g.out_w <= 8 && last < 16 && !pack_disabled();
+            let pack = g.out_w <= 8 && last < 16;
             Ok(Some(Plan { taps, stride2: g.stride[1] == 2, pack }))
         }
 
@@ -1085,7 +1072,7 @@ mod tests {
     #[test]
     fn avx512_kernel_takes_mobilenet_shapes() {
         // So that `depthwise_matches_float64` checks the AVX-512 kernel itself.
-        if simd::detected() != Level::Avx512 || std::env::var_os("WEBNN_CPU_DEPTHWISE").is_some() {
+        if simd::detected() != Level::Avx512 {
             return;
         }
         let g = Geometry {
@@ -1114,8 +1101,8 @@ mod tests {
                 // Which shapes go in plane pairs (so the float64 test covers them).
                 let pack = |g: Geometry| direct::Plan::new(&g).unwrap().is_some_and(|p| p.packs());
                 let small = Geometry { in_h: 14, in_w: 14, out_h: 7, out_w: 7, ..g };
-                assert!(pack(small) || std::env::var_os("WEBNN_CPU_DEPTHWISE_PAIRS").is_some());
-                assert!(pack(Geometry { in_h: 7, in_w: 7, stride: [1, 1], ..small }) || std::env::var_os("WEBNN_CPU_DEPTHWISE_PAIRS").is_some());
+                assert!(pack(small));
+                assert!(pack(Geometry { in_h: 7, in_w: 7, stride: [1, 1], ..small }));
                 assert!(!pack(Geometry { in_h: 16, in_w: 16, out_h: 8, out_w: 8, ..g }));
                 assert!(!pack(Geometry { in_h: 14, in_w: 14, out_h: 14, out_w: 14, stride: [1, 1], ..g }));
             }

@@ -486,21 +486,14 @@ fn nhwc_pixels<T: Element, R: Reduce<T>>(r: &R, g: &Geometry, x: &[T], first: us
 #[cfg(target_arch = "x86_64")]
 mod max_f32 {
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
 
     use super::{padded_cols, Geometry, PB};
     use crate::engine::cpu::kernels::simd::{self, Level};
 
-    /// `WEBNN_CPU_POOL=generic` keeps the generic loops (for A/B timing).
-    fn disabled() -> bool {
-        static OFF: OnceLock<bool> = OnceLock::new();
-        simd::env_is(&OFF, "WEBNN_CPU_POOL", "generic")
-    }
-
     /// Whether `rows` takes this geometry: AVX2 at least, horizontal stride 1 or
     /// 2, and a padded column buffer of reasonable size (as in `nchw_rows`).
     pub(super) fn usable(g: &Geometry) -> bool {
-        simd::level() >= Level::Avx2 && matches!(g.sw, 1 | 2) && padded_cols(g) <= (4 * g.w).max(4096) && !disabled()
+        simd::level() >= Level::Avx2 && matches!(g.sw, 1 | 2) && padded_cols(g) <= (4 * g.w).max(4096)
     }
 
     /// nchw output rows `first..` (whole rows of `ow`) for a geometry `usable`
@@ -982,7 +975,7 @@ mod tests {
     #[test]
     fn max_f32_kernel_takes_model_shapes() {
         // So that the test above checks `max_f32` itself, at each level from AVX2.
-        if simd::detected() < simd::Level::Avx2 || std::env::var_os("WEBNN_CPU_POOL").is_some() {
+        if simd::detected() < simd::Level::Avx2 {
             return;
         }
         let desc = OperandDesc::new(DataType::Float32, vec![1, 64, 111, 111]);

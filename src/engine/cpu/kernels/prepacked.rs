@@ -6,7 +6,7 @@
 //! bytes (`ConstantData`, an `Arc<[u8]>`) and a `What` saying how the kernel will
 //! read it. A kernel handed that constant looks it up by the address of its bytes
 //! (`lookup`) and multiplies with the packed copy instead of repacking the weights
-//! on every compute; a miss (a constant the pass did not see, `WEBNN_CPU_PASSES`
+//! on every compute; a miss (a constant the pass did not see, `config::CPU_PASSES`
 //! without prepack, a different use of the same bytes) falls back to packing per
 //! call, with identical results.
 //!

@@ -64,7 +64,9 @@ impl Level {
 fn detect() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::env::var_os("WEBNN_CPU_SIMD").is_some_and(|v| v == "baseline") {
+        use crate::config::SimdCap;
+        let cap = crate::config::cpu_simd();
+        if cap == SimdCap::Baseline {
             return Level::Baseline;
         }
         let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
@@ -73,7 +75,7 @@ fn detect() -> Level {
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512vl")
             && is_x86_feature_detected!("avx512dq");
-        if avx512 && !std::env::var_os("WEBNN_CPU_SIMD").is_some_and(|v| v == "avx2") {
+        if avx512 && cap != SimdCap::Avx2 {
             Level::Avx512
         } else if avx2 {
             Level::Avx2
@@ -91,8 +93,8 @@ static DETECTED: OnceLock<Level> = OnceLock::new();
 /// Upper bound on the level used (tests lower it); u8::MAX means none.
 static CAP: AtomicU8 = AtomicU8::new(u8::MAX);
 
-/// The best level this CPU supports (the `WEBNN_CPU_SIMD` environment variable,
-/// `avx2` or `baseline`, lowers it for comparisons), detected once.
+/// The best level this CPU supports (`config::CPU_SIMD` lowers it for tests and
+/// comparisons), detected once.
 pub fn detected() -> Level {
     *DETECTED.get_or_init(detect)
 }
@@ -165,12 +167,6 @@ pub unsafe fn even_lanes(lo: std::arch::x86_64::__m512, hi: std::arch::x86_64::_
     use std::arch::x86_64::*;
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     _mm512_permutex2var_ps(lo, even, hi)
-}
-
-/// Whether environment variable `var` is set to `value`, read once into `cell`
-/// (the A/B switches that keep a kernel out for timing comparisons).
-pub(crate) fn env_is(cell: &'static OnceLock<bool>, var: &str, value: &str) -> bool {
-    *cell.get_or_init(|| std::env::var_os(var).is_some_and(|v| v == value))
 }
 
 /// Caps the level at `cap` (None removes the cap). Process-wide: meant for tests

@@ -255,12 +255,6 @@ fn pointwise_decls(v: Variant, stages: &[Stage]) -> String {
     s
 }
 
-/// Whether 1x1 stride-1 unpadded convolutions take the pointwise kernel
-/// (`WEBNN_GPU_CONV1X1=0` sends them through the implicit GEMM, for comparison).
-fn pointwise_enabled() -> bool {
-    std::env::var("WEBNN_GPU_CONV1X1").map_or(true, |v| v != "0")
-}
-
 /// The K table: for each k, in the layout's K order ((ci, ky, kx) for nchw,
 /// (ky, kx, ci) for nhwc, channels innermost), four words: the input channel's
 /// offset ci * channelStride, ky * dilationY, kx * dilationX, and the filter
@@ -626,8 +620,7 @@ fn lower_conv(
         && k_h == 1
         && k_w == 1
         && strides == [1, 1]
-        && padding == [0, 0, 0, 0]
-        && pointwise_enabled();
+        && padding == [0, 0, 0, 0];
     // The implicit GEMM gathers a 0 for a tap with no input element (conv2d's
     // padding; convTranspose2d's taps between and beyond the input pixels),
     // which an infinite or NaN weight turns into NaN where that tap should

@@ -36,10 +36,6 @@
 //! (`Core::first`). Both kernels mention every binding of the family (the unused
 //! ones in a branch the parameters never take), so the layouts wgpu derives from
 //! them hold every buffer the dispatch binds.
-//!
-//! `WEBNN_GPU_GEMM_TILE` (large, medium, small, split, row) forces one tile for
-//! every product, so the conformance suite can cover each on small cases;
-//! `WEBNN_GPU_SPLIT_K` forces that many workgroup splits of K (1: none).
 
 use std::fmt::Write;
 
@@ -93,19 +89,6 @@ impl Tile {
             && self.shared_bytes() <= l.max_compute_workgroup_storage_size
     }
 
-    /// A tile forced by `WEBNN_GPU_GEMM_TILE` (large, medium, small, split, row): lets the
-    /// conformance suite run every tile on small cases.
-    fn forced() -> Option<Tile> {
-        match std::env::var("WEBNN_GPU_GEMM_TILE").ok()?.as_str() {
-            "large" => Some(Tile::LARGE),
-            "medium" => Some(Tile::MEDIUM),
-            "small" => Some(Tile::SMALL),
-            "split" => Some(Tile::SPLIT),
-            "row" => Some(Tile::ROW),
-            _ => None,
-        }
-    }
-
     /// The tile for an M x N product repeated `batches` times, and how many
     /// workgroups split K. Measured on an H100 (ResNet-50 and MobileNetV2 layers,
     /// each tile forced; a 4096 matmul): the 128x128 tile where it makes 264
@@ -119,14 +102,10 @@ impl Tile {
             .saturating_mul(n.div_ceil(tile.bn as usize))
             .saturating_mul(batches);
         let steps = k.div_ceil(tile.bk as usize);
-        let forced = std::env::var("WEBNN_GPU_SPLIT_K").ok().and_then(|v| v.parse::<usize>().ok());
-        let splits = match forced {
-            Some(f) => f.clamp(1, MAX_SPLITS),
-            // Each split keeps at least 8 K steps per slice.
-            None => (264usize.div_ceil(groups.max(1)))
-                .min(steps / (8 * tile.slices as usize))
-                .clamp(1, MAX_SPLITS),
-        };
+        // Each split keeps at least 8 K steps per slice.
+        let splits = (264usize.div_ceil(groups.max(1)))
+            .min(steps / (8 * tile.slices as usize))
+            .clamp(1, MAX_SPLITS);
         // The partial sums' index packs batches above 8 bits.
         let splits = if batches >= 1 << 24 || batches.saturating_mul(splits) > 65535 { 1 } else { splits };
         Ok((tile, splits as u32))
@@ -138,9 +117,7 @@ impl Tile {
                 .saturating_mul(n.div_ceil(t.bn as usize))
                 .saturating_mul(batches)
         };
-        let wanted = if let Some(t) = Tile::forced() {
-            t
-        } else if m <= 4 {
+        let wanted = if m <= 4 {
             Tile::ROW
         } else if groups(Tile::LARGE) >= 264 {
             // Big products (a 4096 matmul: 34 TFLOP/s; 17 with the 64x64 tile).

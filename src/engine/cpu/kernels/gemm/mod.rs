@@ -315,13 +315,7 @@ const PF_C_PANELS: usize = 4;
 /// ResNet-50 one thread against none: 37.47 / 37.18 -> 36.84 / 36.75 ms (2
 /// panels ahead: 37.22 / 36.97; 8: even with 4); two threads 21.23 / 20.72 ->
 /// 20.88 / 20.79; SqueezeNet 4.18 / 4.23 -> 4.16 / 4.10; MobileNetV2 even.
-/// `WEBNN_CPU_GEMM_PREFETCH_A=0` turns it off (A/B).
 const PF_A_PANELS: usize = 4;
-
-fn prefetch_a_off() -> bool {
-    static OFF: OnceLock<bool> = OnceLock::new();
-    super::simd::env_is(&OFF, "WEBNN_CPU_GEMM_PREFETCH_A", "0")
-}
 
 /// Requests the `floats` floats at `p` (an A micro-panel) into L2.
 ///
@@ -693,7 +687,7 @@ impl Geometry {
     ) {
         let kern = self.kern;
         let (mr, nr, n, k) = (kern.mr, kern.nr, self.n, self.k);
-        let pf_a = if matches!(a, ASource::Packed(_)) && !prefetch_a_off() { PF_A_PANELS } else { 0 };
+        let pf_a = if matches!(a, ASource::Packed(_)) { PF_A_PANELS } else { 0 };
         let mut jc = cols.start;
         while jc < cols.end {
             let ncur = self.nc.min(cols.end - jc);

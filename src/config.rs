@@ -1,0 +1,230 @@
+//! Every environment variable the crate reads, declared once (`VARS`) with its
+//! kind, default and effect, and read only through the accessors below. No other
+//! source file names a variable (`no_variable_outside_this_module` checks it), so
+//! this list and docs/CONFIG.md are the whole story.
+//!
+//! None of them is a user setting: the settings a user chooses are
+//! `createContext` options (`engine::cpu::CpuOptions`). What is left are
+//! diagnostics (profiles printed to stderr) and test hooks (forcing a path that
+//! the machine would not take by itself, so that tests cover it).
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// What a variable is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Prints measurements; changes no result.
+    Diagnostic,
+    /// Forces a path or an outcome, for tests (and comparisons).
+    TestHook,
+}
+
+/// One environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The behaviour when the variable is unset.
+    pub default: &'static str,
+    pub description: &'static str,
+}
+
+pub const CPU_SIMD: Var = Var {
+    name: "WEBNN_CPU_SIMD",
+    kind: Kind::TestHook,
+    default: "the best the CPU has",
+    description: "`avx2` or `baseline` caps the CPU engine's instruction set (read once per process)",
+};
+
+pub const CPU_PASSES: Var = Var {
+    name: "WEBNN_CPU_PASSES",
+    kind: Kind::TestHook,
+    default: "all passes",
+    description: "`none` (or `0`) builds CPU graphs without compiler passes (no folding or fusion; read at each build)",
+};
+
+pub const CPU_PROFILE: Var = Var {
+    name: "WEBNN_CPU_PROFILE",
+    kind: Kind::Diagnostic,
+    default: "off",
+    description: "`N` or `N,rows`: each CPU plan prints its time per operator kind and its `rows` (25) slowest steps \
+                  to stderr every N computes, and each build its passes' times (read at each build)",
+};
+
+pub const GPU_PROFILE: Var = Var {
+    name: "WEBNN_GPU_PROFILE",
+    kind: Kind::Diagnostic,
+    default: "off",
+    description: "`1`: each GPU dispatch in its own timed pass; plans print per-dispatch times every 100 computes",
+};
+
+pub const GPU_FORCE_NONE: Var = Var {
+    name: "WEBNN_GPU_FORCE_NONE",
+    kind: Kind::TestHook,
+    default: "off",
+    description: "`1`: createContext behaves as if no GPU adapter existed",
+};
+
+pub const GPU_NO_INT64: Var = Var {
+    name: "WEBNN_GPU_NO_INT64",
+    kind: Kind::TestHook,
+    default: "off",
+    description: "`1`: GPU devices are opened without 64-bit integer shaders (int64 is emulated)",
+};
+
+pub const REQUIRE_GPU: Var = Var {
+    name: "WEBNN_REQUIRE_GPU",
+    kind: Kind::TestHook,
+    default: "off",
+    description: "`1`: tests that need a GPU adapter fail without one instead of skipping (the JS tests read it too)",
+};
+
+pub const FUZZ_CASES: Var = Var {
+    name: "WEBNN_FUZZ_CASES",
+    kind: Kind::TestHook,
+    default: "each fuzz test's own count",
+    description: "`N` runs cases 0..N of each Rust fuzz test, `a..b` cases a to b-1 (`17..18`: case 17 alone)",
+};
+
+/// The declared variables: docs/CONFIG.md lists the same.
+pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, GPU_PROFILE, GPU_FORCE_NONE, GPU_NO_INT64, REQUIRE_GPU, FUZZ_CASES];
+
+fn read(v: &Var) -> Option<String> {
+    std::env::var_os(v.name).map(|s| s.to_string_lossy().into_owned())
+}
+
+/// Set to something other than empty or `0`.
+fn flag(v: &Var) -> bool {
+    read(v).is_some_and(|s| !s.is_empty() && s != "0")
+}
+
+/// The instruction-set cap of `CPU_SIMD`, read once per process (the detected
+/// level is cached with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimdCap {
+    None,
+    Avx2,
+    Baseline,
+}
+
+pub fn cpu_simd() -> SimdCap {
+    static CAP: OnceLock<SimdCap> = OnceLock::new();
+    *CAP.get_or_init(|| match read(&CPU_SIMD).as_deref() {
+        Some("avx2") => SimdCap::Avx2,
+        Some("baseline") => SimdCap::Baseline,
+        _ => SimdCap::None,
+    })
+}
+
+/// Whether `CPU_PASSES` turns the compiler passes off (read at each call: tests
+/// switch it between builds).
+pub fn cpu_passes_off() -> bool {
+    matches!(read(&CPU_PASSES).as_deref(), Some("none") | Some("0"))
+}
+
+/// `CPU_PROFILE`: print every `every` computes, listing `rows` steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuProfile {
+    pub every: u64,
+    pub rows: usize,
+}
+
+pub fn cpu_profile() -> Option<CpuProfile> {
+    parse_cpu_profile(&read(&CPU_PROFILE)?)
+}
+
+fn parse_cpu_profile(s: &str) -> Option<CpuProfile> {
+    let (every, rows) = match s.split_once(',') {
+        Some((e, r)) => (e, Some(r)),
+        None => (s, None),
+    };
+    let every = every.trim().parse::<u64>().ok().filter(|&n| n > 0)?;
+    let rows = match rows {
+        Some(r) => r.trim().parse().ok()?,
+        None => 25,
+    };
+    Some(CpuProfile { every, rows })
+}
+
+pub fn gpu_profile() -> bool {
+    read(&GPU_PROFILE).as_deref() == Some("1")
+}
+
+pub fn gpu_force_none() -> bool {
+    flag(&GPU_FORCE_NONE)
+}
+
+pub fn gpu_no_int64() -> bool {
+    flag(&GPU_NO_INT64)
+}
+
+pub fn require_gpu() -> bool {
+    read(&REQUIRE_GPU).as_deref() == Some("1")
+}
+
+/// The fuzz cases to run, `0..default` unless `FUZZ_CASES` says otherwise.
+pub fn fuzz_cases(default: u64) -> Range<u64> {
+    read(&FUZZ_CASES).and_then(|s| parse_fuzz_cases(&s)).unwrap_or(0..default)
+}
+
+fn parse_fuzz_cases(s: &str) -> Option<Range<u64>> {
+    match s.split_once("..") {
+        Some((a, b)) => Some(a.trim().parse().ok()?..b.trim().parse().ok()?),
+        None => Some(0..s.trim().parse().ok()?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_eight_variables_each_described_once() {
+        assert!(VARS.len() <= 8, "{} environment variables; the target is at most 8", VARS.len());
+        for (i, v) in VARS.iter().enumerate() {
+            assert!(v.name.starts_with("WEBNN_") && !v.description.is_empty() && !v.default.is_empty(), "{v:?}");
+            assert!(VARS[..i].iter().all(|w| w.name != v.name), "{} declared twice", v.name);
+        }
+    }
+
+    /// Every .rs file under src/ but this one: none may name a variable, so that
+    /// each read goes through `VARS`.
+    #[test]
+    fn no_variable_outside_this_module() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>, files: &mut usize) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, found, files);
+                } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("src/config.rs") {
+                    *files += 1;
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for (n, line) in text.lines().enumerate() {
+                        if line.contains(concat!("WEBNN", "_")) {
+                            found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                        }
+                    }
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let (mut found, mut files) = (Vec::new(), 0);
+        walk(&src, &mut found, &mut files);
+        assert!(files > 50, "only {files} source files found under {}", src.display());
+        assert!(found.is_empty(), "environment variables named outside src/config.rs:\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn values_parse_as_documented() {
+        assert_eq!(parse_cpu_profile("100"), Some(CpuProfile { every: 100, rows: 25 }));
+        assert_eq!(parse_cpu_profile("10,40"), Some(CpuProfile { every: 10, rows: 40 }));
+        assert_eq!(parse_cpu_profile("0"), None);
+        assert_eq!(parse_cpu_profile("x"), None);
+        assert_eq!(parse_cpu_profile("10,x"), None);
+        assert_eq!(parse_fuzz_cases("300"), Some(0..300));
+        assert_eq!(parse_fuzz_cases("17..18"), Some(17..18));
+        assert_eq!(parse_fuzz_cases("17"), Some(0..17));
+        assert_eq!(parse_fuzz_cases("a..3"), None);
+    }
+}

@@ -441,15 +441,6 @@ export declare class MLGraph {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The layout of a 4-D input (and output) tensor of conv2d, convTranspose2d, pooling and
- * instanceNormalization.
- * - `"nchw"`: [batches, channels, height, width].
- * - `"nhwc"`: [batches, height, width, channels].
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlinputoperandlayout
- */
-export type MLInputOperandLayout = "nchw" | "nhwc";
-
-/**
  * The data type of the elements of an operand. See `MLOperandDataTypeArrayMap` for the
  * `ArrayBufferView` type of each.
  * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mloperanddatatype
@@ -545,624 +536,438 @@ export interface MLOperatorOptions {
   label?: string;
 }
 
-/** `slice()`'s options: `strides` (at least 1 per dimension) picks every stride-th element. */
-export interface MLSliceOptions extends MLOperatorOptions {
-  strides?: number[];
-}
-
-/**
- * Options of `argMin()` and `argMax()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlargminmaxoptions
- */
-export interface MLArgMinMaxOptions {
-  /**
-   * The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When
-   * absent, all dimensions are reduced; when empty, none is and the output shape is the input's.
-   */
-  axes?: number[];
-  /**
-   * If true, the reduced dimensions are retained with size 1.
-   * @defaultValue `false`
-   */
-  keepDimensions?: boolean;
-  /**
-   * If true, the last index of the extreme value is selected instead of the first.
-   * @defaultValue `false`
-   */
-  selectLastIndex?: boolean;
-  /**
-   * The current draft's `argMin(input, axis, options)` only: the output's data type, `"int32"`
-   * or `"int64"`.
-   * @defaultValue `"int32"`
-   */
-  outputDataType?: MLOperandDataType;
-  /** See `MLOperatorOptions`. */
-  label?: string;
-}
-
-/**
- * Options of `batchNormalization()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlbatchnormalizationoptions
- */
-export interface MLBatchNormalizationOptions {
-  /** The 1-D tensor of scaling values, of size input.shape()[axis]. */
-  scale?: MLOperand;
-  /** The 1-D tensor of bias values, of size input.shape()[axis]. */
-  bias?: MLOperand;
-  /**
-   * The index of the feature (channel) dimension of the input, in the range [0, N-1]; 1 is the
-   * channel dimension of the `"nchw"` layout.
-   * @defaultValue `1`
-   */
-  axis?: number;
-  /**
-   * A small value that prevents division by zero.
-   * @defaultValue `1e-5`
-   */
-  epsilon?: number;
-}
-
-/**
- * Options of `clamp()`. Where a bound is absent, that side is not clamped.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlclampoptions
- */
-export interface MLClampOptions {
-  /** The lower bound of the range; when absent, the lower side is not clamped. */
-  minValue?: MLNumber;
-  /** The upper bound of the range; when absent, the upper side is not clamped. */
-  maxValue?: MLNumber;
-}
-
-/**
- * The layout of the 4-D filter tensor of `conv2d()`.
- * - `"oihw"`: [outputChannels, inputChannels/groups, height, width].
- * - `"hwio"`: [height, width, inputChannels/groups, outputChannels].
- * - `"ohwi"`: [outputChannels, height, width, inputChannels/groups].
- * - `"ihwo"`: [inputChannels/groups, height, width, outputChannels].
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlconv2dfilteroperandlayout
- */
+// <operator-table: types>
+/** `MLConv2dFilterOperandLayout`: `"oihw"`, `"hwio"`, `"ohwi"`, `"ihwo"`. */
 export type MLConv2dFilterOperandLayout = "oihw" | "hwio" | "ohwi" | "ihwo";
 
-/**
- * Options of `conv2d()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlconv2doptions
- */
-export interface MLConv2dOptions {
-  /**
-   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: rows and columns added to the
-   * beginning and end of each spatial dimension of the input.
-   * @defaultValue `[0, 0, 0, 0]`
-   */
-  padding?: number[];
-  /**
-   * [strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero.
-   * @defaultValue `[1, 1]`
-   */
-  strides?: number[];
-  /**
-   * [dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial dimension.
-   * @defaultValue `[1, 1]`
-   */
-  dilations?: number[];
-  /**
-   * The number of groups input and output channels are divided into (non-zero). A depthwise
-   * convolution has groups = inputChannels = outputChannels.
-   * @defaultValue `1`
-   */
-  groups?: number;
-  /**
-   * The layout of the input and output tensors.
-   * @defaultValue `"nchw"`
-   */
-  inputLayout?: MLInputOperandLayout;
-  /**
-   * The layout of the filter tensor.
-   * @defaultValue `"oihw"`
-   */
-  filterLayout?: MLConv2dFilterOperandLayout;
-  /** A 1-D tensor of shape [outputChannels] added to the convolution result. */
-  bias?: MLOperand;
-}
+/** `MLInputOperandLayout`: `"nchw"`, `"nhwc"`. */
+export type MLInputOperandLayout = "nchw" | "nhwc";
 
-/**
- * The layout of the 4-D filter tensor of `convTranspose2d()`.
- * - `"iohw"`: [inputChannels, outputChannels/groups, height, width].
- * - `"hwoi"`: [height, width, outputChannels/groups, inputChannels].
- * - `"ohwi"`: [outputChannels/groups, height, width, inputChannels].
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlconvtranspose2dfilteroperandlayout
- */
+/** `MLConvTranspose2dFilterOperandLayout`: `"iohw"`, `"hwoi"`, `"ohwi"`. */
 export type MLConvTranspose2dFilterOperandLayout = "iohw" | "hwoi" | "ohwi";
 
-/**
- * Options of `convTranspose2d()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlconvtranspose2doptions
- */
-export interface MLConvTranspose2dOptions {
-  /**
-   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial
-   * dimension of the input.
-   * @defaultValue `[0, 0, 0, 0]`
-   */
-  padding?: number[];
-  /**
-   * [strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero.
-   * @defaultValue `[1, 1]`
-   */
-  strides?: number[];
-  /**
-   * [dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial dimension.
-   * @defaultValue `[1, 1]`
-   */
-  dilations?: number[];
-  /**
-   * [outputPaddingHeight, outputPaddingWidth]: padding of the output's spatial dimensions, which
-   * disambiguates the output shape when a stride is greater than 1; each value must be smaller
-   * than the corresponding stride. Ignored when `outputSizes` is given.
-   * @defaultValue `[0, 0]`
-   */
-  outputPadding?: number[];
-  /**
-   * [outputHeight, outputWidth]: the sizes of the output's spatial dimensions. When absent, they
-   * are computed from the input, filter, padding, strides, dilations and outputPadding.
-   */
-  outputSizes?: number[];
-  /**
-   * The number of groups input and output channels are divided into.
-   * @defaultValue `1`
-   */
-  groups?: number;
-  /**
-   * The layout of the input and output tensors.
-   * @defaultValue `"nchw"`
-   */
-  inputLayout?: MLInputOperandLayout;
-  /**
-   * The layout of the filter tensor.
-   * @defaultValue `"iohw"`
-   */
-  filterLayout?: MLConvTranspose2dFilterOperandLayout;
-  /** A 1-D tensor of shape [outputChannels] added to the convolution result. */
-  bias?: MLOperand;
-}
+/** `MLRoundingType`: `"floor"`, `"ceil"`. */
+export type MLRoundingType = "floor" | "ceil";
 
-/**
- * Options of `elu()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mleluoptions
- */
-export interface MLEluOptions {
-  /**
-   * The scalar multiplier of the negative part.
-   * @defaultValue `1`
-   */
-  alpha?: number;
-}
+/** `MLPaddingMode`: `"constant"`, `"edge"`, `"reflection"`, `"symmetric"`. */
+export type MLPaddingMode = "constant" | "edge" | "reflection" | "symmetric";
 
-/**
- * Options of `gather()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgatheroptions
- */
-export interface MLGatherOptions {
-  /**
-   * The axis along which values are gathered, in the range [0, N-1] where N is the input's rank.
-   * @defaultValue `0`
-   */
-  axis?: number;
-}
+/** `MLInterpolationMode`: `"nearest-neighbor"`, `"linear"`. */
+export type MLInterpolationMode = "nearest-neighbor" | "linear";
 
-/**
- * Options of `scatterElements()`.
- * @see https://webmachinelearning.github.io/webnn/#dictdef-mlscatteroptions
- */
-export interface MLScatterOptions {
-  /**
-   * The axis along which updates are scattered, in the range [0, N-1] where N is the input's rank.
-   * @defaultValue `0`
-   */
-  axis?: number;
-}
+/** `MLRecurrentNetworkActivation`: `"relu"`, `"sigmoid"`, `"tanh"`. */
+export type MLRecurrentNetworkActivation = "relu" | "sigmoid" | "tanh";
 
-/**
- * Options of `gemm()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgemmoptions
- */
-export interface MLGemmOptions {
-  /**
-   * The third input: a scalar, or a tensor unidirectionally broadcastable to [M, N]. When absent,
-   * the computation is done as if c were the scalar 0.
-   */
-  c?: MLOperand;
-  /**
-   * The multiplier of A * B.
-   * @defaultValue `1.0`
-   */
-  alpha?: number;
-  /**
-   * The multiplier of c.
-   * @defaultValue `1.0`
-   */
-  beta?: number;
-  /**
-   * Whether the first input is transposed before the multiplication.
-   * @defaultValue `false`
-   */
-  aTranspose?: boolean;
-  /**
-   * Whether the second input is transposed before the multiplication.
-   * @defaultValue `false`
-   */
-  bTranspose?: boolean;
-}
-
-/**
- * The ordering of the gate weights and biases of GRU along their `3 * hiddenSize` dimension.
- * - `"zrn"`: update (z), reset (r), new (n).
- * - `"rzn"`: reset (r), update (z), new (n).
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlgruweightlayout
- */
-export type MLGruWeightLayout = "zrn" | "rzn";
-
-/**
- * The processing direction of the input sequence of a recurrent network. `"both"` processes it
- * in both directions, making numDirections 2.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlrecurrentnetworkdirection
- */
+/** `MLRecurrentNetworkDirection`: `"forward"`, `"backward"`, `"both"`. */
 export type MLRecurrentNetworkDirection = "forward" | "backward" | "both";
 
-/**
- * Options of `gru()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgruoptions
- */
-export interface MLGruOptions {
-  /** The 2-D input bias tensor of shape [numDirections, 3 * hiddenSize], ordered per `layout`. */
-  bias?: MLOperand;
-  /** The 2-D recurrent bias tensor of shape [numDirections, 3 * hiddenSize], ordered per `layout`. */
-  recurrentBias?: MLOperand;
-  /**
-   * The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when
-   * absent.
-   */
-  initialHiddenState?: MLOperand;
-  /**
-   * Whether the reset gate is applied after (true) or before (false) the matrix multiplication.
-   * @defaultValue `true`
-   */
-  resetAfter?: boolean;
-  /**
-   * Whether to also return the output of every time step, in addition to the last one.
-   * @defaultValue `false`
-   */
-  returnSequence?: boolean;
-  /**
-   * The processing direction of the input sequence.
-   * @defaultValue `"forward"`
-   */
-  direction?: MLRecurrentNetworkDirection;
-  /**
-   * The ordering of the gate weights and biases.
-   * @defaultValue `"zrn"`
-   */
-  layout?: MLGruWeightLayout;
-  /**
-   * Two activations: the first for the update and reset gates, the second for the new gate.
-   * When absent, `[sigmoid, tanh]`.
-   */
-  activations?: MLActivation[];
+/** `MLGruWeightLayout`: `"zrn"`, `"rzn"`. */
+export type MLGruWeightLayout = "zrn" | "rzn";
+
+/** `MLLstmWeightLayout`: `"iofg"`, `"ifgo"`. */
+export type MLLstmWeightLayout = "iofg" | "ifgo";
+
+/** Options of `clamp()`. */
+export interface MLClampOptions extends MLOperatorOptions {
+  /** The upper bound of the range; when absent, the upper side is not clamped. */
+  maxValue?: MLNumber;
+  /** The lower bound of the range; when absent, the lower side is not clamped. */
+  minValue?: MLNumber;
 }
 
-/**
- * Options of `gruCell()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlgrucelloptions
- */
-export interface MLGruCellOptions {
-  /** The 1-D input bias tensor of shape [3 * hiddenSize], ordered per `layout`. */
-  bias?: MLOperand;
-  /** The 1-D recurrent bias tensor of shape [3 * hiddenSize], ordered per `layout`. */
-  recurrentBias?: MLOperand;
+/** Options of `transpose()`. */
+export interface MLTransposeOptions extends MLOperatorOptions {
   /**
-   * Whether the reset gate is applied after (true) or before (false) the matrix multiplication.
-   * @defaultValue `true`
+   * The permutation of the input dimensions: a list of the input's rank holding each of 0 to
+   * N-1 exactly once. Default `[N-1, ..., 1, 0]` (reverses the dimensions).
    */
-  resetAfter?: boolean;
-  /**
-   * The ordering of the gate weights and biases.
-   * @defaultValue `"zrn"`
-   */
-  layout?: MLGruWeightLayout;
-  /**
-   * Two activations: the first for the update and reset gates, the second for the new gate.
-   * When absent, `[sigmoid, tanh]`.
-   */
-  activations?: MLActivation[];
+  permutation?: number[];
 }
 
-/**
- * Options of `hardSigmoid()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlhardsigmoidoptions
- */
-export interface MLHardSigmoidOptions {
+/** Options of `slice()`. */
+export interface MLSliceOptions extends MLOperatorOptions {
+  /**
+   * The step in each dimension (one per dimension, at least 1): the slice takes every stride-th
+   * element of its window. Default 1 in each dimension.
+   */
+  strides?: number[];
+}
+
+/** Options of `split()`. */
+export interface MLSplitOptions extends MLOperatorOptions {
+  /**
+   * The dimension along which to split, in the range [0, N-1] where N is the input's rank.
+   *
+   * @defaultValue `0`
+   */
+  axis?: number;
+}
+
+/** Options of `elu()`. */
+export interface MLEluOptions extends MLOperatorOptions {
+  /**
+   * The scalar multiplier of the negative part.
+   *
+   * @defaultValue `1`
+   */
+  alpha?: number;
+}
+
+/** Options of `hardSigmoid()`. */
+export interface MLHardSigmoidOptions extends MLOperatorOptions {
   /**
    * The scalar multiplier.
+   *
    * @defaultValue `0.2`
    */
   alpha?: number;
   /**
    * The scalar addition.
+   *
    * @defaultValue `0.5`
    */
   beta?: number;
 }
 
-/**
- * Options of `instanceNormalization()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlinstancenormalizationoptions
- */
-export interface MLInstanceNormalizationOptions {
-  /** The 1-D tensor of scaling values, of size equal to the number of channels. */
-  scale?: MLOperand;
-  /** The 1-D tensor of bias values, of size equal to the number of channels. */
-  bias?: MLOperand;
-  /**
-   * A small value that prevents division by zero.
-   * @defaultValue `1e-5`
-   */
-  epsilon?: number;
-  /**
-   * The layout of the input.
-   * @defaultValue `"nchw"`
-   */
-  layout?: MLInputOperandLayout;
-}
-
-/**
- * Options of `layerNormalization()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllayernormalizationoptions
- */
-export interface MLLayerNormalizationOptions {
-  /**
-   * The scaling values, of the shape of the input dimensions listed in `axes` (e.g. for axes
-   * [1, 2, 3], input.shape()[1..3]); 1 when absent.
-   */
-  scale?: MLOperand;
-  /** The bias values, of the shape of the input dimensions listed in `axes`; 0 when absent. */
-  bias?: MLOperand;
-  /**
-   * The input dimensions to normalize over. When absent, all dimensions but the first (e.g.
-   * [1, 2, 3] for a 4-D input); when empty, no dimension is reduced.
-   */
-  axes?: number[];
-  /**
-   * A small value that prevents division by zero.
-   * @defaultValue `1e-5`
-   */
-  epsilon?: number;
-}
-
-/**
- * Options of `leakyRelu()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlleakyreluoptions
- */
-export interface MLLeakyReluOptions {
+/** Options of `leakyRelu()`. */
+export interface MLLeakyReluOptions extends MLOperatorOptions {
   /**
    * The slope of the negative part.
+   *
    * @defaultValue `0.01`
    */
   alpha?: number;
 }
 
-/**
- * Options of `linear()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllinearoptions
- */
-export interface MLLinearOptions {
+/** Options of `linear()`. */
+export interface MLLinearOptions extends MLOperatorOptions {
   /**
    * The scalar multiplier.
+   *
    * @defaultValue `1`
    */
   alpha?: number;
   /**
    * The scalar addition.
+   *
    * @defaultValue `0`
    */
   beta?: number;
 }
 
-/**
- * The ordering of the gate weights and biases of LSTM along their `4 * hiddenSize` dimension.
- * - `"iofg"`: input (i), output (o), forget (f), cell (g).
- * - `"ifgo"`: input (i), forget (f), cell (g), output (o).
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mllstmweightlayout
- */
-export type MLLstmWeightLayout = "iofg" | "ifgo";
-
-/**
- * Options of `lstm()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllstmoptions
- */
-export interface MLLstmOptions {
-  /** The 2-D input bias tensor of shape [numDirections, 4 * hiddenSize], ordered per `layout`. */
-  bias?: MLOperand;
-  /** The 2-D recurrent bias tensor of shape [numDirections, 4 * hiddenSize], ordered per `layout`. */
-  recurrentBias?: MLOperand;
+/** Options of `gemm()`. */
+export interface MLGemmOptions extends MLOperatorOptions {
   /**
-   * The 2-D peephole weight tensor of shape [numDirections, 3 * hiddenSize], packed in the order
-   * input (i), output (o), forget (f).
-   */
-  peepholeWeight?: MLOperand;
-  /**
-   * The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when
-   * absent.
-   */
-  initialHiddenState?: MLOperand;
-  /**
-   * The 3-D initial cell state of shape [numDirections, batchSize, hiddenSize]; zeros when absent.
-   */
-  initialCellState?: MLOperand;
-  /**
-   * Whether to also return the output of every time step, in addition to the last one.
+   * Whether the first input is transposed before the multiplication.
+   *
    * @defaultValue `false`
    */
-  returnSequence?: boolean;
+  aTranspose?: boolean;
   /**
-   * The processing direction of the input sequence.
-   * @defaultValue `"forward"`
+   * The multiplier of A * B.
+   *
+   * @defaultValue `1`
    */
-  direction?: MLRecurrentNetworkDirection;
+  alpha?: number;
   /**
-   * The ordering of the gate weights and biases.
-   * @defaultValue `"iofg"`
+   * Whether the second input is transposed before the multiplication.
+   *
+   * @defaultValue `false`
    */
-  layout?: MLLstmWeightLayout;
+  bTranspose?: boolean;
   /**
-   * Three activations: for the input, forget and output gates; for the cell gate; and for the
-   * cell state before it is combined with the output gate. When absent, `[sigmoid, tanh, tanh]`.
+   * The multiplier of c.
+   *
+   * @defaultValue `1`
    */
-  activations?: MLActivation[];
+  beta?: number;
+  /**
+   * The third input: a scalar, or a tensor unidirectionally broadcastable to [M, N]. When
+   * absent, the computation is done as if c were the scalar 0.
+   */
+  c?: MLOperand;
 }
 
-/**
- * Options of `lstmCell()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mllstmcelloptions
- */
-export interface MLLstmCellOptions {
-  /** The 1-D input bias tensor of shape [4 * hiddenSize], ordered per `layout`. */
+/** Options of `conv2d()`. */
+export interface MLConv2dOptions extends MLOperatorOptions {
+  /** A 1-D tensor of shape [outputChannels] added to the convolution result. */
   bias?: MLOperand;
-  /** The 1-D recurrent bias tensor of shape [4 * hiddenSize], ordered per `layout`. */
-  recurrentBias?: MLOperand;
   /**
-   * The 1-D peephole weight tensor of shape [3 * hiddenSize], packed in the order input (i),
-   * output (o), forget (f).
+   * [dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial
+   * dimension. Default `[1, 1]`.
    */
-  peepholeWeight?: MLOperand;
+  dilations?: number[];
   /**
-   * The ordering of the gate weights and biases.
-   * @defaultValue `"iofg"`
+   * The layout of the filter tensor.
+   *
+   * @defaultValue `"oihw"`
    */
-  layout?: MLLstmWeightLayout;
+  filterLayout?: MLConv2dFilterOperandLayout;
   /**
-   * Three activations: for the input, forget and output gates; for the cell gate; and for the
-   * cell state before it is combined with the output gate. When absent, `[sigmoid, tanh, tanh]`.
+   * The number of groups input and output channels are divided into (non-zero). A depthwise
+   * convolution has groups = inputChannels = outputChannels.
+   *
+   * @defaultValue `1`
    */
-  activations?: MLActivation[];
-}
-
-/**
- * How `pad()` fills the new edges.
- * - `"constant"`: with `MLPadOptions.value`.
- * - `"edge"`: by repeating the edge values.
- * - `"reflection"`: by mirroring the values, excluding the edge.
- * - `"symmetric"`: by mirroring the values, including the edge.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlpaddingmode
- */
-export type MLPaddingMode = "constant" | "edge" | "reflection" | "symmetric";
-
-/**
- * Options of `pad()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlpadoptions
- */
-export interface MLPadOptions {
+  groups?: number;
   /**
-   * How the padded values are computed.
-   * @defaultValue `"constant"`
+   * The layout of the input and output tensors.
+   *
+   * @defaultValue `"nchw"`
    */
-  mode?: MLPaddingMode;
+  inputLayout?: MLInputOperandLayout;
   /**
-   * The padding value when `mode` is `"constant"`.
-   * @defaultValue `0`
-   */
-  value?: MLNumber;
-}
-
-/**
- * The rounding applied when computing the output sizes of a pooling operation.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlroundingtype
- */
-export type MLRoundingType = "floor" | "ceil";
-
-/**
- * Options of `averagePool2d()`, `l2Pool2d()` and `maxPool2d()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlpool2doptions
- */
-export interface MLPool2dOptions {
-  /**
-   * [windowHeight, windowWidth]: the size of the sliding window. When absent, the input's
-   * spatial size (a global pooling).
-   */
-  windowDimensions?: number[];
-  /**
-   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial
-   * dimension of the input.
-   * @defaultValue `[0, 0, 0, 0]`
+   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: rows and columns added to the
+   * beginning and end of each spatial dimension of the input. Default `[0, 0, 0, 0]`.
    */
   padding?: number[];
   /**
-   * [strideHeight, strideWidth]: the stride of the sliding window; values must be greater than 0.
-   * @defaultValue `[1, 1]`
+   * [strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero.
+   * Default `[1, 1]`.
    */
   strides?: number[];
+}
+
+/** Options of `convTranspose2d()`. */
+export interface MLConvTranspose2dOptions extends MLOperatorOptions {
+  /** A 1-D tensor of shape [outputChannels] added to the convolution result. */
+  bias?: MLOperand;
+  /**
+   * [dilationHeight, dilationWidth]: the dilation factor of the filter in each spatial
+   * dimension. Default `[1, 1]`.
+   */
+  dilations?: number[];
+  /**
+   * The layout of the filter tensor.
+   *
+   * @defaultValue `"iohw"`
+   */
+  filterLayout?: MLConvTranspose2dFilterOperandLayout;
+  /**
+   * The number of groups input and output channels are divided into.
+   *
+   * @defaultValue `1`
+   */
+  groups?: number;
+  /**
+   * The layout of the input and output tensors.
+   *
+   * @defaultValue `"nchw"`
+   */
+  inputLayout?: MLInputOperandLayout;
+  /**
+   * [outputPaddingHeight, outputPaddingWidth]: padding of the output's spatial dimensions,
+   * which disambiguates the output shape when a stride is greater than 1; each value must be
+   * smaller than the corresponding stride. Ignored when `outputSizes` is given. Default `[0,
+   * 0]`.
+   */
+  outputPadding?: number[];
+  /**
+   * [outputHeight, outputWidth]: the sizes of the output's spatial dimensions. When absent,
+   * they are computed from the input, filter, padding, strides, dilations and outputPadding.
+   */
+  outputSizes?: number[];
+  /**
+   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial
+   * dimension of the input. Default `[0, 0, 0, 0]`.
+   */
+  padding?: number[];
+  /**
+   * [strideHeight, strideWidth]: the stride of the sliding window; values must be non-zero.
+   * Default `[1, 1]`.
+   */
+  strides?: number[];
+}
+
+/** Options of `averagePool2d()`, `l2Pool2d()`, `maxPool2d()`. */
+export interface MLPool2dOptions extends MLOperatorOptions {
   /**
    * [dilationHeight, dilationWidth]: the dilation of the window; values must be greater than 0.
-   * @defaultValue `[1, 1]`
+   * Default `[1, 1]`.
    */
   dilations?: number[];
   /**
    * The layout of the input and output tensors.
+   *
    * @defaultValue `"nchw"`
    */
   layout?: MLInputOperandLayout;
-  /**
-   * The rounding of the computed output sizes; ignored when `outputSizes` is given.
-   * @defaultValue `"floor"`
-   */
-  roundingType?: MLRoundingType;
-  /**
-   * The current draft's name of `roundingType`; used when given.
-   * @defaultValue `"floor"`
-   */
+  /** The current draft's name of `roundingType`; used when given. */
   outputShapeRounding?: MLRoundingType;
   /**
    * [outputHeight, outputWidth]: explicit sizes of the output's spatial dimensions. When
    * absent, they are computed from the other options.
    */
   outputSizes?: number[];
+  /**
+   * [beginningHeight, endingHeight, beginningWidth, endingWidth]: padding of each spatial
+   * dimension of the input. Default `[0, 0, 0, 0]`.
+   */
+  padding?: number[];
+  /**
+   * The rounding of the computed output sizes; ignored when `outputSizes` is given.
+   *
+   * @defaultValue `"floor"`
+   */
+  roundingType?: MLRoundingType;
+  /**
+   * [strideHeight, strideWidth]: the stride of the sliding window; values must be greater than
+   * 0. Default `[1, 1]`.
+   */
+  strides?: number[];
+  /**
+   * [windowHeight, windowWidth]: the size of the sliding window. When absent, the input's
+   * spatial size (a global pooling).
+   */
+  windowDimensions?: number[];
+}
+
+/** Options of `batchNormalization()`. */
+export interface MLBatchNormalizationOptions extends MLOperatorOptions {
+  /**
+   * The feature axis of the input.
+   *
+   * @defaultValue `1`
+   */
+  axis?: number;
+  /** The 1-D bias tensor of shape [input.shape[axis]]; absent: 0. */
+  bias?: MLOperand;
+  /**
+   * A small value added to the variance to avoid division by zero.
+   *
+   * @defaultValue `0.00001`
+   */
+  epsilon?: number;
+  /** The 1-D scale tensor of shape [input.shape[axis]]; absent: 1. */
+  scale?: MLOperand;
+}
+
+/** Options of `instanceNormalization()`. */
+export interface MLInstanceNormalizationOptions extends MLOperatorOptions {
+  /** The 1-D bias tensor of shape [channels]; absent: 0. */
+  bias?: MLOperand;
+  /**
+   * A small value added to the variance to avoid division by zero.
+   *
+   * @defaultValue `0.00001`
+   */
+  epsilon?: number;
+  /**
+   * The layout of the input.
+   *
+   * @defaultValue `"nchw"`
+   */
+  layout?: MLInputOperandLayout;
+  /** The 1-D scale tensor of shape [channels]; absent: 1. */
+  scale?: MLOperand;
+}
+
+/** Options of `layerNormalization()`. */
+export interface MLLayerNormalizationOptions extends MLOperatorOptions {
+  /** The axes to normalize over; absent: every axis but the first. */
+  axes?: number[];
+  /** The bias tensor, of the shape of the input's dimensions at `axes`; absent: 0. */
+  bias?: MLOperand;
+  /**
+   * A small value added to the variance to avoid division by zero.
+   *
+   * @defaultValue `0.00001`
+   */
+  epsilon?: number;
+  /** The scale tensor, of the shape of the input's dimensions at `axes`; absent: 1. */
+  scale?: MLOperand;
 }
 
 /**
- * Options of the reduction operations (`reduceL1()` ... `reduceSumSquare()`).
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlreduceoptions
+ * Options of `reduceL1()`, `reduceL2()`, `reduceLogSum()`, `reduceLogSumExp()`, `reduceMax()`,
+ * `reduceMean()`, `reduceMin()`, `reduceProduct()`, `reduceSum()`, `reduceSumSquare()`.
  */
-export interface MLReduceOptions {
+export interface MLReduceOptions extends MLOperatorOptions {
   /**
    * The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When
-   * absent, all dimensions are reduced; when empty, none is and the output shape is the input's.
+   * absent, all dimensions are reduced; when empty, none is and the output shape is the
+   * input's.
    */
   axes?: number[];
   /**
    * If true, the output keeps the input's rank, with the reduced dimensions of size 1.
+   *
    * @defaultValue `false`
    */
   keepDimensions?: boolean;
 }
 
-/**
- * The interpolation algorithm of `resample2d()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#enumdef-mlinterpolationmode
- */
-export type MLInterpolationMode = "nearest-neighbor" | "linear";
+/** Options of `argMin()`, `argMax()`. */
+export interface MLArgMinMaxOptions extends MLOperatorOptions {
+  /**
+   * The dimensions to reduce, each in the range [0, N-1] where N is the input's rank. When
+   * absent, all dimensions are reduced; when empty, none is and the output shape is the
+   * input's.
+   */
+  axes?: number[];
+  /**
+   * If true, the reduced dimensions are retained with size 1.
+   *
+   * @defaultValue `false`
+   */
+  keepDimensions?: boolean;
+  /**
+   * If true, the last index of the extreme value is selected instead of the first.
+   *
+   * @defaultValue `false`
+   */
+  selectLastIndex?: boolean;
+  /**
+   * The output's data type, `"int32"` or `"int64"`.
+   *
+   * @defaultValue `"int32"`
+   */
+  outputDataType?: MLOperandDataType;
+}
 
-/**
- * Options of `resample2d()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlresample2doptions
- */
-export interface MLResample2dOptions {
+/** Options of `gather()`, `gatherElements()`. */
+export interface MLGatherOptions extends MLOperatorOptions {
+  /**
+   * The axis along which values are gathered, in the range [0, N-1] where N is the input's
+   * rank.
+   *
+   * @defaultValue `0`
+   */
+  axis?: number;
+}
+
+/** Options of `pad()`. */
+export interface MLPadOptions extends MLOperatorOptions {
+  /**
+   * How the padded values are computed.
+   *
+   * @defaultValue `"constant"`
+   */
+  mode?: MLPaddingMode;
+  /**
+   * The padding value when `mode` is `"constant"`.
+   *
+   * @defaultValue `0`
+   */
+  value?: MLNumber;
+}
+
+/** Options of `resample2d()`. */
+export interface MLResample2dOptions extends MLOperatorOptions {
+  /**
+   * The two consecutive input dimensions that are resampled: [0, 1], [1, 2] or [2, 3]. Default
+   * `[2, 3]`.
+   */
+  axes?: number[];
   /**
    * The interpolation algorithm used to fill the output tensor values.
+   *
    * @defaultValue `"nearest-neighbor"`
    */
   mode?: MLInterpolationMode;
   /**
    * [scaleHeight, scaleWidth]: the scaling factor of each resampled dimension (greater than 0).
-   * Ignored when `sizes` is given.
-   * @defaultValue `[1.0, 1.0]`
+   * Ignored when `sizes` is given. Default `[1.0, 1.0]`.
    */
   scales?: number[];
   /**
@@ -1170,84 +975,208 @@ export interface MLResample2dOptions {
    * when given, `scales` is ignored.
    */
   sizes?: number[];
-  /**
-   * The two consecutive input dimensions that are resampled: [0, 1], [1, 2] or [2, 3].
-   * @defaultValue `[2, 3]`
-   */
-  axes?: number[];
 }
 
-/**
- * Options of `split()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mlsplitoptions
- */
-export interface MLSplitOptions {
+/** Options of `triangular()`. */
+export interface MLTriangularOptions extends MLOperatorOptions {
   /**
-   * The dimension along which to split, in the range [0, N-1] where N is the input's rank.
+   * How many diagonals above (positive) or below (negative) the main diagonal are retained or
+   * excluded; 0 affects only the main diagonal.
+   *
+   * @defaultValue `0`
+   */
+  diagonal?: number;
+  /**
+   * Whether the upper (true) or the lower (false) triangular part is retained.
+   *
+   * @defaultValue `true`
+   */
+  upper?: boolean;
+}
+
+/** Options of `scatterElements()`. */
+export interface MLScatterOptions extends MLOperatorOptions {
+  /**
+   * The axis along which updates are scattered, in the range [0, N-1] where N is the input's
+   * rank.
+   *
    * @defaultValue `0`
    */
   axis?: number;
 }
 
-/**
- * Options of `transpose()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mltransposeoptions
- */
-export interface MLTransposeOptions {
+/** Options of `gru()`. */
+export interface MLGruOptions extends MLOperatorOptions {
   /**
-   * The permutation of the input dimensions: a list of the input's rank holding each of
-   * 0 to N-1 exactly once.
-   * @defaultValue `[N-1, ..., 1, 0]` (reverses the dimensions)
+   * Two activations: the first for the update and reset gates, the second for the new gate.
+   * When absent, `[sigmoid, tanh]`.
    */
-  permutation?: number[];
-}
-
-/**
- * Options of `triangular()`.
- * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#dictdef-mltriangularoptions
- */
-export interface MLTriangularOptions {
+  activations?: Array<MLRecurrentNetworkActivation | MLActivation>;
   /**
-   * Whether the upper (true) or the lower (false) triangular part is retained.
+   * The 2-D input bias tensor of shape [numDirections, 3 * hiddenSize], ordered per `layout`.
+   */
+  bias?: MLOperand;
+  /**
+   * The processing direction of the input sequence.
+   *
+   * @defaultValue `"forward"`
+   */
+  direction?: MLRecurrentNetworkDirection;
+  /**
+   * The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when
+   * absent.
+   */
+  initialHiddenState?: MLOperand;
+  /**
+   * The ordering of the gate weights and biases.
+   *
+   * @defaultValue `"zrn"`
+   */
+  layout?: MLGruWeightLayout;
+  /**
+   * The 2-D recurrent bias tensor of shape [numDirections, 3 * hiddenSize], ordered per
+   * `layout`.
+   */
+  recurrentBias?: MLOperand;
+  /**
+   * Whether the reset gate is applied after (true) or before (false) the matrix multiplication.
+   *
    * @defaultValue `true`
    */
-  upper?: boolean;
+  resetAfter?: boolean;
   /**
-   * How many diagonals above (positive) or below (negative) the main diagonal are retained or
-   * excluded; 0 affects only the main diagonal. A signed `[EnforceRange] long`.
-   * @defaultValue `0`
+   * Whether to also return the output of every time step, in addition to the last one.
+   *
+   * @defaultValue `false`
    */
-  diagonal?: number;
+  returnSequence?: boolean;
 }
 
-/**
- * Options of `reverse()`.
- * @see https://webmachinelearning.github.io/webnn/#dictdef-mlreverseoptions
- */
-export interface MLReverseOptions {
+/** Options of `gruCell()`. */
+export interface MLGruCellOptions extends MLOperatorOptions {
   /**
-   * The axes to reverse, each in [0, rank) and listed once (`[EnforceRange] unsigned long`).
-   * @defaultValue every axis
+   * Two activations: the first for the update and reset gates, the second for the new gate.
+   * When absent, `[sigmoid, tanh]`.
    */
+  activations?: Array<MLRecurrentNetworkActivation | MLActivation>;
+  /** The 1-D input bias tensor of shape [3 * hiddenSize], ordered per `layout`. */
+  bias?: MLOperand;
+  /**
+   * The ordering of the gate weights and biases.
+   *
+   * @defaultValue `"zrn"`
+   */
+  layout?: MLGruWeightLayout;
+  /** The 1-D recurrent bias tensor of shape [3 * hiddenSize], ordered per `layout`. */
+  recurrentBias?: MLOperand;
+  /**
+   * Whether the reset gate is applied after (true) or before (false) the matrix multiplication.
+   *
+   * @defaultValue `true`
+   */
+  resetAfter?: boolean;
+}
+
+/** Options of `lstm()`. */
+export interface MLLstmOptions extends MLOperatorOptions {
+  /**
+   * Three activations: for the input, forget and output gates; for the cell gate; and for the
+   * cell state before it is combined with the output gate. When absent, `[sigmoid, tanh,
+   * tanh]`.
+   */
+  activations?: Array<MLRecurrentNetworkActivation | MLActivation>;
+  /**
+   * The 2-D input bias tensor of shape [numDirections, 4 * hiddenSize], ordered per `layout`.
+   */
+  bias?: MLOperand;
+  /**
+   * The processing direction of the input sequence.
+   *
+   * @defaultValue `"forward"`
+   */
+  direction?: MLRecurrentNetworkDirection;
+  /**
+   * The 3-D initial cell state of shape [numDirections, batchSize, hiddenSize]; zeros when
+   * absent.
+   */
+  initialCellState?: MLOperand;
+  /**
+   * The 3-D initial hidden state of shape [numDirections, batchSize, hiddenSize]; zeros when
+   * absent.
+   */
+  initialHiddenState?: MLOperand;
+  /**
+   * The ordering of the gate weights and biases.
+   *
+   * @defaultValue `"iofg"`
+   */
+  layout?: MLLstmWeightLayout;
+  /**
+   * The 2-D peephole weight tensor of shape [numDirections, 3 * hiddenSize], packed in the
+   * order input (i), output (o), forget (f).
+   */
+  peepholeWeight?: MLOperand;
+  /**
+   * The 2-D recurrent bias tensor of shape [numDirections, 4 * hiddenSize], ordered per
+   * `layout`.
+   */
+  recurrentBias?: MLOperand;
+  /**
+   * Whether to also return the output of every time step, in addition to the last one.
+   *
+   * @defaultValue `false`
+   */
+  returnSequence?: boolean;
+}
+
+/** Options of `lstmCell()`. */
+export interface MLLstmCellOptions extends MLOperatorOptions {
+  /**
+   * Three activations: for the input, forget and output gates; for the cell gate; and for the
+   * cell state before it is combined with the output gate. When absent, `[sigmoid, tanh,
+   * tanh]`.
+   */
+  activations?: Array<MLRecurrentNetworkActivation | MLActivation>;
+  /** The 1-D input bias tensor of shape [4 * hiddenSize], ordered per `layout`. */
+  bias?: MLOperand;
+  /**
+   * The ordering of the gate weights and biases.
+   *
+   * @defaultValue `"iofg"`
+   */
+  layout?: MLLstmWeightLayout;
+  /**
+   * The 1-D peephole weight tensor of shape [3 * hiddenSize], packed in the order input (i),
+   * output (o), forget (f).
+   */
+  peepholeWeight?: MLOperand;
+  /** The 1-D recurrent bias tensor of shape [4 * hiddenSize], ordered per `layout`. */
+  recurrentBias?: MLOperand;
+}
+
+/** Options of `reverse()`. */
+export interface MLReverseOptions extends MLOperatorOptions {
+  /** The axes to reverse, each in [0, rank) and listed once. Default: every axis. */
   axes?: number[];
 }
 
-/**
- * Options of `cumulativeSum()`.
- * @see https://webmachinelearning.github.io/webnn/#dictdef-mlcumulativesumoptions
- */
-export interface MLCumulativeSumOptions {
+/** Options of `cumulativeSum()`. */
+export interface MLCumulativeSumOptions extends MLOperatorOptions {
   /**
-   * Whether each output element leaves out its own input element (a sum of the elements before it).
+   * Whether each output element leaves out its own input element (a sum of the elements before
+   * it).
+   *
    * @defaultValue `false`
    */
   exclusive?: boolean;
   /**
    * Whether the sums run from the end of the axis to its start.
+   *
    * @defaultValue `false`
    */
   reversed?: boolean;
 }
+// </operator-table: types>
 
 // ---------------------------------------------------------------------------------------------
 // 7.8 MLGraphBuilder interface
@@ -1329,1228 +1258,1452 @@ export declare class MLGraphBuilder {
    */
   build(outputs: MLNamedOperands): Promise<MLGraph>;
 
-  // 7.8.5 argMin/argMax -------------------------------------------------------------------
-
-  /**
-   * Returns the indices of the minimum values along the given axes.
-   * @param input - The input tensor.
-   * @param options - Axes, keepDimensions and selectLastIndex.
-   * @returns An `"int64"` tensor of the reduced shape.
-   * @throws TypeError if an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-argminmax
-   */
-  argMin(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
-  /**
-   * The current draft's form: the index of the minimum along `axis`, as `options.outputDataType`
-   * (`"int32"`, the default, or `"int64"`).
-   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-argminmax
-   */
-  argMin(input: MLOperand, axis: number, options?: MLArgMinMaxOptions): MLOperand;
-  /**
-   * Returns the indices of the maximum values along the given axes.
-   * @param input - The input tensor.
-   * @param options - Axes, keepDimensions and selectLastIndex.
-   * @returns An `"int64"` tensor of the reduced shape.
-   * @throws TypeError if an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-argminmax
-   */
-  argMax(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
-  /** The current draft's form (see `argMin(input, axis, options)`). */
-  argMax(input: MLOperand, axis: number, options?: MLArgMinMaxOptions): MLOperand;
-
-  // 7.8.6 batchNormalization --------------------------------------------------------------
-
-  /**
-   * Normalizes the input with precomputed per-feature mean and variance [Batch-Normalization]:
-   * `scale * (input - mean) / sqrt(variance + epsilon) + bias`.
-   * @param input - The N-D input tensor (`"float32"` or `"float16"`).
-   * @param mean - The 1-D mean tensor of shape [input.shape()[axis]].
-   * @param variance - The 1-D variance tensor of shape [input.shape()[axis]].
-   * @param options - Scale, bias, axis and epsilon.
-   * @returns The normalized tensor, of the input's shape.
-   * @throws TypeError if the input is not floating point, `axis` is not below the input's rank,
-   * or mean, variance, scale or bias does not have the input's data type and the shape
-   * [input.shape()[axis]].
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-batchnorm
-   */
-  batchNormalization(
-    input: MLOperand,
-    mean: MLOperand,
-    variance: MLOperand,
-    options?: MLBatchNormalizationOptions,
-  ): MLOperand;
-
-  // 7.8.7 cast ------------------------------------------------------------------------------
-
-  /**
-   * Casts each element of the input to another data type.
-   * @param input - The input tensor.
-   * @param type - The target data type.
-   * @returns A tensor of the input's shape and data type `type`.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-cast
-   */
-  cast(input: MLOperand, type: MLOperandDataType): MLOperand;
-
-  // 7.8.8 clamp -----------------------------------------------------------------------------
-
-  /**
-   * Clamps the input element-wise to the range [minValue, maxValue].
-   * @param input - The input tensor.
-   * @param options - The bounds; an absent bound does not clamp that side.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if `minValue` is greater than `maxValue`.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-clamp
-   */
-  clamp(input: MLOperand, options?: MLClampOptions): MLOperand;
-  /**
-   * Creates a clamp activation for the recurrent operators.
-   * @param options - The bounds; an absent bound does not clamp that side.
-   * @returns The activation.
-   * @throws TypeError if `minValue` is greater than `maxValue`.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-clamp
-   */
-  clamp(options?: MLClampOptions): MLActivation;
-
-  // 7.8.9 concat ----------------------------------------------------------------------------
-
-  /**
-   * Concatenates tensors along an axis.
-   * @param inputs - The tensors: same data type, same rank, same sizes except along `axis`.
-   * @param axis - The axis to concatenate along, below the inputs' rank.
-   * @returns A tensor whose size along `axis` is the sum of the inputs' sizes.
-   * @throws TypeError if `inputs` is empty, `axis` is not below the rank, or the inputs differ in
-   * data type, rank, or size along another axis, or the summed size is not a valid dimension.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-concat
-   */
-  concat(inputs: MLOperand[], axis: number): MLOperand;
-
-  // 7.8.10 conv2d ---------------------------------------------------------------------------
-
-  /**
-   * Computes a 2-D convolution of a 4-D input with a 4-D filter.
-   * The output spatial size is
-   * `floor(1 + (inputSize - (filterSize - 1) * dilation - 1 + beginningPadding + endingPadding) / stride)`.
-   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.inputLayout`.
-   * @param filter - The 4-D filter tensor, laid out per `options.filterLayout`.
-   * @param options - Padding, strides, dilations, groups, layouts and bias.
-   * @returns The 4-D output tensor, laid out per `options.inputLayout`.
-   * @throws TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has
-   * another data type, padding is not of length 4, strides or dilations not of length 2, a stride,
-   * a dilation or `groups` is 0, the input channels are not divisible by `groups` or do not match
-   * the filter's input channels, the output channels are not divisible by `groups`, the bias is
-   * not of shape [outputChannels] and the input's data type, or an output dimension is not valid
-   * (the dilated filter is larger than the padded input).
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-conv2d
-   */
-  conv2d(input: MLOperand, filter: MLOperand, options?: MLConv2dOptions): MLOperand;
-
-  // 7.8.11 convTranspose2d ------------------------------------------------------------------
-
-  /**
-   * Computes a 2-D transposed convolution of a 4-D input with a 4-D filter. Unless
-   * `outputSizes` is given, the output spatial size is
-   * `(inputSize - 1) * stride + (filterSize - 1) * dilation + 1 - beginningPadding - endingPadding + outputPadding`.
-   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.inputLayout`.
-   * @param filter - The 4-D filter tensor, laid out per `options.filterLayout`.
-   * @param options - Padding, strides, dilations, output padding or sizes, groups, layouts and bias.
-   * @returns The 4-D output tensor, laid out per `options.inputLayout`.
-   * @throws TypeError if the input is not floating point or not 4-D, the filter is not 4-D or has
-   * another data type, padding is not of length 4, strides, dilations, outputPadding or
-   * outputSizes not of length 2, a stride, a dilation or `groups` is 0, an output padding is not
-   * smaller than its stride (when outputSizes is absent), an output size is outside
-   * [computed size, computed size + stride) (when outputSizes is given), the input channels do not
-   * match the filter's or are not divisible by `groups`, the bias is not of shape [outputChannels]
-   * and the input's data type, or an output dimension is not valid.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-convtranspose2d
-   */
-  convTranspose2d(input: MLOperand, filter: MLOperand, options?: MLConvTranspose2dOptions): MLOperand;
-
-  // 7.8.12 Element-wise binary operations ---------------------------------------------------
+  // <operator-table: methods>
+  // 7.8.12 add --------------------------------------------------------------------------------
 
   /**
    * Adds two tensors element-wise, broadcasting them per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-add
    */
-  add(a: MLOperand, b: MLOperand): MLOperand;
+  add(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.12 sub --------------------------------------------------------------------------------
+
   /**
    * Subtracts `b` from `a` element-wise, broadcasting them per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-sub
    */
-  sub(a: MLOperand, b: MLOperand): MLOperand;
+  sub(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.12 mul --------------------------------------------------------------------------------
+
   /**
    * Multiplies two tensors element-wise, broadcasting them per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-mul
    */
-  mul(a: MLOperand, b: MLOperand): MLOperand;
+  mul(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.12 div --------------------------------------------------------------------------------
+
   /**
    * Divides `a` by `b` element-wise, broadcasting them per the numpy rule.
+   *
    * @param a - The dividend.
    * @param b - The divisor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-div
    */
-  div(a: MLOperand, b: MLOperand): MLOperand;
+  div(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.12 max --------------------------------------------------------------------------------
+
   /**
    * Takes the element-wise maximum of two tensors, broadcasting them per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-max
    */
-  max(a: MLOperand, b: MLOperand): MLOperand;
+  max(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.12 min --------------------------------------------------------------------------------
+
   /**
    * Takes the element-wise minimum of two tensors, broadcasting them per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-min
    */
-  min(a: MLOperand, b: MLOperand): MLOperand;
+  min(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.12 pow --------------------------------------------------------------------------------
+
   /**
    * Raises `a` to the power `b` element-wise, broadcasting them per the numpy rule.
+   *
    * @param a - The base.
    * @param b - The exponent, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-binary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-pow
    */
-  pow(a: MLOperand, b: MLOperand): MLOperand;
+  pow(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
 
-  // 7.8.13 Element-wise logical operations --------------------------------------------------
+  // 7.8.13 equal ------------------------------------------------------------------------------
 
   /**
    * Compares `a == b` element-wise, broadcasting per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-equal
    */
-  equal(a: MLOperand, b: MLOperand): MLOperand;
+  equal(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.13 greater ----------------------------------------------------------------------------
+
   /**
    * Compares `a > b` element-wise, broadcasting per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-greater
    */
-  greater(a: MLOperand, b: MLOperand): MLOperand;
+  greater(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.13 greaterOrEqual ---------------------------------------------------------------------
+
   /**
    * Compares `a >= b` element-wise, broadcasting per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-greaterorequal
    */
-  greaterOrEqual(a: MLOperand, b: MLOperand): MLOperand;
+  greaterOrEqual(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.13 lesser -----------------------------------------------------------------------------
+
   /**
    * Compares `a < b` element-wise, broadcasting per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-lesser
    */
-  lesser(a: MLOperand, b: MLOperand): MLOperand;
+  lesser(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.13 lesserOrEqual ----------------------------------------------------------------------
+
   /**
    * Compares `a <= b` element-wise, broadcasting per the numpy rule.
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-lesserorequal
    */
-  lesserOrEqual(a: MLOperand, b: MLOperand): MLOperand;
+  lesserOrEqual(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // notEqual ----------------------------------------------------------------------------------
+
   /**
-   * Computes the logical negation of a `"uint8"` tensor element-wise (0 becomes 1, anything else 0).
-   * @param a - The `"uint8"` input tensor.
-   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
-   * @throws TypeError if `a`'s data type is not `"uint8"`.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
-   */
-  not(a: MLOperand): MLOperand;
-  /**
-   * Same as `not()`, under the name later drafts of the spec give it.
-   * @param a - The `"uint8"` input tensor.
-   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
-   * @throws TypeError if `a`'s data type is not `"uint8"`.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (later drafts renamed `not` to `logicalNot`).
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-logical
-   */
-  logicalNot(a: MLOperand): MLOperand;
-  /**
-   * Compares `a != b` element-wise, broadcasting per the numpy rule (NaN is unequal to everything, itself included).
+   * Compares `a != b` element-wise, broadcasting per the numpy rule (NaN is unequal to
+   * everything, itself included).
+   *
    * @param a - The first tensor.
    * @param b - The second tensor, of `a`'s data type.
-   * @param options - `label` only.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if the data types differ or the shapes cannot be broadcast together.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-notequal
    */
   notEqual(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // logicalAnd --------------------------------------------------------------------------------
+
   /**
-   * Computes the logical AND of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
+   * Computes the logical AND of two `"uint8"` tensors element-wise (nonzero is true),
+   * broadcasting per the numpy rule.
+   *
    * @param a - A `"uint8"` tensor.
    * @param b - A `"uint8"` tensor.
-   * @param options - `label` only.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-logicaland
    */
   logicalAnd(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // logicalOr ---------------------------------------------------------------------------------
+
   /**
-   * Computes the logical OR of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
+   * Computes the logical OR of two `"uint8"` tensors element-wise (nonzero is true),
+   * broadcasting per the numpy rule.
+   *
    * @param a - A `"uint8"` tensor.
    * @param b - A `"uint8"` tensor.
-   * @param options - `label` only.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-logicalor
    */
   logicalOr(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // logicalXor --------------------------------------------------------------------------------
+
   /**
-   * Computes the logical XOR of two `"uint8"` tensors element-wise (nonzero is true), broadcasting per the numpy rule.
+   * Computes the logical XOR of two `"uint8"` tensors element-wise (nonzero is true),
+   * broadcasting per the numpy rule.
+   *
    * @param a - A `"uint8"` tensor.
    * @param b - A `"uint8"` tensor.
-   * @param options - `label` only.
+   * @param options - `label`, quoted in error messages.
    * @returns A `"uint8"` tensor of 0 and 1, of the broadcast shape.
-   * @throws TypeError if `a` or `b` is not `"uint8"` or the shapes cannot be broadcast together.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-logicalxor
    */
   logicalXor(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
-  /**
-   * Tests element-wise whether a value is NaN.
-   * @param a - A `"float32"` or `"float16"` tensor.
-   * @param options - `label` only.
-   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
-   * @throws TypeError if `a` is not floating point.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
-   */
-  isNaN(a: MLOperand, options?: MLOperatorOptions): MLOperand;
-  /**
-   * Tests element-wise whether a value is +Infinity or -Infinity.
-   * @param a - A `"float32"` or `"float16"` tensor.
-   * @param options - `label` only.
-   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
-   * @throws TypeError if `a` is not floating point.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
-   */
-  isInfinite(a: MLOperand, options?: MLOperatorOptions): MLOperand;
 
-  // 7.8.14 Element-wise unary operations ----------------------------------------------------
+  // 7.8.14 abs --------------------------------------------------------------------------------
 
   /**
    * Computes the absolute value element-wise.
+   *
    * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input's data type is not one of those.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-abs
    */
-  abs(input: MLOperand): MLOperand;
+  abs(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 ceil -------------------------------------------------------------------------------
+
   /**
    * Rounds up to an integral value element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-ceil
    */
-  ceil(input: MLOperand): MLOperand;
+  ceil(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 cos --------------------------------------------------------------------------------
+
   /**
    * Computes the cosine element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-cos
    */
-  cos(input: MLOperand): MLOperand;
+  cos(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 erf --------------------------------------------------------------------------------
+
   /**
    * Computes the Gauss error function element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-erf
    */
-  erf(input: MLOperand): MLOperand;
+  erf(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 exp --------------------------------------------------------------------------------
+
   /**
    * Computes the natural exponential element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-exp
    */
-  exp(input: MLOperand): MLOperand;
+  exp(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 floor ------------------------------------------------------------------------------
+
   /**
    * Rounds down to an integral value element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-floor
    */
-  floor(input: MLOperand): MLOperand;
+  floor(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 identity ---------------------------------------------------------------------------
+
   /**
    * Copies the input; useful to output an input or a constant from a graph.
+   *
    * @param input - A tensor of any data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor equal to the input.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-identity
    */
-  identity(input: MLOperand): MLOperand;
+  identity(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 log --------------------------------------------------------------------------------
+
   /**
    * Computes the natural logarithm element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-log
    */
-  log(input: MLOperand): MLOperand;
+  log(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 neg --------------------------------------------------------------------------------
+
   /**
    * Negates element-wise.
+   *
    * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input's data type is not one of those.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-neg
    */
-  neg(input: MLOperand): MLOperand;
+  neg(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 reciprocal -------------------------------------------------------------------------
+
   /**
    * Computes the reciprocal `1 / x` element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reciprocal
    */
-  reciprocal(input: MLOperand): MLOperand;
+  reciprocal(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 sin --------------------------------------------------------------------------------
+
   /**
    * Computes the sine element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-sin
    */
-  sin(input: MLOperand): MLOperand;
+  sin(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 sqrt -------------------------------------------------------------------------------
+
   /**
    * Computes the square root element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-sqrt
    */
-  sqrt(input: MLOperand): MLOperand;
+  sqrt(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.14 tan --------------------------------------------------------------------------------
+
   /**
    * Computes the tangent element-wise.
+   *
    * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-unary
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-tan
    */
-  tan(input: MLOperand): MLOperand;
+  tan(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.13 not --------------------------------------------------------------------------------
+
   /**
-   * Rounds to the nearest integral value element-wise, halfway cases to the even one (2.5 gives 2, -0.5 gives -0).
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - `label` only.
+   * Computes the logical negation of a `"uint8"` tensor element-wise (0 becomes 1, anything
+   * else 0).
+   *
+   * @param a - The `"uint8"` input tensor.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-not
+   */
+  not(a: MLOperand): MLOperand;
+
+  // 7.8.35 relu -------------------------------------------------------------------------------
+
+  /**
+   * Computes the rectified linear function `max(0, x)` element-wise.
+   *
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-relu
+   */
+  relu(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a ReLU activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-relu
+   */
+  relu(): MLActivation;
+
+  // 7.8.38 sigmoid ----------------------------------------------------------------------------
+
+  /**
+   * Computes the sigmoid `1 / (1 + exp(-x))` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-sigmoid
+   */
+  sigmoid(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a sigmoid activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-sigmoid
+   */
+  sigmoid(): MLActivation;
+
+  // 7.8.44 tanh -------------------------------------------------------------------------------
+
+  /**
+   * Computes the hyperbolic tangent element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-tanh
+   */
+  tanh(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a hyperbolic tangent activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-tanh
+   */
+  tanh(): MLActivation;
+
+  // isNaN -------------------------------------------------------------------------------------
+
+  /**
+   * Tests element-wise whether a value is NaN.
+   *
+   * @param a - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-isnan
+   */
+  isNaN(a: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // isInfinite --------------------------------------------------------------------------------
+
+  /**
+   * Tests element-wise whether a value is +Infinity or -Infinity.
+   *
+   * @param a - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-isinfinite
+   */
+  isInfinite(a: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // roundEven ---------------------------------------------------------------------------------
+
+  /**
+   * Rounds to the nearest integral value element-wise, halfway cases to the even one (2.5 gives
+   * 2, -0.5 gives -0).
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-roundeven
    */
   roundEven(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // sign --------------------------------------------------------------------------------------
+
   /**
    * Computes the sign element-wise: -1, 0 or 1 (both zeros give +0; NaN gives NaN).
+   *
    * @param input - A `"float32"`, `"float16"`, `"int32"`, `"int64"` or `"int8"` tensor.
-   * @param options - `label` only.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input's data type is not one of those.
-   * @nonstandard Not in the WebNN CRD of 2024-05-15 (added by later drafts).
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-sign
    */
   sign(input: MLOperand, options?: MLOperatorOptions): MLOperand;
 
-  // 7.8.15 elu ------------------------------------------------------------------------------
+  // logicalNot --------------------------------------------------------------------------------
 
   /**
-   * Computes the exponential linear unit `max(0, x) + alpha * (exp(min(0, x)) - 1)` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - The multiplier alpha.
+   * Computes the logical negation of a `"uint8"` tensor element-wise (0 becomes 1, anything
+   * else 0); the current draft's name of `not()`.
+   *
+   * @param a - The `"uint8"` input tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A `"uint8"` tensor of 0 and 1, of `a`'s shape.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-logicalnot
+   */
+  logicalNot(a: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.7 cast --------------------------------------------------------------------------------
+
+  /**
+   * Casts each element of the input to another data type.
+   *
+   * @param input - The input tensor.
+   * @param type - The target data type.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type `type`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-cast
+   */
+  cast(input: MLOperand, type: MLOperandDataType, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.8 clamp -------------------------------------------------------------------------------
+
+  /**
+   * Clamps the input element-wise to the range [minValue, maxValue].
+   *
+   * @param input - The input tensor.
+   * @param options - See `MLClampOptions`.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-elu
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-clamp
    */
-  elu(input: MLOperand, options?: MLEluOptions): MLOperand;
-  /**
-   * Creates an ELU activation for the recurrent operators.
-   * @param options - The multiplier alpha.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-elu
-   */
-  elu(options?: MLEluOptions): MLActivation;
+  clamp(input: MLOperand, options?: MLClampOptions): MLOperand;
 
-  // 7.8.16 expand ---------------------------------------------------------------------------
+  /**
+   * Creates a clamp activation for the recurrent operators.
+   *
+   * @param options - See `MLClampOptions`.
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-clamp
+   */
+  clamp(options?: MLClampOptions): MLActivation;
+
+  // 7.8.47 where ------------------------------------------------------------------------------
+
+  /**
+   * Selects element-wise from `input` where `condition` is non-zero and from `other` elsewhere,
+   * broadcasting all three per the numpy rule.
+   *
+   * @param condition - A `"uint8"` tensor, typically the result of a logical operation.
+   * @param input - The values selected where the condition is true.
+   * @param other - The values selected where the condition is false, of `input`'s data type.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the broadcast shape and `input`'s data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-where
+   */
+  where(condition: MLOperand, input: MLOperand, other: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.37 reshape ----------------------------------------------------------------------------
+
+  /**
+   * Gives the input a new shape with the same number of elements, without changing its data.
+   *
+   * @param input - The input tensor.
+   * @param newShape - The new shape; `[]` makes a scalar.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of shape `newShape` and the input's data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reshape
+   */
+  reshape(input: MLOperand, newShape: number[], options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.45 transpose --------------------------------------------------------------------------
+
+  /**
+   * Permutes the dimensions of the input; by default reverses them.
+   *
+   * @param input - The input tensor.
+   * @param options - See `MLTransposeOptions`.
+   * @returns The permuted tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-transpose
+   */
+  transpose(input: MLOperand, options?: MLTransposeOptions): MLOperand;
+
+  // 7.8.9 concat ------------------------------------------------------------------------------
+
+  /**
+   * Concatenates tensors along an axis.
+   *
+   * @param inputs - The tensors: same data type, same rank, same sizes except along `axis`.
+   * @param axis - The axis to concatenate along, below the inputs' rank.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor whose size along `axis` is the sum of the inputs' sizes.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-concat
+   */
+  concat(inputs: MLOperand[], axis: number, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.39 slice ------------------------------------------------------------------------------
+
+  /**
+   * Extracts a slice of the input: `sizes[d]` elements from `starts[d]` in each dimension d.
+   *
+   * @param input - The input tensor.
+   * @param starts - The starting index in each dimension (one per dimension).
+   * @param sizes - The number of elements in each dimension (one per dimension, non-zero).
+   * @param options - See `MLSliceOptions`.
+   * @returns A tensor of shape `sizes` (with strides: `ceil(sizes[d] / strides[d])` in each
+   * dimension d) and the input's data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-slice
+   */
+  slice(input: MLOperand, starts: number[], sizes: number[], options?: MLSliceOptions): MLOperand;
+
+  // 7.8.43 split ------------------------------------------------------------------------------
+
+  /**
+   * Splits the input along an axis into equal parts (`splits` a number) or parts of the given
+   * sizes (`splits` a list).
+   *
+   * @param input - The input tensor.
+   * @param splits - The number of equal parts, or the size of each part along the axis.
+   * @param options - See `MLSplitOptions`.
+   * @returns The parts, in order along the axis.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-split
+   */
+  split(input: MLOperand, splits: number | number[], options?: MLSplitOptions): MLOperand[];
+
+  // 7.8.16 expand -----------------------------------------------------------------------------
 
   /**
    * Broadcasts the input to a new shape: each input dimension must be 1 or equal to the
    * corresponding (trailing-aligned) dimension of `newShape`.
+   *
    * @param input - The input tensor.
    * @param newShape - The target shape.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the broadcast shape and the input's data type.
-   * @throws TypeError if the input's shape is not unidirectionally broadcastable to `newShape`.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-expand
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-expand
    */
-  expand(input: MLOperand, newShape: number[]): MLOperand;
+  expand(input: MLOperand, newShape: number[], options?: MLOperatorOptions): MLOperand;
 
-  // 7.8.17 gather ---------------------------------------------------------------------------
+  // 7.8.15 elu --------------------------------------------------------------------------------
 
   /**
-   * Gathers slices of the input along an axis at the given indices.
+   * Computes the exponential linear unit `max(0, x) + alpha * (exp(min(0, x)) - 1)`
+   * element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLEluOptions`.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-elu
+   */
+  elu(input: MLOperand, options?: MLEluOptions): MLOperand;
+
+  /**
+   * Creates an ELU activation for the recurrent operators.
+   *
+   * @param options - See `MLEluOptions`.
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-elu
+   */
+  elu(options?: MLEluOptions): MLActivation;
+
+  // 7.8.18 gelu -------------------------------------------------------------------------------
+
+  /**
+   * Computes the Gaussian error linear unit `0.5 * x * (1 + erf(x / sqrt(2)))` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gelu
+   */
+  gelu(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a GELU activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gelu
+   */
+  gelu(): MLActivation;
+
+  // 7.8.22 hardSigmoid ------------------------------------------------------------------------
+
+  /**
+   * Computes the hard sigmoid `max(0, min(1, alpha * x + beta))` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLHardSigmoidOptions`.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-hardsigmoid
+   */
+  hardSigmoid(input: MLOperand, options?: MLHardSigmoidOptions): MLOperand;
+
+  /**
+   * Creates a hard sigmoid activation for the recurrent operators.
+   *
+   * @param options - See `MLHardSigmoidOptions`.
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-hardsigmoid
+   */
+  hardSigmoid(options?: MLHardSigmoidOptions): MLActivation;
+
+  // 7.8.23 hardSwish --------------------------------------------------------------------------
+
+  /**
+   * Computes the hard swish `x * max(0, min(6, x + 3)) / 6` [MobileNetV3] element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-hardswish
+   */
+  hardSwish(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a hard swish activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-hardswish
+   */
+  hardSwish(): MLActivation;
+
+  // 7.8.26 leakyRelu --------------------------------------------------------------------------
+
+  /**
+   * Computes the leaky rectified linear function `max(0, x) + alpha * min(0, x)` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLLeakyReluOptions`.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-leakyrelu
+   */
+  leakyRelu(input: MLOperand, options?: MLLeakyReluOptions): MLOperand;
+
+  /**
+   * Creates a leaky ReLU activation for the recurrent operators.
+   *
+   * @param options - See `MLLeakyReluOptions`.
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-leakyrelu
+   */
+  leakyRelu(options?: MLLeakyReluOptions): MLActivation;
+
+  // 7.8.27 linear -----------------------------------------------------------------------------
+
+  /**
+   * Computes the linear function `alpha * x + beta` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLLinearOptions`.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-linear
+   */
+  linear(input: MLOperand, options?: MLLinearOptions): MLOperand;
+
+  /**
+   * Creates a linear activation for the recurrent operators.
+   *
+   * @param options - See `MLLinearOptions`.
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-linear
+   */
+  linear(options?: MLLinearOptions): MLActivation;
+
+  // 7.8.41 softplus ---------------------------------------------------------------------------
+
+  /**
+   * Computes the softplus `ln(1 + exp(x))` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-softplus
+   */
+  softplus(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a softplus activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-softplus
+   */
+  softplus(): MLActivation;
+
+  // 7.8.42 softsign ---------------------------------------------------------------------------
+
+  /**
+   * Computes the softsign `x / (1 + |x|)` element-wise.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-softsign
+   */
+  softsign(input: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a softsign activation for the recurrent operators.
+   *
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-softsign
+   */
+  softsign(): MLActivation;
+
+  // 7.8.33 prelu ------------------------------------------------------------------------------
+
+  /**
+   * Computes the parametric rectified linear function `max(0, x) + slope * min(0, x)`
+   * element-wise, with a learned slope tensor.
+   *
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
+   * @param slope - The slope, of the input's data type, unidirectionally broadcastable to the
+   * input's shape.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-prelu
+   */
+  prelu(input: MLOperand, slope: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.40 softmax ----------------------------------------------------------------------------
+
+  /**
+   * Computes the softmax of the input along an axis.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param axis - The axis along which the softmax is computed, below the input's rank.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-softmax
+   */
+  softmax(input: MLOperand, axis: number, options?: MLOperatorOptions): MLOperand;
+
+  /**
+   * Creates a softmax activation for the recurrent operators; a recurrent operator throws a
+   * `TypeError` when `axis` is not below the rank of its gate tensors.
+   *
+   * @param axis - The axis along which the softmax is computed.
+   * @returns The activation.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-softmax
+   */
+  softmax(axis: number): MLActivation;
+
+  // 7.8.30 matmul -----------------------------------------------------------------------------
+
+  /**
+   * Computes the matrix product of the last two dimensions of two tensors, broadcasting the
+   * leading (batch) dimensions per the numpy rule. Throws a TypeError if `a` is not floating
+   * point, `b` has another data type, either rank is below 2, the inner dimensions differ, or
+   * the batch dimensions cannot be broadcast together.
+   *
+   * @param a - A tensor of rank 2 or more [..., M, K] (`"float32"` or `"float16"`).
+   * @param b - A tensor of rank 2 or more [..., K, N], of `a`'s data type.
+   * @param options - `label`, quoted in error messages.
+   * @returns The [...broadcast batch, M, N] product.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-matmul
+   */
+  matmul(a: MLOperand, b: MLOperand, options?: MLOperatorOptions): MLOperand;
+
+  // 7.8.19 gemm -------------------------------------------------------------------------------
+
+  /**
+   * Computes the general matrix multiplication `alpha * A * B + beta * C` of 2-D tensors, where
+   * A is [M, K] (or [K, M] with aTranspose) and B is [K, N] (or [N, K] with bTranspose). Throws
+   * a TypeError if `a` is not floating point, `b` or `c` has another data type, `a` or `b` is
+   * not 2-D, the inner dimensions differ, or `c` is not broadcastable to [M, N].
+   *
+   * @param a - The 2-D first matrix (`"float32"` or `"float16"`).
+   * @param b - The 2-D second matrix, of `a`'s data type.
+   * @param options - See `MLGemmOptions`.
+   * @returns The 2-D [M, N] tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gemm
+   */
+  gemm(a: MLOperand, b: MLOperand, options?: MLGemmOptions): MLOperand;
+
+  // 7.8.10 conv2d -----------------------------------------------------------------------------
+
+  /**
+   * Computes a 2-D convolution of a 4-D input with a 4-D filter. The output spatial size is
+   * `floor(1 + (inputSize - (filterSize - 1) * dilation - 1 + beginningPadding + endingPadding)
+   * / stride)`. Throws a TypeError if the input is not floating point or not 4-D, the filter is
+   * not 4-D or has another data type, padding is not of length 4, strides or dilations not of
+   * length 2, a stride, a dilation or `groups` is 0, the input channels are not divisible by
+   * `groups` or do not match the filter's input channels, the output channels are not divisible
+   * by `groups`, the bias is not of shape [outputChannels] and the input's data type, or an
+   * output dimension is not valid (the dilated filter is larger than the padded input).
+   *
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per
+   * `options.inputLayout`.
+   * @param filter - The 4-D filter tensor, laid out per `options.filterLayout`.
+   * @param options - See `MLConv2dOptions`.
+   * @returns The 4-D output tensor, laid out per `options.inputLayout`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-conv2d
+   */
+  conv2d(input: MLOperand, filter: MLOperand, options?: MLConv2dOptions): MLOperand;
+
+  // 7.8.11 convTranspose2d --------------------------------------------------------------------
+
+  /**
+   * Computes a 2-D transposed convolution of a 4-D input with a 4-D filter. Unless
+   * `outputSizes` is given, the output spatial size is `(inputSize - 1) * stride + (filterSize
+   * - 1) * dilation + 1 - beginningPadding - endingPadding + outputPadding`. Throws a TypeError
+   * if the input is not floating point or not 4-D, the filter is not 4-D or has another data
+   * type, padding is not of length 4, strides, dilations, outputPadding or outputSizes not of
+   * length 2, a stride, a dilation or `groups` is 0, an output padding is not smaller than its
+   * stride (when outputSizes is absent), an output size is outside [computed size, computed
+   * size + stride) (when outputSizes is given), the input channels do not match the filter's or
+   * are not divisible by `groups`, the bias is not of shape [outputChannels] and the input's
+   * data type, or an output dimension is not valid.
+   *
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per
+   * `options.inputLayout`.
+   * @param filter - The 4-D filter tensor, laid out per `options.filterLayout`.
+   * @param options - See `MLConvTranspose2dOptions`.
+   * @returns The 4-D output tensor, laid out per `options.inputLayout`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-convtranspose2d
+   */
+  convTranspose2d(input: MLOperand, filter: MLOperand, options?: MLConvTranspose2dOptions): MLOperand;
+
+  // 7.8.32 averagePool2d ----------------------------------------------------------------------
+
+  /**
+   * Computes the average of each window of the input's spatial dimensions.
+   *
+   * @param input - The 4-D input tensor, in `options.layout`.
+   * @param options - See `MLPool2dOptions`.
+   * @returns The 4-D pooled tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-averagepool2d
+   */
+  averagePool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
+
+  // 7.8.32 l2Pool2d ---------------------------------------------------------------------------
+
+  /**
+   * Computes the L2 norm (square root of the sum of squares) of each window of the input's
+   * spatial dimensions.
+   *
+   * @param input - The 4-D input tensor, in `options.layout`.
+   * @param options - See `MLPool2dOptions`.
+   * @returns The 4-D pooled tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-l2pool2d
+   */
+  l2Pool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
+
+  // 7.8.32 maxPool2d --------------------------------------------------------------------------
+
+  /**
+   * Computes the maximum of each window of the input's spatial dimensions.
+   *
+   * @param input - The 4-D input tensor, in `options.layout`.
+   * @param options - See `MLPool2dOptions`.
+   * @returns The 4-D pooled tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-maxpool2d
+   */
+  maxPool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
+
+  // 7.8.6 batchNormalization ------------------------------------------------------------------
+
+  /**
+   * Normalizes the input with precomputed per-feature mean and variance: `scale * (input -
+   * mean) / sqrt(variance + epsilon) + bias`.
+   *
+   * @param input - The N-D input tensor (`"float32"` or `"float16"`).
+   * @param mean - The 1-D mean tensor of shape [input.shape[axis]].
+   * @param variance - The 1-D variance tensor of shape [input.shape[axis]].
+   * @param options - See `MLBatchNormalizationOptions`.
+   * @returns The normalized tensor, of the input's shape and type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-batchnormalization
+   */
+  batchNormalization(input: MLOperand, mean: MLOperand, variance: MLOperand, options?: MLBatchNormalizationOptions): MLOperand;
+
+  // 7.8.24 instanceNormalization --------------------------------------------------------------
+
+  /**
+   * Normalizes each channel of each batch over its spatial dimensions: `scale * (input - mean)
+   * / sqrt(variance + epsilon) + bias`.
+   *
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`).
+   * @param options - See `MLInstanceNormalizationOptions`.
+   * @returns The normalized tensor, of the input's shape and type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-instancenormalization
+   */
+  instanceNormalization(input: MLOperand, options?: MLInstanceNormalizationOptions): MLOperand;
+
+  // 7.8.25 layerNormalization -----------------------------------------------------------------
+
+  /**
+   * Normalizes the input over the given axes: `scale * (input - mean) / sqrt(variance +
+   * epsilon) + bias`.
+   *
+   * @param input - The N-D input tensor (`"float32"` or `"float16"`).
+   * @param options - See `MLLayerNormalizationOptions`.
+   * @returns The normalized tensor, of the input's shape and type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-layernormalization
+   */
+  layerNormalization(input: MLOperand, options?: MLLayerNormalizationOptions): MLOperand;
+
+  // 7.8.34 reduceL1 ---------------------------------------------------------------------------
+
+  /**
+   * Reduces by the sum of absolute values. Throws a TypeError if the input's data type is not
+   * float32, float16, int32 or uint32, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducel1
+   */
+  reduceL1(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceL2 ---------------------------------------------------------------------------
+
+  /**
+   * Reduces by the square root of the sum of squares. Throws a TypeError if the input is not
+   * floating point, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducel2
+   */
+  reduceL2(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceLogSum -----------------------------------------------------------------------
+
+  /**
+   * Reduces by the natural logarithm of the sum. Throws a TypeError if the input is not
+   * floating point, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducelogsum
+   */
+  reduceLogSum(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceLogSumExp --------------------------------------------------------------------
+
+  /**
+   * Reduces by the natural logarithm of the sum of exponentials. Throws a TypeError if the
+   * input is not floating point, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducelogsumexp
+   */
+  reduceLogSumExp(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceMax --------------------------------------------------------------------------
+
+  /**
+   * Reduces by the maximum. Throws a TypeError if an axis is out of range or repeated.
+   *
+   * @param input - A tensor of any data type.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducemax
+   */
+  reduceMax(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceMean -------------------------------------------------------------------------
+
+  /**
+   * Reduces by the arithmetic mean. Throws a TypeError if the input is not floating point, or
+   * an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"` or `"float16"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducemean
+   */
+  reduceMean(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceMin --------------------------------------------------------------------------
+
+  /**
+   * Reduces by the minimum. Throws a TypeError if an axis is out of range or repeated.
+   *
+   * @param input - A tensor of any data type.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducemin
+   */
+  reduceMin(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceProduct ----------------------------------------------------------------------
+
+  /**
+   * Reduces by the product. Throws a TypeError if the input's data type is not float32,
+   * float16, int32 or uint32, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reduceproduct
+   */
+  reduceProduct(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceSum --------------------------------------------------------------------------
+
+  /**
+   * Reduces by the sum. Throws a TypeError if the input's data type is not float32, float16,
+   * int32 or uint32, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducesum
+   */
+  reduceSum(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.34 reduceSumSquare --------------------------------------------------------------------
+
+  /**
+   * Reduces by the sum of squares. Throws a TypeError if the input's data type is not float32,
+   * float16, int32 or uint32, or an axis is out of range or repeated.
+   *
+   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
+   * @param options - See `MLReduceOptions`.
+   * @returns The reduced tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reducesumsquare
+   */
+  reduceSumSquare(input: MLOperand, options?: MLReduceOptions): MLOperand;
+
+  // 7.8.5 argMin ------------------------------------------------------------------------------
+
+  /**
+   * Returns the indices of the minimum values along the given axes. Throws a TypeError if an
+   * axis is out of range or repeated.
+   *
+   * @param input - The input tensor.
+   * @param options - See `MLArgMinMaxOptions`.
+   * @returns An `"int64"` tensor of the reduced shape.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-argmin
+   */
+  argMin(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
+
+  /**
+   * The current draft's form: the index of the minimum along `axis`, as
+   * `options.outputDataType` (`"int32"`, the default, or `"int64"`).
+   *
+   * @param input - The input tensor.
+   * @param axis - The dimension to reduce, in the range [0, N-1] where N is the input's rank.
+   * @param options - See `MLArgMinMaxOptions`.
+   * @returns A tensor of the reduced shape and `options.outputDataType`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-argmin
+   */
+  argMin(input: MLOperand, axis: number, options?: MLArgMinMaxOptions): MLOperand;
+
+  // 7.8.5 argMax ------------------------------------------------------------------------------
+
+  /**
+   * Returns the indices of the maximum values along the given axes. Throws a TypeError if an
+   * axis is out of range or repeated.
+   *
+   * @param input - The input tensor.
+   * @param options - See `MLArgMinMaxOptions`.
+   * @returns An `"int64"` tensor of the reduced shape.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-argmax
+   */
+  argMax(input: MLOperand, options?: MLArgMinMaxOptions): MLOperand;
+
+  /**
+   * The current draft's form: the index of the maximum along `axis`, as
+   * `options.outputDataType` (`"int32"`, the default, or `"int64"`).
+   *
+   * @param input - The input tensor.
+   * @param axis - The dimension to reduce, in the range [0, N-1] where N is the input's rank.
+   * @param options - See `MLArgMinMaxOptions`.
+   * @returns A tensor of the reduced shape and `options.outputDataType`.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-argmax
+   */
+  argMax(input: MLOperand, axis: number, options?: MLArgMinMaxOptions): MLOperand;
+
+  // 7.8.17 gather -----------------------------------------------------------------------------
+
+  /**
+   * Gathers slices of the input along an axis at the given indices. Throws a TypeError if the
+   * indices' data type is not `"int32"`, `"uint32"` or `"int64"`, or `axis` is not below the
+   * input's rank.
+   *
    * @param input - The input tensor.
    * @param indices - An `"int32"`, `"uint32"` or `"int64"` tensor of indices into `input`'s
    * dimension `axis`, of size n. A negative index counts from the end (i + n); an index still
    * outside [0, n-1] is clamped into it at run time (as Chromium's CPU backends do).
-   * @param options - The axis.
+   * @param options - See `MLGatherOptions`.
    * @returns A tensor of rank input rank + indices rank - 1: input.shape()[0..axis) ++
    * indices.shape() ++ input.shape()(axis..).
-   * @throws TypeError if the indices' data type is not one of those, or `axis` is not below the
-   * input's rank.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gather
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gather
    */
   gather(input: MLOperand, indices: MLOperand, options?: MLGatherOptions): MLOperand;
 
-  // gatherElements, gatherND, scatterElements, scatterND (current draft) ---------------------
-  // Indices are `"int32"`, `"uint32"` or `"int64"`; each index addresses one input dimension
-  // of size n: a negative index counts from the end (i + n) and one still outside [0, n-1] is
-  // clamped into it at run time, as for gather(). Every input data type is accepted.
+  // 7.8.31 pad --------------------------------------------------------------------------------
 
   /**
-   * ONNX GatherElements: output[c] = input[c with c[axis] replaced by indices[c]].
+   * Pads the edges of the input with a constant or with mirrored or repeated values; each
+   * output dimension is beginningPadding + input size + endingPadding. Throws a TypeError if
+   * either padding list's length is not the input's rank, an output dimension is not valid, or
+   * (as in Chromium) a padding exceeds size - 1 in mode `"reflection"` or size in mode
+   * `"symmetric"`.
+   *
+   * @param input - The input tensor.
+   * @param beginningPadding - The padding at the beginning of each dimension (one per
+   * dimension).
+   * @param endingPadding - The padding at the end of each dimension (one per dimension).
+   * @param options - See `MLPadOptions`.
+   * @returns The padded tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-pad
+   */
+  pad(input: MLOperand, beginningPadding: number[], endingPadding: number[], options?: MLPadOptions): MLOperand;
+
+  // 7.8.36 resample2d -------------------------------------------------------------------------
+
+  /**
+   * Resamples two consecutive dimensions of a 4-D tensor to new sizes by scales or target
+   * sizes. Throws a TypeError if the input is not floating point or not 4-D, scales or sizes is
+   * not of length 2 or holds a value not greater than 0, axes is not [0, 1], [1, 2] or [2, 3],
+   * or an output dimension is not valid.
+   *
+   * @param input - The 4-D input tensor (`"float32"` or `"float16"`).
+   * @param options - See `MLResample2dOptions`.
+   * @returns The resampled 4-D tensor.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-resample2d
+   */
+  resample2d(input: MLOperand, options?: MLResample2dOptions): MLOperand;
+
+  // 7.8.46 triangular -------------------------------------------------------------------------
+
+  /**
+   * Keeps the upper or lower triangular part of a matrix (or of each matrix of the last two
+   * dimensions) and zeroes the rest. Throws a TypeError if the input's rank is below 2.
+   *
+   * @param input - A tensor of rank 2 or more.
+   * @param options - See `MLTriangularOptions`.
+   * @returns A tensor of the input's shape and data type.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-triangular
+   */
+  triangular(input: MLOperand, options?: MLTriangularOptions): MLOperand;
+
+  // gatherElements ----------------------------------------------------------------------------
+
+  /**
+   * ONNX GatherElements: output[c] = input[c with c[axis] replaced by indices[c]]. Throws a
+   * TypeError for a rank-0 input, another rank of indices, a dimension of indices larger than
+   * the input's (other than `axis`), an index data type not listed, or `axis` not below the
+   * input's rank.
+   *
+   * @param input - The input tensor, of any data type.
    * @param indices - Of the input's rank, no larger than the input in any dimension but `axis`.
+   * @param options - See `MLGatherOptions`.
    * @returns A tensor of the indices' shape and the input's data type.
-   * @throws TypeError for a rank-0 input, another rank of indices, a dimension of indices
-   * larger than the input's (other than `axis`), an index data type not listed, or `axis` not
-   * below the input's rank.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gatherelements
    */
   gatherElements(input: MLOperand, indices: MLOperand, options?: MLGatherOptions): MLOperand;
 
+  // gatherND ----------------------------------------------------------------------------------
+
   /**
-   * ONNX GatherND (batch_dims 0): each row of the last dimension of indices (k values,
-   * 1 <= k <= input rank) addresses a slice input[i0, .., ik-1].
+   * ONNX GatherND (batch_dims 0): each row of the last dimension of indices (k values, 1 <= k
+   * <= input rank) addresses a slice input[i0, .., ik-1]. Throws a TypeError for rank-0 input
+   * or indices, k outside [1, input rank], an index data type not listed, or an output of rank
+   * above 8.
+   *
+   * @param input - The input tensor, of any data type.
+   * @param indices - An `"int32"`, `"uint32"` or `"int64"` tensor of index tuples along its
+   * last dimension.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of shape indices.shape[0..-1] ++ input.shape[k..].
-   * @throws TypeError for rank-0 input or indices, k outside [1, input rank], an index data
-   * type not listed, or an output of rank above 8.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gathernd
    */
   gatherND(input: MLOperand, indices: MLOperand, options?: MLOperatorOptions): MLOperand;
 
+  // scatterElements ---------------------------------------------------------------------------
+
   /**
    * ONNX ScatterElements without reduction: the input with updates[c] written at c with c[axis]
    * replaced by indices[c]. Where indices repeat, the update last in row-major order wins.
+   *
+   * @param input - The input tensor, of any data type.
    * @param indices - As for gatherElements().
    * @param updates - Of the indices' shape and the input's data type.
+   * @param options - See `MLScatterOptions`.
    * @returns A tensor of the input's shape and data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-scatterelements
    */
   scatterElements(input: MLOperand, indices: MLOperand, updates: MLOperand, options?: MLScatterOptions): MLOperand;
 
+  // scatterND ---------------------------------------------------------------------------------
+
   /**
    * ONNX ScatterND without reduction: the input with each slice addressed by a row of indices
    * (as in gatherND) replaced by the matching slice of updates. Where rows repeat, the row last
    * in order wins.
-   * @param updates - Of shape indices.shape[0..-1] ++ input.shape[k..] and the input's data type.
+   *
+   * @param input - The input tensor, of any data type.
+   * @param indices - An `"int32"`, `"uint32"` or `"int64"` tensor of index tuples along its
+   * last dimension.
+   * @param updates - Of shape indices.shape[0..-1] ++ input.shape[k..] and the input's data
+   * type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-scatternd
    */
   scatterND(input: MLOperand, indices: MLOperand, updates: MLOperand, options?: MLOperatorOptions): MLOperand;
 
-  // 7.8.18 gelu -----------------------------------------------------------------------------
-
-  /**
-   * Computes the Gaussian error linear unit `0.5 * x * (1 + erf(x / sqrt(2)))` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gelu
-   */
-  gelu(input: MLOperand): MLOperand;
-  /**
-   * Creates a GELU activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gelu
-   */
-  gelu(): MLActivation;
-
-  // 7.8.19 gemm -----------------------------------------------------------------------------
-
-  /**
-   * Computes the general matrix multiplication `alpha * A * B + beta * C` of 2-D tensors, where
-   * A is [M, K] (or [K, M] with aTranspose) and B is [K, N] (or [N, K] with bTranspose).
-   * @param a - The 2-D first matrix (`"float32"` or `"float16"`).
-   * @param b - The 2-D second matrix, of `a`'s data type.
-   * @param options - c, alpha, beta, aTranspose and bTranspose.
-   * @returns The 2-D [M, N] tensor.
-   * @throws TypeError if `a` is not floating point, `b` or `c` has another data type, `a` or `b`
-   * is not 2-D, the inner dimensions differ, or `c` is not broadcastable to [M, N].
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gemm
-   */
-  gemm(a: MLOperand, b: MLOperand, options?: MLGemmOptions): MLOperand;
-
-  // 7.8.20 gru ------------------------------------------------------------------------------
+  // 7.8.20 gru --------------------------------------------------------------------------------
 
   /**
    * Runs a Gated Recurrent Unit [GRU] network over a sequence.
-   * @param input - The 3-D input tensor [steps, batchSize, inputSize] (`"float32"` or `"float16"`).
+   *
+   * @param input - The 3-D input tensor [steps, batchSize, inputSize] (`"float32"` or
+   * `"float16"`).
    * @param weight - The 3-D input weight tensor [numDirections, 3 * hiddenSize, inputSize].
-   * @param recurrentWeight - The 3-D recurrent weight tensor [numDirections, 3 * hiddenSize, hiddenSize].
+   * @param recurrentWeight - The 3-D recurrent weight tensor [numDirections, 3 * hiddenSize,
+   * hiddenSize].
    * @param steps - The number of time steps; must equal input.shape()[0].
    * @param hiddenSize - The size of the hidden state.
-   * @param options - Biases, initial state, resetAfter, returnSequence, direction, layout, activations.
+   * @param options - See `MLGruOptions`.
    * @returns `[output]`, or `[output, sequence]` when `returnSequence` is true: `output` is the
-   * 3-D [numDirections, batchSize, hiddenSize] hidden state of the last step, `sequence` the 4-D
-   * [steps, numDirections, batchSize, hiddenSize] outputs of every step.
-   * @throws TypeError if the input is not floating point or not 3-D, a tensor has another data
-   * type or a shape other than above, `6 * hiddenSize` is not a valid dimension, `activations`
-   * is not of length 2, or an activation was created by another builder or rejects the
-   * [batchSize, hiddenSize] gate shape.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-gru
+   * 3-D [numDirections, batchSize, hiddenSize] hidden state of the last step, `sequence` the
+   * 4-D [steps, numDirections, batchSize, hiddenSize] outputs of every step.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-gru
    */
-  gru(
-    input: MLOperand,
-    weight: MLOperand,
-    recurrentWeight: MLOperand,
-    steps: number,
-    hiddenSize: number,
-    options?: MLGruOptions,
-  ): MLOperand[];
+  gru(input: MLOperand, weight: MLOperand, recurrentWeight: MLOperand, steps: number, hiddenSize: number, options?: MLGruOptions): MLOperand[];
 
-  // 7.8.21 gruCell --------------------------------------------------------------------------
+  // 7.8.21 gruCell ----------------------------------------------------------------------------
 
   /**
    * Computes a single time step of a Gated Recurrent Unit [GRU] network.
+   *
    * @param input - The 2-D input tensor [batchSize, inputSize] (`"float32"` or `"float16"`).
    * @param weight - The 2-D input weight tensor [3 * hiddenSize, inputSize].
    * @param recurrentWeight - The 2-D recurrent weight tensor [3 * hiddenSize, hiddenSize].
    * @param hiddenState - The 2-D hidden state [batchSize, hiddenSize].
    * @param hiddenSize - The size of the hidden state.
-   * @param options - Biases, resetAfter, layout and activations.
+   * @param options - See `MLGruCellOptions`.
    * @returns The 2-D [batchSize, hiddenSize] new hidden state.
-   * @throws TypeError if the input is not floating point or not 2-D, a tensor has another data
-   * type or a shape other than above, `6 * hiddenSize` is not a valid dimension, `activations`
-   * is not of length 2, or an activation was created by another builder or rejects the
-   * [batchSize, hiddenSize] gate shape.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-grucell
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-grucell
    */
-  gruCell(
-    input: MLOperand,
-    weight: MLOperand,
-    recurrentWeight: MLOperand,
-    hiddenState: MLOperand,
-    hiddenSize: number,
-    options?: MLGruCellOptions,
-  ): MLOperand;
+  gruCell(input: MLOperand, weight: MLOperand, recurrentWeight: MLOperand, hiddenState: MLOperand, hiddenSize: number, options?: MLGruCellOptions): MLOperand;
 
-  // 7.8.22 hardSigmoid ----------------------------------------------------------------------
-
-  /**
-   * Computes the hard sigmoid `max(0, min(1, alpha * x + beta))` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - alpha and beta.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardsigmoid
-   */
-  hardSigmoid(input: MLOperand, options?: MLHardSigmoidOptions): MLOperand;
-  /**
-   * Creates a hard sigmoid activation for the recurrent operators.
-   * @param options - alpha and beta.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardsigmoid
-   */
-  hardSigmoid(options?: MLHardSigmoidOptions): MLActivation;
-
-  // 7.8.23 hardSwish ------------------------------------------------------------------------
-
-  /**
-   * Computes the hard swish `x * max(0, min(6, x + 3)) / 6` [MobileNetV3] element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardswish
-   */
-  hardSwish(input: MLOperand): MLOperand;
-  /**
-   * Creates a hard swish activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-hardswish
-   */
-  hardSwish(): MLActivation;
-
-  // 7.8.24 instanceNormalization ------------------------------------------------------------
-
-  /**
-   * Normalizes each channel of each sample over its spatial dimensions [Instance-Normalization],
-   * with mean and variance computed on the fly.
-   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
-   * @param options - Scale, bias, epsilon and layout.
-   * @returns The normalized tensor, of the input's shape.
-   * @throws TypeError if the input is not floating point or not 4-D, or scale or bias does not
-   * have the input's data type and the shape [channels].
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-instancenorm
-   */
-  instanceNormalization(input: MLOperand, options?: MLInstanceNormalizationOptions): MLOperand;
-
-  // 7.8.25 layerNormalization ---------------------------------------------------------------
-
-  /**
-   * Normalizes each sample over the given axes [Layer-Normalization], with mean and variance
-   * computed on the fly.
-   * @param input - The N-D input tensor (`"float32"` or `"float16"`).
-   * @param options - Scale, bias, axes and epsilon.
-   * @returns The normalized tensor, of the input's shape.
-   * @throws TypeError if the input is not floating point, an axis is not below the input's rank,
-   * or scale or bias does not have the input's data type, a rank equal to the number of axes and
-   * the sizes of the input dimensions at those axes.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-layernorm
-   */
-  layerNormalization(input: MLOperand, options?: MLLayerNormalizationOptions): MLOperand;
-
-  // 7.8.26 leakyRelu ------------------------------------------------------------------------
-
-  /**
-   * Computes the leaky rectified linear function `max(0, x) + alpha * min(0, x)` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - The slope alpha.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-leakyrelu
-   */
-  leakyRelu(input: MLOperand, options?: MLLeakyReluOptions): MLOperand;
-  /**
-   * Creates a leaky ReLU activation for the recurrent operators.
-   * @param options - The slope alpha.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-leakyrelu
-   */
-  leakyRelu(options?: MLLeakyReluOptions): MLActivation;
-
-  // 7.8.27 linear ---------------------------------------------------------------------------
-
-  /**
-   * Computes the linear function `alpha * x + beta` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - alpha and beta.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-linear
-   */
-  linear(input: MLOperand, options?: MLLinearOptions): MLOperand;
-  /**
-   * Creates a linear activation for the recurrent operators.
-   * @param options - alpha and beta.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-linear
-   */
-  linear(options?: MLLinearOptions): MLActivation;
-
-  // 7.8.28 lstm -----------------------------------------------------------------------------
+  // 7.8.28 lstm -------------------------------------------------------------------------------
 
   /**
    * Runs a Long Short-Term Memory [LSTM] network over a sequence.
-   * @param input - The 3-D input tensor [steps, batchSize, inputSize] (`"float32"` or `"float16"`).
+   *
+   * @param input - The 3-D input tensor [steps, batchSize, inputSize] (`"float32"` or
+   * `"float16"`).
    * @param weight - The 3-D input weight tensor [numDirections, 4 * hiddenSize, inputSize].
-   * @param recurrentWeight - The 3-D recurrent weight tensor [numDirections, 4 * hiddenSize, hiddenSize].
+   * @param recurrentWeight - The 3-D recurrent weight tensor [numDirections, 4 * hiddenSize,
+   * hiddenSize].
    * @param steps - The number of time steps; must equal input.shape()[0].
    * @param hiddenSize - The size of the hidden state.
-   * @param options - Biases, peephole weight, initial states, returnSequence, direction, layout, activations.
+   * @param options - See `MLLstmOptions`.
    * @returns `[hidden, cell]`, or `[hidden, cell, sequence]` when `returnSequence` is true:
    * `hidden` and `cell` are the 3-D [numDirections, batchSize, hiddenSize] states of the last
-   * step, `sequence` the 4-D [steps, numDirections, batchSize, hiddenSize] outputs of every step.
-   * @throws TypeError if the input is not floating point or not 3-D, a tensor has another data
-   * type or a shape other than above, `8 * hiddenSize` is not a valid dimension, `activations`
-   * is not of length 3, or an activation was created by another builder or rejects the
-   * [batchSize, hiddenSize] gate shape.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-lstm
+   * step, `sequence` the 4-D [steps, numDirections, batchSize, hiddenSize] outputs of every
+   * step.
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-lstm
    */
-  lstm(
-    input: MLOperand,
-    weight: MLOperand,
-    recurrentWeight: MLOperand,
-    steps: number,
-    hiddenSize: number,
-    options?: MLLstmOptions,
-  ): MLOperand[];
+  lstm(input: MLOperand, weight: MLOperand, recurrentWeight: MLOperand, steps: number, hiddenSize: number, options?: MLLstmOptions): MLOperand[];
 
-  // 7.8.29 lstmCell -------------------------------------------------------------------------
+  // 7.8.29 lstmCell ---------------------------------------------------------------------------
 
   /**
    * Computes a single time step of a Long Short-Term Memory [LSTM] network.
+   *
    * @param input - The 2-D input tensor [batchSize, inputSize] (`"float32"` or `"float16"`).
    * @param weight - The 2-D input weight tensor [4 * hiddenSize, inputSize].
    * @param recurrentWeight - The 2-D recurrent weight tensor [4 * hiddenSize, hiddenSize].
    * @param hiddenState - The 2-D hidden state [batchSize, hiddenSize].
    * @param cellState - The 2-D cell state [batchSize, hiddenSize].
    * @param hiddenSize - The size of the hidden state.
-   * @param options - Biases, peephole weight, layout and activations.
+   * @param options - See `MLLstmCellOptions`.
    * @returns `[hidden, cell]`: the new 2-D [batchSize, hiddenSize] hidden and cell states.
-   * @throws TypeError if the input is not floating point or not 2-D, a tensor has another data
-   * type or a shape other than above, `8 * hiddenSize` is not a valid dimension, `activations`
-   * is not of length 3, or an activation was created by another builder or rejects the
-   * [batchSize, hiddenSize] gate shape.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-lstmcell
+   * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-lstmcell
    */
-  lstmCell(
-    input: MLOperand,
-    weight: MLOperand,
-    recurrentWeight: MLOperand,
-    hiddenState: MLOperand,
-    cellState: MLOperand,
-    hiddenSize: number,
-    options?: MLLstmCellOptions,
-  ): MLOperand[];
+  lstmCell(input: MLOperand, weight: MLOperand, recurrentWeight: MLOperand, hiddenState: MLOperand, cellState: MLOperand, hiddenSize: number, options?: MLLstmCellOptions): MLOperand[];
 
-  // 7.8.30 matmul ---------------------------------------------------------------------------
+  // reverse -----------------------------------------------------------------------------------
 
   /**
-   * Computes the matrix product of the last two dimensions of two tensors, broadcasting the
-   * leading (batch) dimensions per the numpy rule.
-   * @param a - A tensor of rank 2 or more [..., M, K] (`"float32"` or `"float16"`).
-   * @param b - A tensor of rank 2 or more [..., K, N], of `a`'s data type.
-   * @returns The [...broadcast batch, M, N] product.
-   * @throws TypeError if `a` is not floating point, `b` has another data type, either rank is
-   * below 2, the inner dimensions differ, or the batch dimensions cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-matmul
-   */
-  matmul(a: MLOperand, b: MLOperand): MLOperand;
-
-  // 7.8.31 pad ------------------------------------------------------------------------------
-
-  /**
-   * Pads the edges of the input with a constant or with mirrored or repeated values; each output
-   * dimension is beginningPadding + input size + endingPadding.
-   * @param input - The input tensor.
-   * @param beginningPadding - The padding at the beginning of each dimension (one per dimension).
-   * @param endingPadding - The padding at the end of each dimension (one per dimension).
-   * @param options - Mode and constant value.
-   * @returns The padded tensor.
-   * @throws TypeError if either padding list's length is not the input's rank, an output
-   * dimension is not valid, or (as in Chromium) a padding exceeds size - 1 in mode
-   * `"reflection"` or size in mode `"symmetric"`.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pad
-   */
-  pad(input: MLOperand, beginningPadding: number[], endingPadding: number[], options?: MLPadOptions): MLOperand;
-
-  // 7.8.32 Pooling operations ---------------------------------------------------------------
-
-  /**
-   * Averages each window of a 4-D input; padding cells are not counted. With `"floor"` rounding
-   * the output spatial size is `floor(1 + (inputSize - ((windowSize - 1) * dilation + 1) +
-   * beginningPadding + endingPadding) / stride)`; `outputSizes` may instead pick the floor or the
-   * ceiling of that value.
-   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
-   * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
-   * @returns The 4-D pooled tensor.
-   * @throws TypeError if the input is not floating point or not 4-D, windowDimensions, strides,
-   * dilations or outputSizes is not of length 2, padding not of length 4, a stride or dilation
-   * is 0, or an output dimension is not valid.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pool2d
-   */
-  averagePool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
-  /**
-   * Computes the L2 norm (square root of the sum of squares) of each window of a 4-D input.
-   * @param input - The 4-D input tensor (`"float32"` or `"float16"`), laid out per `options.layout`.
-   * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
-   * @returns The 4-D pooled tensor.
-   * @throws TypeError if the input is not floating point or not 4-D, windowDimensions, strides,
-   * dilations or outputSizes is not of length 2, padding not of length 4, a stride or dilation
-   * is 0, or an output dimension is not valid.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pool2d
-   */
-  l2Pool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
-  /**
-   * Takes the maximum of each window of a 4-D input.
-   * @param input - The 4-D input tensor, of any data type, laid out per `options.layout`.
-   * @param options - Window, padding, strides, dilations, layout, rounding and output sizes.
-   * @returns The 4-D pooled tensor.
-   * @throws TypeError if the input is not 4-D, windowDimensions, strides, dilations or
-   * outputSizes is not of length 2, padding not of length 4, a stride or dilation is 0, or an
-   * output dimension is not valid.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-pool2d
-   */
-  maxPool2d(input: MLOperand, options?: MLPool2dOptions): MLOperand;
-
-  // 7.8.33 prelu ----------------------------------------------------------------------------
-
-  /**
-   * Computes the parametric rectified linear function `max(0, x) + slope * min(0, x)`
-   * element-wise, with a learned slope tensor.
-   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
-   * @param slope - The slope, of the input's data type, unidirectionally broadcastable to the input's shape.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input's data type is not one of those, the slope's differs, or the
-   * slope cannot be broadcast to the input's shape.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-prelu
-   */
-  prelu(input: MLOperand, slope: MLOperand): MLOperand;
-
-  // 7.8.34 Reduction operations -------------------------------------------------------------
-
-  /**
-   * Reduces by the sum of absolute values.
-   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceL1(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the square root of the sum of squares.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceL2(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the natural logarithm of the sum.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceLogSum(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the natural logarithm of the sum of exponentials.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceLogSumExp(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the maximum.
-   * @param input - A tensor of any data type.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceMax(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the arithmetic mean.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input is not floating point, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceMean(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the minimum.
-   * @param input - A tensor of any data type.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceMin(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the product.
-   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceProduct(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the sum.
-   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceSum(input: MLOperand, options?: MLReduceOptions): MLOperand;
-  /**
-   * Reduces by the sum of squares.
-   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"uint32"` tensor.
-   * @param options - Axes and keepDimensions.
-   * @returns The reduced tensor.
-   * @throws TypeError if the input's data type is not one of those, or an axis is out of range or repeated.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reduce
-   */
-  reduceSumSquare(input: MLOperand, options?: MLReduceOptions): MLOperand;
-
-  // 7.8.35 relu -----------------------------------------------------------------------------
-
-  /**
-   * Computes the rectified linear function `max(0, x)` element-wise.
-   * @param input - A `"float32"`, `"float16"`, `"int32"` or `"int8"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input's data type is not one of those.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-relu
-   */
-  relu(input: MLOperand): MLOperand;
-  /**
-   * Creates a ReLU activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-relu
-   */
-  relu(): MLActivation;
-
-  // 7.8.36 resample2d -----------------------------------------------------------------------
-
-  /**
-   * Resamples two consecutive dimensions of a 4-D tensor to new sizes by scales or target sizes.
-   * @param input - The 4-D input tensor (`"float32"` or `"float16"`).
-   * @param options - Mode, scales or sizes, and axes.
-   * @returns The resampled 4-D tensor.
-   * @throws TypeError if the input is not floating point or not 4-D, scales or sizes is not of
-   * length 2 or holds a value not greater than 0, axes is not [0, 1], [1, 2] or [2, 3], or an
-   * output dimension is not valid.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-resample2d
-   */
-  resample2d(input: MLOperand, options?: MLResample2dOptions): MLOperand;
-
-  // 7.8.37 reshape --------------------------------------------------------------------------
-
-  /**
-   * Gives the input a new shape with the same number of elements, without changing its data.
-   * @param input - The input tensor.
-   * @param newShape - The new shape; `[]` makes a scalar.
-   * @returns A tensor of shape `newShape` and the input's data type.
-   * @throws TypeError if a dimension of `newShape` is not valid, or its element count differs
-   * from the input's.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-reshape
-   */
-  reshape(input: MLOperand, newShape: number[]): MLOperand;
-
-  // 7.8.38 sigmoid --------------------------------------------------------------------------
-
-  /**
-   * Computes the sigmoid `1 / (1 + exp(-x))` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-sigmoid
-   */
-  sigmoid(input: MLOperand): MLOperand;
-  /**
-   * Creates a sigmoid activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-sigmoid
-   */
-  sigmoid(): MLActivation;
-
-  // 7.8.39 slice ----------------------------------------------------------------------------
-
-  /**
-   * Extracts a slice of the input: `sizes[d]` elements from `starts[d]` in each dimension d.
-   * @param input - The input tensor.
-   * @param starts - The starting index in each dimension (one per dimension).
-   * @param sizes - The number of elements in each dimension (one per dimension, non-zero).
-   * @returns A tensor of shape `sizes` and the input's data type.
-   * @throws TypeError if a size is 0, or either list's length is not the input's rank.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-slice
-   */
-  slice(input: MLOperand, starts: number[], sizes: number[], options?: MLSliceOptions): MLOperand;
-
-  // 7.8.40 softmax --------------------------------------------------------------------------
-
-  /**
-   * Computes the softmax of the input along an axis.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @param axis - The axis along which the softmax is computed, below the input's rank.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point or `axis` is not below its rank.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softmax
-   */
-  softmax(input: MLOperand, axis: number): MLOperand;
-  /**
-   * Creates a softmax activation for the recurrent operators; a recurrent operator throws a
-   * `TypeError` when `axis` is not below the rank of its gate tensors.
-   * @param axis - The axis along which the softmax is computed.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softmax
-   */
-  softmax(axis: number): MLActivation;
-
-  // 7.8.41 softplus -------------------------------------------------------------------------
-
-  /**
-   * Computes the softplus `ln(1 + exp(x))` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softplus
-   */
-  softplus(input: MLOperand): MLOperand;
-  /**
-   * Creates a softplus activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softplus
-   */
-  softplus(): MLActivation;
-
-  // 7.8.42 softsign -------------------------------------------------------------------------
-
-  /**
-   * Computes the softsign `x / (1 + |x|)` element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softsign
-   */
-  softsign(input: MLOperand): MLOperand;
-  /**
-   * Creates a softsign activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-softsign
-   */
-  softsign(): MLActivation;
-
-  // 7.8.43 split ----------------------------------------------------------------------------
-
-  /**
-   * Splits the input along an axis into equal parts (`splits` a number) or parts of the given
-   * sizes (`splits` a list).
-   * @param input - The input tensor.
-   * @param splits - The number of equal parts, or the size of each part along the axis.
-   * @param options - The axis.
-   * @returns The parts, in order along the axis.
-   * @throws TypeError if the axis size is not divisible by a number `splits`, or the sizes of a
-   * list `splits` do not sum to the axis size.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-split
-   */
-  split(input: MLOperand, splits: number | number[], options?: MLSplitOptions): MLOperand[];
-
-  // 7.8.44 tanh -----------------------------------------------------------------------------
-
-  /**
-   * Computes the hyperbolic tangent element-wise.
-   * @param input - A `"float32"` or `"float16"` tensor.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input is not floating point.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-tanh
-   */
-  tanh(input: MLOperand): MLOperand;
-  /**
-   * Creates a hyperbolic tangent activation for the recurrent operators.
-   * @returns The activation.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-tanh
-   */
-  tanh(): MLActivation;
-
-  // 7.8.45 transpose ------------------------------------------------------------------------
-
-  /**
-   * Permutes the dimensions of the input; by default reverses them.
-   * @param input - The input tensor.
-   * @param options - The permutation.
-   * @returns The permuted tensor.
-   * @throws TypeError if the permutation's length is not the input's rank, or it holds a value
-   * out of range or a duplicate.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-transpose
-   */
-  transpose(input: MLOperand, options?: MLTransposeOptions): MLOperand;
-
-  // 7.8.46 triangular -----------------------------------------------------------------------
-
-  /**
-   * Keeps the upper or lower triangular part of a matrix (or of each matrix of the last two
-   * dimensions) and zeroes the rest.
-   * @param input - A tensor of rank 2 or more.
-   * @param options - upper and diagonal.
-   * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if the input's rank is below 2.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-triangular
-   */
-  triangular(input: MLOperand, options?: MLTriangularOptions): MLOperand;
-
-  // Editor's Draft: reverse, tile, cumulativeSum, quantizeLinear, dequantizeLinear -------
-
-  /**
-   * Reverses the order of the elements along the given axes.
+   * Reverses the order of the elements along the given axes. Throws a TypeError if an axis is
+   * out of range or listed twice.
+   *
    * @param input - A tensor of any data type, rank 0 to 8.
-   * @param options - axes (default: every axis).
+   * @param options - See `MLReverseOptions`.
    * @returns A tensor of the input's shape and data type.
-   * @throws TypeError if an axis is out of range or listed twice.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-reverse
    */
   reverse(input: MLOperand, options?: MLReverseOptions): MLOperand;
 
+  // tile --------------------------------------------------------------------------------------
+
   /**
-   * Repeats the input `repetitions[d]` times along each dimension d.
+   * Repeats the input `repetitions[d]` times along each dimension d. Throws a TypeError if
+   * repetitions' length differs from the rank, a count is 0, or the output is too large.
+   *
    * @param input - A tensor of any data type, rank 0 to 8.
    * @param repetitions - One count (at least 1) per input dimension (`unsigned long`).
-   * @returns A tensor of the input's data type, dimension d being `input.shape[d] * repetitions[d]`.
-   * @throws TypeError if repetitions' length differs from the rank, a count is 0, or the output is too large.
+   * @param options - `label`, quoted in error messages.
+   * @returns A tensor of the input's data type, dimension d being `input.shape[d] *
+   * repetitions[d]`.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-tile
    */
   tile(input: MLOperand, repetitions: number[], options?: MLOperatorOptions): MLOperand;
 
+  // cumulativeSum -----------------------------------------------------------------------------
+
   /**
    * Running sums along `axis` (ONNX CumSum). float16 sums in float32 and rounds each output
    * element once; int32 and int64 wrap on overflow.
+   *
    * @param input - float32, float16, int32 or int64, rank 1 to 8.
    * @param axis - The axis to sum along, in [0, rank) (`unsigned long`).
-   * @param options - exclusive and reversed.
+   * @param options - See `MLCumulativeSumOptions`.
    * @returns A tensor of the input's shape and data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-cumulativesum
    */
   cumulativeSum(input: MLOperand, axis: number, options?: MLCumulativeSumOptions): MLOperand;
 
+  // quantizeLinear ----------------------------------------------------------------------------
+
   /**
    * `saturate(roundEven(input / scale) + zeroPoint)`, with `scale` and `zeroPoint` broadcast
-   * blockwise: of the input's rank, each input dimension a multiple of theirs, scale element
-   * `i / (inputDim / scaleDim)` serving input element `i` in each dimension.
+   * blockwise: of the input's rank, each input dimension a multiple of theirs, scale element `i
+   * / (inputDim / scaleDim)` serving input element `i` in each dimension.
+   *
    * @param input - float32 or float16, rank 0 to 8.
    * @param scale - The input's data type; the shape of zeroPoint.
    * @param zeroPoint - int8, uint8 or int32.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and zeroPoint's data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-quantizelinear
    */
   quantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: MLOperatorOptions): MLOperand;
 
+  // dequantizeLinear --------------------------------------------------------------------------
+
   /**
    * `(input - zeroPoint) * scale`, with `scale` and `zeroPoint` broadcast blockwise as in
    * `quantizeLinear`.
+   *
    * @param input - int8, uint8 or int32, rank 0 to 8.
    * @param scale - float32 or float16; the shape of zeroPoint.
    * @param zeroPoint - The input's data type.
+   * @param options - `label`, quoted in error messages.
    * @returns A tensor of the input's shape and scale's data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-dequantizelinear
    */
   dequantizeLinear(input: MLOperand, scale: MLOperand, zeroPoint: MLOperand, options?: MLOperatorOptions): MLOperand;
-
-  // 7.8.47 where ----------------------------------------------------------------------------
-
-  /**
-   * Selects element-wise from `input` where `condition` is non-zero and from `other` elsewhere,
-   * broadcasting all three per the numpy rule.
-   * @param condition - A `"uint8"` tensor, typically the result of a logical operation.
-   * @param input - The values selected where the condition is true.
-   * @param other - The values selected where the condition is false, of `input`'s data type.
-   * @returns A tensor of the broadcast shape and `input`'s data type.
-   * @throws TypeError if `condition` is not `"uint8"`, `input` and `other` differ in data type,
-   * or the three shapes cannot be broadcast together.
-   * @see https://www.w3.org/TR/2024/CRD-webnn-20240515/#api-mlgraphbuilder-where
-   */
-  where(condition: MLOperand, input: MLOperand, other: MLOperand): MLOperand;
+  // </operator-table: methods>
 }
 
 // ---------------------------------------------------------------------------------------------

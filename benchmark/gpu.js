@@ -14,7 +14,7 @@
 //   node benchmark/gpu.js --only mobilenetv2 --iters 3 --warmup 1 --matmul 128   (lavapipe)
 //   node benchmark/gpu.js --only none --matmul 2048        the matmul line alone
 //
-// WEBNN_GPU_PROFILE=1 makes every plan print (to stderr, every 100 computes) the
+// WEBNN_LOG=gpu-profile makes every plan print (to stderr, every 100 computes) the
 // mean GPU time of each dispatch from timestamp queries, their sum and span, and
 // the CPU time of encoding and submitting (each compute then waits for its
 // timestamps, so time with it off).

@@ -52,11 +52,13 @@ pub const CPU_PROFILE: Var = Var {
                   to stderr every N computes, and each build its passes' times (read at each build)",
 };
 
-pub const GPU_PROFILE: Var = Var {
-    name: "WEBNN_GPU_PROFILE",
+pub const LOG: Var = Var {
+    name: "WEBNN_LOG",
     kind: Kind::Diagnostic,
     default: "off",
-    description: "`1`: each GPU dispatch in its own timed pass; plans print per-dispatch times every 100 computes",
+    description: "comma-separated words: `info` prints the GPU adapters found, the one chosen and each GPU graph's \
+                  compile time to stderr, `debug` also each pipeline compiled; `gpu-profile` runs each GPU dispatch \
+                  in its own timed pass and prints per-dispatch times every 100 computes (read once)",
 };
 
 pub const GPU_FORCE_NONE: Var = Var {
@@ -88,7 +90,7 @@ pub const FUZZ_CASES: Var = Var {
 };
 
 /// The declared variables: docs/CONFIG.md lists the same.
-pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, GPU_PROFILE, GPU_FORCE_NONE, GPU_NO_INT64, REQUIRE_GPU, FUZZ_CASES];
+pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, LOG, GPU_FORCE_NONE, GPU_NO_INT64, REQUIRE_GPU, FUZZ_CASES];
 
 fn read(v: &Var) -> Option<String> {
     std::env::var_os(v.name).map(|s| s.to_string_lossy().into_owned())
@@ -147,8 +149,39 @@ fn parse_cpu_profile(s: &str) -> Option<CpuProfile> {
     Some(CpuProfile { every, rows })
 }
 
+/// The diagnostics `LOG` asks for.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum LogLevel {
+    Off,
+    Info,
+    Debug,
+}
+
+fn log_words() -> &'static (LogLevel, bool) {
+    static WORDS: OnceLock<(LogLevel, bool)> = OnceLock::new();
+    WORDS.get_or_init(|| parse_log(&read(&LOG).unwrap_or_default()))
+}
+
+fn parse_log(s: &str) -> (LogLevel, bool) {
+    let (mut level, mut profile) = (LogLevel::Off, false);
+    for word in s.split(',').map(|w| w.trim().to_ascii_lowercase()) {
+        match word.as_str() {
+            "info" => level = level.max(LogLevel::Info),
+            "debug" | "trace" => level = LogLevel::Debug,
+            "gpu-profile" => profile = true,
+            _ => {}
+        }
+    }
+    (level, profile)
+}
+
+pub fn log_level() -> LogLevel {
+    log_words().0
+}
+
+/// `LOG` has `gpu-profile`: GPU plans time each dispatch.
 pub fn gpu_profile() -> bool {
-    read(&GPU_PROFILE).as_deref() == Some("1")
+    log_words().1
 }
 
 pub fn gpu_force_none() -> bool {
@@ -178,6 +211,14 @@ fn parse_fuzz_cases(s: &str) -> Option<Range<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_words_combine() {
+        assert_eq!(parse_log(""), (LogLevel::Off, false));
+        assert_eq!(parse_log("info"), (LogLevel::Info, false));
+        assert_eq!(parse_log("gpu-profile, DEBUG"), (LogLevel::Debug, true));
+        assert_eq!(parse_log("off"), (LogLevel::Off, false));
+    }
 
     #[test]
     fn at_most_eight_variables_each_described_once() {

@@ -53,6 +53,50 @@ impl PowerPreference {
     }
 }
 
+pub(crate) use crate::config::{log_level, LogLevel};
+
+/// Writes one diagnostic line when `config::LOG` asks for `level`; the message is
+/// only formatted then.
+pub(crate) fn log(level: LogLevel, message: impl FnOnce() -> String) {
+    if level <= log_level() && level != LogLevel::Off {
+        eprintln!("webnn-node: {}", message());
+    }
+}
+
+/// Mesa's device-select Vulkan layer (installed with every Mesa Vulkan driver)
+/// asks the Wayland compositor for the default GPU whenever an application
+/// enables VK_KHR_wayland_surface, which wgpu always does; without a session
+/// (a server, a container, CI) libwayland-client prints "error: XDG_RUNTIME_DIR
+/// is invalid or not set in the environment." for each probe. When no Wayland
+/// connection can succeed in this process anyway (no absolute XDG_RUNTIME_DIR
+/// and no absolute WAYLAND_DISPLAY), the library's log handler is replaced by
+/// one that drops messages before the layer loads it. The handle is never
+/// closed: the layer shares it, and libwayland stays loaded either way. Changing
+/// the environment instead (NODEVICE_SELECT) would race other threads' getenv.
+#[cfg(target_os = "linux")]
+fn quiet_headless_wayland() {
+    let absolute = |name: &str| std::env::var_os(name).is_some_and(|v| v.as_encoded_bytes().first() == Some(&b'/'));
+    if absolute("XDG_RUNTIME_DIR") || absolute("WAYLAND_DISPLAY") {
+        return;
+    }
+    // The handler's real type is (const char *fmt, va_list): it reads neither.
+    extern "C" fn drop_message(_fmt: *const libc::c_char, _args: *mut libc::c_void) {}
+    // SAFETY: dlopen/dlsym with NUL-terminated names; the symbol, when present,
+    // is libwayland's `void wl_log_set_handler_client(wl_log_func_t)`, which
+    // only stores the pointer; `drop_message` is a static function.
+    unsafe {
+        let lib = libc::dlopen(c"libwayland-client.so.0".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        if lib.is_null() {
+            return; // no libwayland: the layer cannot probe Wayland either
+        }
+        let set = libc::dlsym(lib, c"wl_log_set_handler_client".as_ptr());
+        if !set.is_null() {
+            let set: extern "C" fn(extern "C" fn(*const libc::c_char, *mut libc::c_void)) = std::mem::transmute(set);
+            set(drop_message);
+        }
+    }
+}
+
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -115,6 +159,7 @@ impl Shared {
         if let Some(p) = cache.get(source) {
             return p.clone();
         }
+        let started = std::time::Instant::now();
         // SAFETY: bounds checks stay on; the engine's shaders contain only loops
         // whose bounds are constants (see wgsl.rs), so they terminate without
         // wgpu's forced loop bounding.
@@ -138,6 +183,14 @@ impl Shared {
             compilation_options: Default::default(),
             cache: None,
         });
+        log(LogLevel::Debug, || {
+            format!(
+                "GPU pipeline compiled in {} ms ({} bytes of WGSL; {} pipelines in this context's cache)",
+                started.elapsed().as_millis(),
+                source.len(),
+                cache.len() + 1
+            )
+        });
         cache.insert(source.to_string(), pipeline.clone());
         pipeline
     }
@@ -156,11 +209,28 @@ fn adapters() -> &'static (wgpu::Instance, Vec<wgpu::Adapter>) {
     static INSTANCE: OnceLock<(wgpu::Instance, Vec<wgpu::Adapter>)> = OnceLock::new();
     INSTANCE.get_or_init(|| {
         let backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        #[cfg(target_os = "linux")]
+        quiet_headless_wayland();
+        let started = std::time::Instant::now();
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends,
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
         let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+        log(LogLevel::Info, || {
+            let names: Vec<String> = adapters
+                .iter()
+                .map(|a| {
+                    let i = a.get_info();
+                    format!("{} ({:?}, {:?}, driver {} {})", i.name, i.backend, i.device_type, i.driver, i.driver_info)
+                })
+                .collect();
+            format!(
+                "GPU adapters found in {} ms: {}",
+                started.elapsed().as_millis(),
+                if names.is_empty() { "none".to_string() } else { names.join("; ") }
+            )
+        });
         (instance, adapters)
     })
 }
@@ -217,6 +287,7 @@ impl GpuEngine {
         };
         let info = adapter.get_info();
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
+        log(LogLevel::Info, || format!("GPU context ({pref:?} power preference): using {adapter_name}"));
         let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64 | wgpu::Features::SHADER_F64;
         // `config::GPU_NO_INT64` leaves 64-bit integer shaders off, so the emulated
         // int64/uint64 arithmetic can be tested on adapters that have them.
@@ -312,8 +383,19 @@ fn gpu_tensor(t: &dyn DeviceTensor) -> Result<&GpuTensor> {
 
 impl Engine for GpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
+        let started = std::time::Instant::now();
+        let cached = self.shared.pipelines.lock().map_or(0, |c| c.len());
         let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
-        Ok(Arc::new(GpuPlan::new(self.shared.clone(), graph)?))
+        let plan = GpuPlan::new(self.shared.clone(), graph)?;
+        log(LogLevel::Info, || {
+            let now = self.shared.pipelines.lock().map_or(0, |c| c.len());
+            format!(
+                "GPU graph compiled in {} ms ({} new shader pipelines; the driver compiles each once per context)",
+                started.elapsed().as_millis(),
+                now.saturating_sub(cached)
+            )
+        });
+        Ok(Arc::new(plan))
     }
 
     fn create_tensor(&self, byte_length: usize) -> Result<Option<Arc<dyn DeviceTensor>>> {

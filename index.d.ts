@@ -1798,17 +1798,19 @@ export declare class MLGraphBuilder {
   // 7.8.47 where ------------------------------------------------------------------------------
 
   /**
-   * Selects element-wise from `input` where `condition` is non-zero and from `other` elsewhere,
-   * broadcasting all three per the numpy rule.
+   * Selects element-wise from `trueValue` where `condition` is non-zero and from `falseValue`
+   * elsewhere, broadcasting all three per the numpy rule. (The CRD named them `input` and
+   * `other`.)
    *
    * @param condition - A `"uint8"` tensor, typically the result of a logical operation.
-   * @param input - The values selected where the condition is true.
-   * @param other - The values selected where the condition is false, of `input`'s data type.
+   * @param trueValue - The values selected where the condition is true.
+   * @param falseValue - The values selected where the condition is false, of `trueValue`'s data
+   * type.
    * @param options - `label`, quoted in error messages.
-   * @returns A tensor of the broadcast shape and `input`'s data type.
+   * @returns A tensor of the broadcast shape and `trueValue`'s data type.
    * @see https://webmachinelearning.github.io/webnn/#api-mlgraphbuilder-where
    */
-  where(condition: MLOperand, input: MLOperand, other: MLOperand, options?: MLOperatorOptions): MLOperand;
+  where(condition: MLOperand, trueValue: MLOperand, falseValue: MLOperand, options?: MLOperatorOptions): MLOperand;
 
   // 7.8.37 reshape ----------------------------------------------------------------------------
 

@@ -739,13 +739,13 @@ test('where: every validation step (7.8.47 steps 1, 2, 5.1, 6)', (t) => {
   const y = b.input('y', F32([2]))
   t.throws(() => b.where(b.input('cf', F32([2])), x, y), { instanceOf: TypeError, message: /^where: condition data type is 'float32'; it must be 'uint8'/ })
   t.throws(() => b.where(b.input('ci', desc('int8', [2])), x, y), { instanceOf: TypeError, message: /^where: condition data type is 'int8'/ })
-  t.throws(() => b.where(c, x, b.input('yi', desc('int32', [2]))), { instanceOf: TypeError, message: /^where: data types of input \('float32'\) and other \('int32'\) differ/ })
-  t.throws(() => b.where(c, x, b.input('y3', F32([3]))), { instanceOf: TypeError, message: /^where: input and other shapes \[2\] and \[3\] are not bidirectionally broadcastable/ })
+  t.throws(() => b.where(c, x, b.input('yi', desc('int32', [2]))), { instanceOf: TypeError, message: /^where: data types of trueValue \('float32'\) and falseValue \('int32'\) differ/ })
+  t.throws(() => b.where(c, x, b.input('y3', F32([3]))), { instanceOf: TypeError, message: /^where: trueValue and falseValue shapes \[2\] and \[3\] are not bidirectionally broadcastable/ })
   t.throws(() => b.where(b.input('c3', desc('uint8', [3])), x, y), { instanceOf: TypeError, message: /^where: condition shape \[3\] is not broadcastable/ })
-  t.throws(() => b.where(c, x), { instanceOf: TypeError, message: /^where: other/ })
+  t.throws(() => b.where(c, x), { instanceOf: TypeError, message: /^where: falseValue/ })
   t.throws(() => b.where(1, x, y), { instanceOf: TypeError, message: /^where: condition: 1 is not an MLOperand/ })
   t.throws(() => b.where(other.input('c', desc('uint8', [2])), x, y), { instanceOf: TypeError, message: /^where: condition: .*another MLGraphBuilder/ })
-  t.throws(() => b.where(c, other.input('x', F32([2])), y), { instanceOf: TypeError, message: /^where: input: .*another MLGraphBuilder/ })
+  t.throws(() => b.where(c, other.input('x', F32([2])), y), { instanceOf: TypeError, message: /^where: trueValue: .*another MLGraphBuilder/ })
 })
 
 test('every operator rejects an operand from another builder with a TypeError', (t) => {

@@ -3,12 +3,81 @@
 //! (7.8.47). Each function runs the spec's validation steps after "validate operand"
 //! (done by the builder) and returns the output descriptor.
 
-use super::{Activation, BinaryKind, LogicalKind, UnaryKind};
+use super::Activation;
 use crate::error::{Result, WebnnError};
 use crate::graph::dtype::{list, DataType};
 use crate::graph::shape::{broadcast_bidirectional, check_dimensions, OperandDesc};
 use crate::ops::table::{types, Args, Out, Returns, Table, Ty};
 use DataType::*;
+
+crate::idl_enum! {
+    /// The element-wise binary operators (7.8.12), by method name.
+    pub enum BinaryKind = "" {
+        Add = "add",
+        Sub = "sub",
+        Mul = "mul",
+        Div = "div",
+        Max = "max",
+        Min = "min",
+        Pow = "pow",
+    }
+}
+
+crate::idl_enum! {
+    /// The element-wise logical operators with two inputs (7.8.13), by method name.
+    pub enum LogicalKind = "" {
+        Equal = "equal",
+        Greater = "greater",
+        GreaterOrEqual = "greaterOrEqual",
+        Lesser = "lesser",
+        LesserOrEqual = "lesserOrEqual",
+        NotEqual = "notEqual",
+        /// logicalAnd, logicalOr, logicalXor: uint8 inputs only, nonzero is true.
+        LogicalAnd = "logicalAnd",
+        LogicalOr = "logicalOr",
+        LogicalXor = "logicalXor",
+    }
+}
+
+crate::idl_enum! {
+    /// The operators with one input built as an element-wise map, by method name.
+    pub enum UnaryKind = "" {
+        Abs = "abs",
+        Ceil = "ceil",
+        Cos = "cos",
+        Erf = "erf",
+        Exp = "exp",
+        Floor = "floor",
+        Identity = "identity",
+        Log = "log",
+        Neg = "neg",
+        Reciprocal = "reciprocal",
+        Sin = "sin",
+        Sqrt = "sqrt",
+        Tan = "tan",
+        /// `not` (spec 7.8.13; the current draft's `logicalNot`, registered as a
+        /// second operator): uint8 in, uint8 out; listed with the unary kernels
+        /// because it is a one-input element-wise map.
+        LogicalNot = "not",
+        Relu = "relu",
+        Sigmoid = "sigmoid",
+        Tanh = "tanh",
+        /// isNaN, isInfinite: float in, uint8 out (the only unary kinds whose output
+        /// type differs from the input's; `is_predicate`).
+        IsNaN = "isNaN",
+        IsInfinite = "isInfinite",
+        RoundEven = "roundEven",
+        Sign = "sign",
+    }
+}
+
+impl UnaryKind {
+    /// isNaN and isInfinite: a uint8 0/1 result from a float input, so never an
+    /// epilogue stage or a float-to-float map.
+    pub fn is_predicate(self) -> bool {
+        matches!(self, UnaryKind::IsNaN | UnaryKind::IsInfinite)
+    }
+}
 
 pub fn binary_name(k: BinaryKind) -> &'static str {
     k.as_str()
@@ -138,16 +207,16 @@ pub fn where_(condition: &OperandDesc, input: &OperandDesc, other: &OperandDesc)
     // Step 2.
     ensure!(
         input.data_type == other.data_type,
-        "where: data types of input ('{}') and other ('{}') differ",
+        "where: data types of trueValue ('{}') and falseValue ('{}') differ",
         input.data_type,
         other.data_type
     );
     // Step 5.
-    let values = broadcast("where", input, other, "input and other")?;
+    let values = broadcast("where", input, other, "trueValue and falseValue")?;
     // Step 6.
     let shape = broadcast_bidirectional(&condition.shape, &values).ok_or_else(|| {
         type_err!(
-            "where: condition shape {:?} is not broadcastable to the shape {:?} of input and other",
+            "where: condition shape {:?} is not broadcastable to the shape {:?} of trueValue and falseValue",
             condition.shape,
             values
         )
@@ -473,13 +542,12 @@ pub fn register(t: &mut Table) {
         .limit("output", all, any);
 
     t.op("where", "7.8.47")
-        .sig("Selects element-wise from `input` where `condition` is non-zero and from `other` elsewhere, broadcasting all three per the numpy rule.")
+        .sig("Selects element-wise from `trueValue` where `condition` is non-zero and from `falseValue` elsewhere, broadcasting all three per the numpy rule. (The CRD named them `input` and `other`.)")
         .arg("condition", Ty::Operand, "A `\"uint8\"` tensor, typically the result of a logical operation.")
-        .arg("input", Ty::Operand, "The values selected where the condition is true.")
-        .arg("other", Ty::Operand, "The values selected where the condition is false, of `input`'s data type.")
-        .returns(Returns::Operand, "A tensor of the broadcast shape and `input`'s data type.")
-        .build(|b, a| b.where_(a.operand("condition")?, a.operand("input")?, a.operand("other")?).map(Out::One))
-        // The current draft's names of input and other.
+        .arg("trueValue", Ty::Operand, "The values selected where the condition is true.")
+        .arg("falseValue", Ty::Operand, "The values selected where the condition is false, of `trueValue`'s data type.")
+        .returns(Returns::Operand, "A tensor of the broadcast shape and `trueValue`'s data type.")
+        .build(|b, a| b.where_(a.operand("condition")?, a.operand("trueValue")?, a.operand("falseValue")?).map(Out::One))
         .limit("condition", types::UINT8, any)
         .limit("trueValue", all, any)
         .limit("falseValue", all, any)

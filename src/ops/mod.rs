@@ -7,7 +7,8 @@
 //! documentation, build function), from which the binding, the JS argument
 //! conversion, `index.d.ts` and `opSupportLimits()` are generated. Adding an
 //! operator touches its family module (table entry + validation + output shape,
-//! and an `Op` variant or a kind) and a kernel in each engine.
+//! and a kind of that family, or an `Op` variant here for an operator with new
+//! attributes) and a kernel in each engine.
 
 pub mod activation;
 pub mod activation_ops;
@@ -40,74 +41,9 @@ pub fn register(t: &mut table::Table) {
     tile_quant::register(t);
 }
 
-crate::idl_enum! {
-    /// The element-wise binary operators (7.8.12), by method name.
-    pub enum BinaryKind = "" {
-        Add = "add",
-        Sub = "sub",
-        Mul = "mul",
-        Div = "div",
-        Max = "max",
-        Min = "min",
-        Pow = "pow",
-    }
-}
-
-crate::idl_enum! {
-    /// The element-wise logical operators with two inputs (7.8.13), by method name.
-    pub enum LogicalKind = "" {
-        Equal = "equal",
-        Greater = "greater",
-        GreaterOrEqual = "greaterOrEqual",
-        Lesser = "lesser",
-        LesserOrEqual = "lesserOrEqual",
-        NotEqual = "notEqual",
-        /// logicalAnd, logicalOr, logicalXor: uint8 inputs only, nonzero is true.
-        LogicalAnd = "logicalAnd",
-        LogicalOr = "logicalOr",
-        LogicalXor = "logicalXor",
-    }
-}
-
-crate::idl_enum! {
-    /// The operators with one input built as an element-wise map, by method name.
-    pub enum UnaryKind = "" {
-        Abs = "abs",
-        Ceil = "ceil",
-        Cos = "cos",
-        Erf = "erf",
-        Exp = "exp",
-        Floor = "floor",
-        Identity = "identity",
-        Log = "log",
-        Neg = "neg",
-        Reciprocal = "reciprocal",
-        Sin = "sin",
-        Sqrt = "sqrt",
-        Tan = "tan",
-        /// `not` (spec 7.8.13; the current draft's `logicalNot`, registered as a
-        /// second operator): uint8 in, uint8 out; listed with the unary kernels
-        /// because it is a one-input element-wise map.
-        LogicalNot = "not",
-        Relu = "relu",
-        Sigmoid = "sigmoid",
-        Tanh = "tanh",
-        /// isNaN, isInfinite: float in, uint8 out (the only unary kinds whose output
-        /// type differs from the input's; `is_predicate`).
-        IsNaN = "isNaN",
-        IsInfinite = "isInfinite",
-        RoundEven = "roundEven",
-        Sign = "sign",
-    }
-}
-
-impl UnaryKind {
-    /// isNaN and isInfinite: a uint8 0/1 result from a float input, so never an
-    /// epilogue stage or a float-to-float map.
-    pub fn is_predicate(self) -> bool {
-        matches!(self, UnaryKind::IsNaN | UnaryKind::IsInfinite)
-    }
-}
+// The element-wise kinds live with their family (`elementwise.rs`), so that a new
+// element-wise operator touches that module and its kernels only.
+pub use elementwise::{BinaryKind, LogicalKind, UnaryKind};
 
 /// An operator with its typed options. Inputs and outputs live in `Operator`.
 #[derive(Debug, Clone, PartialEq)]

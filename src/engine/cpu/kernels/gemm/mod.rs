@@ -23,7 +23,6 @@
 pub(super) mod kernels;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
@@ -41,21 +40,16 @@ pub enum Isa {
 }
 
 impl Isa {
-    /// The best kernel this CPU runs, detected once.
+    /// The best kernel this CPU runs: the crate's one feature detector
+    /// (`simd::detected`, which also applies the `config::CPU_SIMD` cap), so the
+    /// GEMM and every other kernel agree on the instruction set. (The GEMM used to
+    /// detect on its own, taking AVX-512 from avx512f alone and ignoring the cap.)
     pub fn detected() -> Isa {
-        static ISA: OnceLock<Isa> = OnceLock::new();
-        *ISA.get_or_init(|| {
-            #[cfg(target_arch = "x86_64")]
-            {
-                if is_x86_feature_detected!("avx512f") {
-                    return Isa::Avx512;
-                }
-                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                    return Isa::Avx2;
-                }
-            }
-            Isa::Scalar
-        })
+        match super::simd::detected() {
+            super::simd::Level::Avx512 => Isa::Avx512,
+            super::simd::Level::Avx2 => Isa::Avx2,
+            super::simd::Level::Baseline => Isa::Scalar,
+        }
     }
 
     /// Whether this CPU can run the ISA's kernel.

@@ -10,7 +10,7 @@
 //!   packing the weights again on every compute. The graph itself is unchanged by
 //!   this step; float16 weights are packed widened to float32 (exactly), as the
 //!   kernels would widen them. A conv2d filter that a direct kernel will read
-//!   (`conv_direct.rs`, `conv_oclanes.rs`; `conv::pack_filter_for` asks the same
+//!   (`conv/direct.rs`, `conv/oclanes.rs`; `conv::pack_filter_for` asks the same
 //!   rule as the compute) is packed in that kernel's order instead.
 
 use super::{constant, desc, push_operand, rewrite_all, Rewrite, Uses};
@@ -59,7 +59,7 @@ pub fn register_packed(g: &Graph) -> usize {
         }
     }
     // Whether each constant conv filter is finite, which the conv2d kernels ask
-    // on every compute of a padded convolution (`conv_safe.rs`): recorded once
+    // on every compute of a padded convolution (`conv/safe.rs`): recorded once
     // here, it costs them a lookup instead of a scan.
     for op in g.operators.iter().filter(|op| matches!(op.op, Op::Conv2d(_) | Op::Fused(_))) {
         for &i in &op.inputs {

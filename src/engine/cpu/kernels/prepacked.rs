@@ -50,7 +50,7 @@ pub enum What {
     GemmB { b_transpose: bool, k: usize, n: usize },
     /// Whether a conv filter's values are all finite (`Packed::Finite`): the
     /// padded convolutions of a filter holding an infinity or a NaN take
-    /// another kernel (`conv_safe.rs`).
+    /// another kernel (`conv/safe.rs`).
     Finite,
 }
 
@@ -62,10 +62,10 @@ pub enum Packed {
     /// One [K, outputChannels / groups] matrix per group (the nhwc convolution's
     /// right operand), or one matrix (matmul, gemm).
     B(Vec<PackedB>),
-    /// A conv2d filter in the order of the direct nchw kernel (`conv_direct.rs`).
+    /// A conv2d filter in the order of the direct nchw kernel (`conv/direct.rs`).
     Direct(Vec<f32>),
     /// A conv2d filter in the order of the output-channels-along-lanes kernel
-    /// (`conv_oclanes.rs`), in blocks of `cb` output channels.
+    /// (`conv/oclanes.rs`), in blocks of `cb` output channels.
     OcLanes { w: Vec<f32>, cb: usize },
     /// Whether every value of the constant is finite (`What::Finite`).
     Finite(bool),

@@ -97,7 +97,7 @@ pub fn pointwise_depthwise(
     let bias2 = b2.map(f32_input).transpose()?;
     let (bias1, bias2) = (bias1.as_deref(), bias2.as_deref());
     if super::safe::exposed(&a2.padding, w2) {
-        // Both steps by the padded-tap-skipping kernel (`conv_safe.rs`), through
+        // Both steps by the padded-tap-skipping kernel (`conv/safe.rs`), through
         // a whole expanded tensor: only a filter with an infinity or a NaN gets here.
         use super::safe::{conv2d, Conv, Order};
         let mut mid = alloc_f32(n * c * h * w)?;

@@ -1,5 +1,5 @@
 //! GPU lowering of matmul and gemm (7.8.30, 7.8.19) on the tiled GEMM core
-//! (`tiled.rs`, declared here because this family owns it; conv.rs uses it too).
+//! (`matmul/tiled.rs`, declared here because this family owns it; conv.rs uses it too).
 //!
 //! Both read their operands in place through strides: matmul's broadcast batch
 //! dimensions are per-operand batch strides (0 where broadcast) decoded from the
@@ -8,7 +8,6 @@
 //! float16 is decoded on load and rounded once on store (one element per word,
 //! packed by `finish_words`).
 
-#[path = "tiled.rs"]
 pub(super) mod tiled;
 
 use std::fmt::Write;

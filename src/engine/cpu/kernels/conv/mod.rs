@@ -9,14 +9,14 @@
 //! itself. Depthwise convolution (groups = input channels = output channels) has
 //! its own direct kernel: a GEMM with K = filterH * filterW and one row wastes most
 //! of its work on packing. So do nchw convolutions with few input channels per
-//! group (the first convolution of an image model, `conv_direct.rs`): their K is
+//! group (the first convolution of an image model, `conv/direct.rs`): their K is
 //! too small for the GEMM to pay for writing and re-packing the im2col matrix.
 //! Filters of many taps over planes of 28x28 and less have a direct kernel with
-//! output channels along the vector lanes (`conv_oclanes.rs`): 49 or 169 pixels
+//! output channels along the vector lanes (`conv/oclanes.rs`): 49 or 169 pixels
 //! leave a quarter of the GEMM's columns (or of pixel vectors) empty, while
 //! output channels come in multiples of 32. A 1x1 convolution whose output
 //! only a depthwise convolution reads runs fused with it, in bands of rows
-//! (`conv_band.rs`). Between convolutions whose tensors the compiler keeps
+//! (`conv/band.rs`). Between convolutions whose tensors the compiler keeps
 //! channel-blocked (`compile::blocked`, nChw16c), `conv2d_blocked` runs the
 //! channels-along-lanes kernel on blocked taps, whatever the shape.
 //!
@@ -51,20 +51,15 @@ use crate::error::Result;
 use crate::graph::{DataType, OperandDesc};
 use crate::ops::conv::{pick, strides_at, Conv2dAttrs, ConvTranspose2dAttrs, InputLayout};
 
-#[path = "depthwise.rs"]
 mod depthwise;
 use depthwise::{depthwise_nchw, depthwise_nhwc};
 
-#[path = "conv_direct.rs"]
 mod direct;
 
-#[path = "conv_oclanes.rs"]
 mod oclanes;
 
-#[path = "conv_band.rs"]
 mod band;
 
-#[path = "conv_safe.rs"]
 mod safe;
 pub use safe::{record_finite, values_finite};
 pub use band::{fusable as pointwise_depthwise_fusable, pointwise_depthwise};
@@ -72,9 +67,9 @@ pub use band::{fusable as pointwise_depthwise_fusable, pointwise_depthwise};
 /// Which direct nchw kernel, if any, computes a convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DirectKind {
-    /// Output pixels along the vector lanes (`conv_direct.rs`).
+    /// Output pixels along the vector lanes (`conv/direct.rs`).
     Pixels,
-    /// Output channels along the vector lanes (`conv_oclanes.rs`).
+    /// Output channels along the vector lanes (`conv/oclanes.rs`).
     Channels,
 }
 

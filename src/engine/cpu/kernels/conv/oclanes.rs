@@ -3,7 +3,7 @@
 //! last stage, SqueezeNet's last expand convolutions) and for strided 1x1
 //! filters (ResNet-50's downsampling: the input is read in place, with no
 //! im2col copy of the pixels each output takes). There pixels along the
-//! lanes (`conv_direct.rs`) or along GEMM columns waste a quarter of the work:
+//! lanes (`conv/direct.rs`) or along GEMM columns waste a quarter of the work:
 //! 49 pixels fill 64 lanes either way. Output channels come in multiples of 32,
 //! so with them along the lanes every lane counts.
 //!

@@ -12,6 +12,10 @@
 
 const native = require('./native.js')
 
+// The operator table (src/ops/table.rs) without its documentation: the builder's
+// operator methods (lib/operators.js) and opSupportLimits() come from it.
+const OP_TABLE = JSON.parse(native.opTable(false))
+
 const {
   DATA_TYPES, DEVICE_TYPES, POWER_PREFERENCES, convertError, call, promiseStep, describe, toUint32,
   toDouble, toDictionary, toEnum, toRecord, toArrayBufferView, toUSVString, typeMismatch, bufferMismatch, toDescriptor
@@ -297,7 +301,7 @@ let limitsCache = null
  * build() both ways.
  */
 function limitsOf (deviceType) {
-  const table = operatorTable()
+  const table = OP_TABLE
   const tensor = { dataTypes: DATA_TYPES.slice(), rankRange: { min: 0, max: table.maxRank } }
   const out = {
     preferredInputLayout: 'nchw',
@@ -321,13 +325,6 @@ function supportLimits (deviceType) {
   if (limitsCache === null) limitsCache = ObjectCreate(null)
   if (limitsCache[deviceType] === undefined) limitsCache[deviceType] = JSON.stringify(limitsOf(deviceType))
   return JSON.parse(limitsCache[deviceType])
-}
-
-let tableCache = null
-/** The operator table as the addon describes it (`opTable()`), parsed once. */
-function operatorTable () {
-  if (tableCache === null) tableCache = JSON.parse(native.opTable())
-  return tableCache
 }
 
 /** The first of indices 0..n-1 whose `nameAt` is `name`, or -1 (a loop over
@@ -992,7 +989,7 @@ const internals = {
   newActivation: (builder, name, options) => new MLActivation(kToken, builder, name, options),
   webidl: require('./lib/webidl.js')
 }
-require('./lib/operators.js')(internals, operatorTable())
+require('./lib/operators.js')(internals, OP_TABLE)
 
 /** MLOperatorOptions.label: the options dictionary is an operator's last
  * argument; an error about the operator quotes its label, when one is given. */

@@ -13,22 +13,9 @@
 
 const { append, newList, ownKeys } = require('./intrinsics.js')
 
-const LONG_MIN = -2147483648
-const LONG_MAX = 2147483647
-
 module.exports = function install (internals, table) {
   const { MLGraphBuilder, MLOperand, webidl } = internals
-  const { call, describe, toDictionary, toEnum, toFloat, toMLNumber, toSequence, toUint32, toUnsignedLong } = webidl
-
-  /** [EnforceRange] long. */
-  function toLong (v, what) {
-    if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
-    const n = Number(v)
-    if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
-    const t = Math.trunc(n)
-    if (t < LONG_MIN || t > LONG_MAX) throw new TypeError(`${what}: ${describe(v)} is outside the range [${LONG_MIN}, ${LONG_MAX}]`)
-    return t + 0 // no -0
-  }
+  const { call, toDictionary, toEnum, toFloat, toLong, toMLNumber, toSequence, toUint32, toUnsignedLong } = webidl
 
   /** An MLNumber for JSON, which has no NaN or infinities: those travel as strings. */
   function number (n) {
@@ -75,7 +62,7 @@ module.exports = function install (internals, table) {
 
   /** The kind of value overload resolution tests at argument `i` of `sig`. */
   function kindAt (sig, i) {
-    if (i < sig.args.length) return sig.args[i].type === 'operand' ? 'operand' : sig.args[i].type
+    if (i < sig.args.length) return sig.args[i].type
     return sig.dictionary ? 'dictionary' : 'none'
   }
 
@@ -144,7 +131,8 @@ module.exports = function install (internals, table) {
         for (let i = 0; i < sig.args.length; i++) append(values, convert(this, sig.args[i], args[i], `${name}: ${sig.args[i].name}`))
         if (sig.dictionary) {
           const o = toDictionary(args[sig.args.length], `${name}: options`)
-          for (const p of sig.options) {
+          for (let m = 0; m < sig.options.length; m++) {
+            const p = sig.options[m]
             const v = o[p.name]
             append(values, v === undefined ? (p.default === undefined ? null : p.default) : convert(this, p, v, `${name}: options.${p.name}`))
           }

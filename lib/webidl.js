@@ -3,6 +3,8 @@
 // mapping of native errors to TypeError / DOMException, shared by the facade and
 // the per-family operator files in lib/ops/.
 const UINT32_MAX = 4294967295
+const LONG_MIN = -2147483648
+const LONG_MAX = 2147483647
 const I = require('./intrinsics.js')
 
 // ---------------------------------------------------------------------------
@@ -48,14 +50,25 @@ function describe (v) {
   return Object.prototype.toString.call(v)
 }
 
-/** [EnforceRange] unsigned long. */
-function toUint32 (v, what) {
+/** An [EnforceRange] integer type's conversion: ToNumber, finite, truncated,
+ * within [min, max]. */
+function enforceRange (v, what, min, max) {
   if (typeof v === 'bigint' || typeof v === 'symbol') throw new TypeError(`${what}: ${describe(v)} is not a number`)
   const n = Number(v)
   if (!Number.isFinite(n)) throw new TypeError(`${what}: ${describe(v)} is not a finite number`)
   const t = Math.trunc(n)
-  if (t < 0 || t > UINT32_MAX) throw new TypeError(`${what}: ${describe(v)} is outside the range [0, ${UINT32_MAX}]`)
+  if (t < min || t > max) throw new TypeError(`${what}: ${describe(v)} is outside the range [${min}, ${max}]`)
   return t
+}
+
+/** [EnforceRange] unsigned long. */
+function toUint32 (v, what) {
+  return enforceRange(v, what, 0, UINT32_MAX)
+}
+
+/** [EnforceRange] long. */
+function toLong (v, what) {
+  return enforceRange(v, what, LONG_MIN, LONG_MAX) + 0 // + 0: no -0
 }
 
 /** WebIDL `unsigned long` without [EnforceRange] (softmax's axis, cumulativeSum's
@@ -231,6 +244,7 @@ module.exports = {
   promiseStep,
   describe,
   toUint32,
+  toLong,
   toUnsignedLong,
   toFloat,
   toDouble,

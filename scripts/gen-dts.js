@@ -131,7 +131,7 @@ function splice (text, part, body) {
 
 function main () {
   const native = require('../native.js')
-  const { types, methods } = generate(JSON.parse(native.opTable()))
+  const { types, methods } = generate(JSON.parse(native.opTable(true)))
   const before = fs.readFileSync(FILE, 'utf8')
   const after = splice(splice(before, 'types', types), 'methods', methods)
   if (process.argv.includes('--check')) {

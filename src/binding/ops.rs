@@ -10,12 +10,12 @@ use serde_json::Value;
 use super::{guard, to_js, NativeBuilder};
 use crate::ops::table::{self, Out};
 
-/// The operator table as JSON (`ops::table::describe`). (Only JS calls it: unused
-/// in the crate's own test build.)
+/// The operator table as JSON (`ops::table::describe`), with its documentation
+/// when `docs` is true. (Only JS calls it: unused in the crate's own test build.)
 #[cfg_attr(test, allow(dead_code))]
 #[napi]
-pub fn op_table() -> Result<String> {
-    super::guard_entry("opTable", || Ok(table::describe()))
+pub fn op_table(docs: Option<bool>) -> Result<String> {
+    super::guard_entry("opTable", || Ok(table::describe(docs.unwrap_or(false))))
 }
 
 #[napi]

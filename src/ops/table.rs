@@ -313,8 +313,10 @@ pub fn all() -> &'static [OpSpec] {
         .ops
 }
 
-/// The table as JSON for the facade and the generators (`opTable()`).
-pub fn describe() -> String {
+/// The table as JSON for the facade and the generators (`opTable()`). The
+/// documentation (half the text) only with `docs`: the facade parses the table at
+/// load and needs none of it; `scripts/gen-dts.js` and the tests ask for it.
+pub fn describe(docs: bool) -> String {
     let params = |ps: &[Param]| -> Vec<Value> {
         ps.iter()
             .map(|p| {
@@ -324,7 +326,7 @@ pub fn describe() -> String {
                 if let Some(d) = &p.default {
                     o.insert("default".into(), d.clone());
                 }
-                if !p.doc.is_empty() {
+                if docs && !p.doc.is_empty() {
                     o.insert("doc".into(), p.doc.into());
                 }
                 v
@@ -338,14 +340,17 @@ pub fn describe() -> String {
                 .signatures
                 .iter()
                 .map(|s| {
-                    json!({
-                        "doc": s.doc,
+                    let mut sig = json!({
                         "args": params(&s.args),
                         "dictionary": s.dictionary,
                         "options": params(&s.options),
                         "returns": match s.returns { Returns::Operand => "operand", Returns::Operands => "operands", Returns::Activation => "activation" },
-                        "returnsDoc": s.returns_doc,
-                    })
+                    });
+                    if docs {
+                        sig["doc"] = s.doc.into();
+                        sig["returnsDoc"] = s.returns_doc.into();
+                    }
+                    sig
                 })
                 .collect();
             let mut limits = Map::new();
@@ -447,14 +452,6 @@ impl<'a> Args<'a> {
 
     pub fn f64(&self, name: &str) -> Result<f64> {
         self.get(name)?.as_f64().ok_or_else(|| self.bad(name, "a number"))
-    }
-
-    pub fn opt_f64(&self, name: &str) -> Result<Option<f64>> {
-        let v = self.get(name)?;
-        if v.is_null() {
-            return Ok(None);
-        }
-        v.as_f64().map(Some).ok_or_else(|| self.bad(name, "a number"))
     }
 
     pub fn f32(&self, name: &str) -> Result<f32> {
@@ -630,7 +627,7 @@ mod tests {
                 assert!(s.options.windows(2).all(|w| w[0].name < w[1].name), "{}: members out of order", op.name);
             }
         }
-        assert!(serde_json::from_str::<Value>(&describe()).is_ok());
+        assert!(serde_json::from_str::<Value>(&describe(true)).is_ok());
     }
 
     #[test]

@@ -14,7 +14,6 @@
 //
 //   node benchmark/float16.js                                all models, 1 and 2 threads
 //   node benchmark/float16.js --only resnet50 --threads 1 --iters 10
-const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
 const { relError, stats, fmt, arg, interleaved } = require('./stats.js')
 const { toWebnn, count, toHalf, halfValue, inputData } = require('./models/net.js')
@@ -81,7 +80,7 @@ async function main () {
       console.log(JSON.stringify(row))
     }
   }
-  console.log(`\nnode ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0].model.split(' ').slice(0, 2).join(' ')}), load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  console.log('\n' + require('./stats.js').machineLine())
   console.table(rows)
 }
 

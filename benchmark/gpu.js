@@ -18,7 +18,6 @@
 // mean GPU time of each dispatch from timestamp queries, their sum and span, and
 // the CPU time of encoding and submitting (each compute then waits for its
 // timestamps, so time with it off).
-const os = require('node:os')
 const { ml, MLGraphBuilder } = require('..')
 const { relError, stats, fmt, arg } = require('./stats.js')
 const { Net, toWebnn, count, inputData } = require('./models/net.js')
@@ -145,7 +144,7 @@ async function main () {
       console.log(`matmul-${size}: not supported on the GPU (${e.message})`)
     }
   }
-  console.log(`\nnode ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0].model}); GPU timings are end-to-end compute() calls (upload, submit, readback)`)
+  console.log('\n' + require('./stats.js').machineLine('GPU timings are end-to-end compute() calls (upload, submit, readback)'))
   if (rows.length) console.table(rows)
 }
 

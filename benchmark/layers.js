@@ -60,6 +60,7 @@ async function main () {
     rows.push({ layer: spec, threads, 'webnn µs': (sw.median * 1e3).toFixed(1), 'ort µs': (so.median * 1e3).toFixed(1), ratio: (sw.median / so.median).toFixed(2) })
     console.log(JSON.stringify(rows.at(-1)))
   }
+  console.log('\n' + require('./stats.js').machineLine())
   console.table(rows)
 }
 

@@ -9,9 +9,8 @@
 //   node benchmark/models.js --only resnet50 --threads 2   one model, one thread count
 //   node benchmark/models.js --only bert,squeezenet --iters 20
 //   node benchmark/models.js --ort-spin 1                  ORT with its default spinning threads (see stats.js)
-const os = require('node:os')
 const { ml } = require('..')
-const { relError, stats, fmt, ortSessionOptions, arg, interleaved } = require('./stats.js')
+const { relError, stats, fmt, ortSessionOptions, arg, interleaved, machineLine } = require('./stats.js')
 const { model } = require('./onnx.js')
 const { toOnnx, inputData } = require('./models/net.js')
 const { setupWebnn } = require('./webnn-model.js')
@@ -105,7 +104,7 @@ async function main () {
       console.log(JSON.stringify(rows.at(-1)))
     }
   }
-  console.log(`\nnode ${process.version}, onnxruntime-node ${ort ? ort.env.versions.node : 'absent'}, ${os.cpus().length} CPUs (${os.cpus()[0].model}), load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+  console.log('\n' + machineLine(`onnxruntime-node ${ort ? ort.env.versions.node : 'absent'}`))
   console.log('GFLOP = 2 * multiply-adds of conv, matmul and gemm; rel err = max |webnn - ort| / max |ort|')
   console.table(rows)
   for (const l of buildLines) console.log(l)

@@ -120,7 +120,7 @@ function print (title, result) {
 }
 
 async function main () {
-  console.log(`node ${process.version}, ${os.cpus()[0].model}, ${os.availableParallelism()} CPUs, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}, ${THREADS} threads`)
+  console.log(require('./stats.js').machineLine(`${THREADS} threads`))
   print('Tiny graph (add of two float32[4]): round trip', await tiny())
   print('MobileNetV2 224x224, float32, CPU device', await mobilenet())
   console.log(`\nload after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)

@@ -399,7 +399,7 @@ async function main () {
       console.log(JSON.stringify(rows[rows.length - 1]))
     }
   }
-  console.log(`\nnode ${process.version}, onnxruntime-node ${ort ? ort.env.versions.node : 'absent'}, load ${require('node:os').loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+  console.log('\n' + require('./stats.js').machineLine(`onnxruntime-node ${ort ? ort.env.versions.node : 'absent'}`))
   console.table(rows)
 }
 

@@ -72,4 +72,16 @@ async function interleaved (a, b, warmup, iters) {
   return [ta, tb]
 }
 
-module.exports = { relError, stats, fmt, ortSessionOptions, arg, interleaved }
+// The line every benchmark prints beside its table: Node, the CPU engine's view
+// of the machine (model, logical CPUs, the instruction-set level its kernels run
+// at with the features past it, L1d / L2 per core and L3: `cpuInfo()`, read by
+// CPUID) and the load average, so that numbers from different machines are never
+// set side by side unlabelled.
+function machineLine (extra = '') {
+  const os = require('node:os')
+  const { cpuInfo } = require('../native.js')
+  const load = os.loadavg().map((x) => x.toFixed(2)).join(' ')
+  return `node ${process.version}${extra ? ', ' + extra : ''}\nCPU: ${cpuInfo()}\nload ${load}`
+}
+
+module.exports = { relError, stats, fmt, ortSessionOptions, arg, interleaved, machineLine }

@@ -56,7 +56,8 @@ pub const LOG: Var = Var {
     name: "WEBNN_LOG",
     kind: Kind::Diagnostic,
     default: "off",
-    description: "comma-separated words: `info` prints the GPU adapters found, the one chosen and each GPU graph's \
+    description: "comma-separated words: `info` prints the machine the CPU engine detected (model, instruction set, \
+                  caches) and the blocking it derived, the GPU adapters found, the one chosen and each GPU graph's \
                   compile time to stderr, `debug` also each pipeline compiled; `gpu-profile` runs each GPU dispatch \
                   in its own timed pass and prints per-dispatch times every 100 computes (read once)",
 };

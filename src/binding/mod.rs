@@ -527,6 +527,14 @@ pub fn available_threads() -> u32 {
     crate::engine::cpu::available_threads() as u32
 }
 
+/// The machine the CPU engine sees (`engine::cpu::machine`): one line, as
+/// benchmarks print beside their tables and `config::LOG` (info) at the first CPU
+/// context.
+#[napi]
+pub fn cpu_info() -> String {
+    crate::engine::cpu::machine::Machine::get().describe()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ mod pin;
 pub mod epilogue;
 pub mod fused;
 pub mod kernels;
+pub mod machine;
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -128,6 +129,13 @@ impl CpuEngine {
     pub fn with_options(options: CpuOptions) -> Result<Self> {
         let cores = available_threads();
         let threads = if options.threads == 0 { cores } else { options.threads.min(cores) };
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            crate::engine::gpu::log(crate::config::LogLevel::Info, || {
+                let m = machine::Machine::get();
+                format!("CPU engine: {}; tuning {:?}", m.describe(), machine::Tuning::get())
+            })
+        });
         Ok(CpuEngine { pool: shared_pool(threads, options.pin_threads)?, options: CpuOptions { threads, ..options } })
     }
 

@@ -917,7 +917,9 @@ mod bench {
     /// (`BENCH_ONLY=256-128-56-1,64-64-56-3` runs just those cin-cout-size-k shapes;
     /// `BENCH_EPI=1` adds bias and relu, `BENCH_ACC=1` adds the results to the
     /// output, as a conv2d written over its residual does; `BENCH_THREADS=2`
-    /// runs every path on a pool of two threads).
+    /// runs every path on a pool of two threads; `BENCH_BLOCKED=1` only the
+    /// blocked kernel, with its filter in passes (`Tuning::conv_filter_l1`) and
+    /// in one pass alternately).
     #[test]
     #[ignore]
     fn conv_direct_bench() {
@@ -990,6 +992,7 @@ mod bench {
             (128, 32, 55, 1, 1, 0),
         ];
         let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+        let blocked_only = std::env::var("BENCH_BLOCKED").is_ok_and(|v| v == "1");
         for (cin, cout, hw, k, s, pad) in shapes {
             if !only.is_empty() && !only.split(',').any(|o| o == format!("{cin}-{cout}-{hw}-{k}")) {
                 continue;
@@ -1030,8 +1033,15 @@ mod bench {
             let kk = cin * k * k;
             let mut line = format!("{cin}->{cout} {k}x{k} s{s} @{hw} suits {} {}:", suits(&g), oclanes::suits(&g));
             pool.install(|| {
+                // Path 3 runs its filters in passes of half the L1d
+                // (`machine::force_conv_filter_l1`, whatever this machine's
+                // `Tuning` says), alternating run by run with one pass.
+                let mut one_pass = Vec::new();
                 for path in 0..4 {
                     // The pixels kernel needs AVX-512 (`candidate`), the channels one AVX2.
+                    if blocked_only && path < 3 {
+                        continue;
+                    }
                     if (path == 0 && (k == 1 || simd::level() != Level::Avx512)) || (path >= 2 && simd::level() < Level::Avx2) || (path == 3 && !blocked_ok) {
                         continue;
                     }
@@ -1044,8 +1054,21 @@ mod bench {
                                     *v += 1.0;
                                 }
                             }
+                            if path == 3 {
+                                crate::engine::cpu::machine::force_conv_filter_l1(Some(0));
+                                let t = std::time::Instant::now();
+                                oclanes::conv_blocked(&x, Some((&packed_bl.0, packed_bl.1)), &[], st, &g, bias, epi, &mut dst, both).unwrap();
+                                one_pass.push(t.elapsed().as_secs_f64());
+                                crate::engine::cpu::machine::force_conv_filter_l1(None);
+                                if cold {
+                                    for v in flush.iter_mut() {
+                                        *v += 1.0;
+                                    }
+                                }
+                            }
                             let t = std::time::Instant::now();
                             if path == 3 {
+                                crate::engine::cpu::machine::force_conv_filter_l1(Some(crate::engine::cpu::machine::Machine::get().l1d / 2));
                                 oclanes::conv_blocked(&x, Some((&packed_bl.0, packed_bl.1)), &[], st, &g, bias, epi, &mut dst, both).unwrap();
                             } else if path == 2 {
                                 oclanes::conv_nchw(&x, Some((&packed_oc.0, packed_oc.1)), &[], st, &g, bias, epi, &mut dst).unwrap();
@@ -1061,9 +1084,17 @@ mod bench {
                             all.push(took);
                         }
                         all.sort_by(f64::total_cmp);
-                        let name = ["direct", "gemm", "oclanes", "blocked"][path];
+                        crate::engine::cpu::machine::force_conv_filter_l1(None);
+                        let name = ["direct", "gemm", "oclanes", "blocked passes"][path];
                         let cold = if cold { " cold" } else { "" };
                         line += &format!(" {name}{cold} {:.3} ms (median {:.3}) {:.0} GF/s |", best * 1e3, all[all.len() / 2] * 1e3, flops / best / 1e9);
+                        if path == 3 {
+                            let one = std::mem::take(&mut one_pass);
+                            let best1 = one.iter().copied().fold(f64::MAX, f64::min);
+                            let mut one = one;
+                            one.sort_by(f64::total_cmp);
+                            line += &format!(" one-pass{cold} {:.3} ms (median {:.3}) {:.0} GF/s |", best1 * 1e3, one[one.len() / 2] * 1e3, flops / best1 / 1e9);
+                        }
                     }
                 }
             });

@@ -289,14 +289,17 @@ impl Pad {
 }
 
 /// Bytes of input that the tiles of one chunk may read (L2, leaving room for
-/// the filter blocks streaming through). (128 KB measured the same as 256 KB on
-/// Zen 3's 512 KB L2 with AVX2.)
-const CHUNK_BYTES: usize = 256 << 10;
+/// the filter blocks streaming through): `Tuning::conv_chunk_bytes`, a quarter
+/// of L2 (256 KB on Zen 5's 1 MB L2, where it was tuned; 128 KB measured the
+/// same as 256 KB on Zen 3's 512 KB L2 with AVX2).
+fn chunk_bytes() -> usize {
+    crate::engine::cpu::machine::Tuning::get().conv_chunk_bytes
+}
 
 /// Output rows per chunk of tiles (see `conv_nchw`): `None` (one chunk) when the
-/// input rows that a (batch, group) reads fit `CHUNK_BYTES` twice over (every
+/// input rows that a (batch, group) reads fit `chunk_bytes()` twice over (every
 /// channel block then finds them in L2); else as many rows as read about
-/// `CHUNK_BYTES`, so that the input comes from memory once and the filter (in
+/// `chunk_bytes`, so that the input comes from memory once and the filter (in
 /// L2 or L3) once per chunk.
 fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
     // Input bytes that `r` consecutive output rows read: their windows' rows of
@@ -306,10 +309,11 @@ fn chunk_rows(g: &Geometry, pad: &Pad) -> Option<usize> {
         let rows = span(r, g.stride[0], g.k_h, g.dilation[0])?.min(r.saturating_mul(g.k_h));
         Some(g.cig.saturating_mul(rows).saturating_mul(pad.w).saturating_mul(4))
     };
-    if bytes(g.out_h)? <= 2 * CHUNK_BYTES {
+    let chunk = chunk_bytes();
+    if bytes(g.out_h)? <= 2 * chunk {
         return None;
     }
-    Some((1..=g.out_h).take_while(|&r| bytes(r).is_some_and(|b| b <= CHUNK_BYTES)).last().unwrap_or(1))
+    Some((1..=g.out_h).take_while(|&r| bytes(r).is_some_and(|b| b <= chunk)).last().unwrap_or(1))
 }
 
 /// Output channels per filter block for this convolution: `WIDE` (four vectors)
@@ -554,6 +558,9 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
     // A blocked output takes the epilogue in its stores where it is an added
     // tensor and a clamp (`Epi::as_clamp`), else in a pass after each task.
     let in_store = if layouts.output { epi.as_clamp() } else { None };
+    // Taps per pass over the filter (`pass_taps`), decided here on the calling
+    // thread.
+    let per_pass = if level == Level::Avx512 && !in_quads { pass_taps(ntaps, g.k_h * g.k_w, C) } else { ntaps };
     let task = |t: usize| {
         let (nb, run, part) = (t / (runs * parts), t / parts % runs, t % parts);
         let (n, grp) = (nb / g.groups, nb % g.groups);
@@ -567,6 +574,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
         let channels = (blk1 * C).min(g.cog) - c0;
         let first = (n * g.out_c + grp * g.cog + c0) * plane;
         let mut tmp = [[0f32; C]; PX];
+        let mut scratch: Vec<f32> = Vec::new();
         // Tiles of equal size (49 pixels as 7 x 7, not 6 x 8 + 1: a tile of one
         // pixel would run at an eighth of the speed), in chunks of `chunk` tiles
         // that every channel block runs over in turn.
@@ -577,6 +585,60 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                 let bb: &[f32; C] = b[(grp * blocks + blk) * C..][..C].try_into().unwrap_or_else(|_| unreachable!());
                 let nch = C.min(g.cog - blk * C);
                 let ob = first + (blk - blk0) * C * plane;
+                // With AVX-512 the filter may run in passes (`pass_taps`): the
+                // tiles store their partial sums straight to a blocked output
+                // (the conditions of `tile_to_blocked`), else to `scratch`, one
+                // block of channels blocked over the chunk's pixels, copied
+                // out to the nchw rows after the last pass.
+                let in_place = layouts.output && nch % BLOCK == 0;
+                let (q_lo, q_hi) = (t0 * plane / ntiles, (t0 + chunk).min(tile1) * plane / ntiles);
+                let npix = q_hi - q_lo;
+                if per_pass < ntaps && !in_place && scratch.len() < C * npix {
+                    // Without room for it (allocation failed), one pass.
+                    scratch = alloc_f32(C * npix).unwrap_or_default();
+                }
+                if per_pass < ntaps && (in_place || scratch.len() >= C * npix) {
+                    let (add, lo, hi) = in_store.unwrap_or((None, f32::NEG_INFINITY, f32::INFINITY));
+                    let zero = [0f32; C];
+                    for p0 in (0..ntaps).step_by(per_pass) {
+                        let p1 = (p0 + per_pass).min(ntaps);
+                        let pass = Pass { first: p0 == 0, last: p1 == ntaps };
+                        let bias = if pass.first { bb } else { &zero };
+                        for i in t0..(t0 + chunk).min(tile1) {
+                            let (q0, q1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
+                            let to = if in_place {
+                                let at = ob + q0 * BLOCK;
+                                BlockedStore { out: raw.ptr.wrapping_add(at), room: raw.len.saturating_sub(at), stride: BLOCK * plane, nblk: nch / BLOCK, accumulate, add: add.map(|a| &a[at.min(a.len())..]), lo, hi }
+                            } else {
+                                let at = (q0 - q_lo) * BLOCK;
+                                let (lo, hi) = (f32::NEG_INFINITY, f32::INFINITY);
+                                BlockedStore { out: scratch.as_mut_ptr().wrapping_add(at), room: scratch.len() - at, stride: BLOCK * npix, nblk: C / BLOCK, accumulate: false, add: None, lo, hi }
+                            };
+                            let pfi = if i == t0 { pf } else { 0 };
+                            // SAFETY: as the single-pass call below (`scratch`
+                            // is this task's own); a later pass reads back what
+                            // this task stored there.
+                            let done = unsafe { tile_to_blocked(level, src, &pix[q0..q1], &taps[p0..p1], &wb[p0 * C..p1 * C], bias, pfi, to, pass) };
+                            assert!(done, "internal: conv2d blocked pass without its tile");
+                        }
+                    }
+                    if !in_place {
+                        // Channel c of chunk pixel k at scratch[(c / 16 * npix
+                        // + k) * 16 + c % 16].
+                        for c in 0..nch {
+                            // SAFETY: task t alone writes output channels [c0,
+                            // c0 + channels) at the pixels of its tiles.
+                            let row = unsafe { raw.slice(ob + c * plane + q_lo, npix) };
+                            let lanes = scratch[c / BLOCK * npix * BLOCK + c % BLOCK..].iter().step_by(BLOCK);
+                            if accumulate {
+                                row.iter_mut().zip(lanes).for_each(|(o, s)| *o += s);
+                            } else {
+                                row.iter_mut().zip(lanes).for_each(|(o, s)| *o = *s);
+                            }
+                        }
+                    }
+                    continue;
+                }
                 for i in t0..(t0 + chunk).min(tile1) {
                     let (p0, p1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
                     let px = &pix[p0..p1];
@@ -593,7 +655,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                         // SAFETY: `out .. + room` is the output's tail; task t
                         // alone writes output channels [c0, c0 + channels) at the
                         // pixels of its tiles, which are the vectors stored.
-                        if unsafe { tile_to_blocked(level, src, px, &taps, wb, bb, pfi, to) } {
+                        if unsafe { tile_to_blocked(level, src, px, &taps, wb, bb, pfi, to, Pass::ONLY) } {
                             continue;
                         }
                     }
@@ -752,6 +814,42 @@ fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize],
 /// first block, floats between its channel blocks, whole blocks to store,
 /// whether to add to what is there, the added tensor from the same element
 /// (or none), and the clamp.
+/// Which pass over a filter's taps a tile runs (`tap_passes`): the first
+/// starts from the bias, a later one from the partial sums the one before
+/// stored; the last applies the epilogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pass {
+    pub first: bool,
+    pub last: bool,
+}
+
+impl Pass {
+    const ONLY: Pass = Pass { first: true, last: true };
+}
+
+/// The taps of one pass of a channels-along-lanes convolution whose tiles store
+/// straight to a blocked output: a filter of more than
+/// `Tuning::conv_filter_l1` bytes per block of `c` channels runs in passes of
+/// whole input channels, each pass over every tile of the chunk, so that its
+/// part of the filter stays in L1 while the tiles reuse it (otherwise every
+/// tile of 8 pixels streams the block's whole filter from L2: 295 KB for 32
+/// channels of a 256-channel 3x3). `ntaps` (= input channels x window taps
+/// `window`) when one pass holds them all.
+/// Two passes or fewer run as one: 128 -> 512 1x1 at 28x28 (two passes of
+/// 96 channels) measured 5% slower in passes on the Xeon.
+fn pass_taps(ntaps: usize, window: usize, c: usize) -> usize {
+    let budget = crate::engine::cpu::machine::conv_filter_l1();
+    if budget == 0 || window == 0 {
+        return ntaps;
+    }
+    let per = (budget / (c * 4) / window).max(1) * window;
+    if ntaps <= 2 * per {
+        ntaps
+    } else {
+        per
+    }
+}
+
 struct BlockedStore<'a> {
     /// The first vector stored, and the floats of the output from there on.
     out: *mut f32,
@@ -773,7 +871,8 @@ struct BlockedStore<'a> {
 /// `to.out .. + to.room` lies in one allocation; no other thread accesses the
 /// vectors stored (pixel j's block v at `to.out + v * to.stride + 16 j`).
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_to_blocked<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; C], pf: usize, to: BlockedStore) -> bool {
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_to_blocked<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; C], pf: usize, to: BlockedStore, pass: Pass) -> bool {
     let need = to.nblk.saturating_sub(1) * to.stride + px.len() * VL;
     if level != Level::Avx512 || w.len() != taps.len() * C || to.nblk * VL > C || to.room < need || to.add.is_some_and(|a| a.len() < need) {
         return false;
@@ -790,9 +889,9 @@ unsafe fn tile_to_blocked<const C: usize>(level: Level, src: &[f32], px: &[usize
                 // those stored (this function's contract).
                 unsafe {
                     if pf > 0 {
-                        avx512::tile_to_blocked::<$v, $p, C, true>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, pf, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi)
+                        avx512::tile_to_blocked::<$v, $p, C, true>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, pf, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi, pass)
                     } else {
-                        avx512::tile_to_blocked::<$v, $p, C, false>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, 0, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi)
+                        avx512::tile_to_blocked::<$v, $p, C, false>(src.as_ptr(), &$offs, taps, w.as_ptr(), bias, 0, to.out, to.stride, to.nblk, to.accumulate, add, to.lo, to.hi, pass)
                     }
                 }
             };
@@ -980,7 +1079,7 @@ mod quads {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{PX, VL};
+    use super::{Pass, PX, VL};
     use std::arch::x86_64::*;
 
     /// A finished tile (`tmp[j][c]`: pixel j < `npx` <= 8, channel c < C) into
@@ -1079,7 +1178,7 @@ mod avx512 {
         tmp: &mut [[f32; C]; PX],
         pf: usize,
     ) {
-        let acc = sums::<V, P, C, PF>(s, px, taps, w, bias, pf);
+        let acc = sums::<V, P, C, PF>(s, px, taps, w, bias, pf, std::ptr::null(), 0, 0);
         for j in 0..P {
             for v in 0..V {
                 _mm512_storeu_ps(tmp[j].as_mut_ptr().add(v * VL), acc[j][v]);
@@ -1114,15 +1213,23 @@ mod avx512 {
         add: *const f32,
         lo: f32,
         hi: f32,
+        pass: Pass,
     ) {
-        let acc = sums::<V, P, C, PF>(s, px, taps, w, bias, pf);
+        // A later pass starts from the partial sums stored by the one before;
+        // a first pass that is not the last folds in the tensor to accumulate.
+        let init = if !pass.first || (accumulate && !pass.last) { out as *const f32 } else { std::ptr::null() };
+        let acc = sums::<V, P, C, PF>(s, px, taps, w, bias, pf, init, stride, nblk);
         let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
         for v in 0..V.min(nblk) {
             for (j, a) in acc.iter().enumerate() {
                 let at = v * stride + j * VL;
                 let o = out.add(at);
                 let mut r = a[v];
-                if accumulate {
+                if !pass.last {
+                    _mm512_storeu_ps(o, r);
+                    continue;
+                }
+                if accumulate && pass.first {
                     r = _mm512_add_ps(r, _mm512_loadu_ps(o));
                 }
                 if !add.is_null() {
@@ -1143,12 +1250,24 @@ mod avx512 {
         w: *const f32,
         bias: &[f32; C],
         pf: usize,
+        init: *const f32,
+        stride: usize,
+        nblk: usize,
     ) -> [[__m512; V]; P] {
         let mut b = [_mm512_setzero_ps(); V];
         for (v, bv) in b.iter_mut().enumerate() {
             *bv = _mm512_loadu_ps(bias.as_ptr().add(v * VL));
         }
         let mut acc = [b; P];
+        if !init.is_null() {
+            // Partial sums to go on from (pixel j's vector v at init + v *
+            // stride + 16 j), added to the bias (zero after the first pass).
+            for (j, a) in acc.iter_mut().enumerate() {
+                for (v, x) in a.iter_mut().enumerate().take(nblk) {
+                    *x = _mm512_add_ps(*x, _mm512_loadu_ps(init.add(v * stride + j * VL)));
+                }
+            }
+        }
         let mut wp = w;
         for &off in taps {
             let mut wv = [_mm512_setzero_ps(); V];
@@ -1271,6 +1390,12 @@ mod tests {
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         for (i, c) in cases.into_iter().enumerate() {
             one.install(|| check(c, 300 + i as u64));
+            // With the filter in passes (`pass_taps`) too.
+            one.install(|| {
+                crate::engine::cpu::machine::force_conv_filter_l1(Some(1024));
+                check(c, 300 + i as u64);
+                crate::engine::cpu::machine::force_conv_filter_l1(None);
+            });
         }
         let g = Geometry {
             batches: 1, in_c: 8, in_h: 7, in_w: 7, out_c: 64, out_h: 7, out_w: 7, k_h: 1, k_w: 1,
@@ -1330,6 +1455,13 @@ mod tests {
         for (i, c) in cases.into_iter().enumerate() {
             check(c, 100 + i as u64);
         }
+        // Again with the filters in passes of 1 KB (`pass_taps`; 7 taps of
+        // 32 channels): partial sums through the output or `scratch`.
+        crate::engine::cpu::machine::force_conv_filter_l1(Some(1024));
+        for (i, c) in cases.into_iter().enumerate() {
+            check(c, 100 + i as u64);
+        }
+        crate::engine::cpu::machine::force_conv_filter_l1(None);
     }
 
     /// The transposing store (AVX-512) against the definition: every channel's
@@ -1448,7 +1580,10 @@ mod tests {
         assert_eq!(suits(&strided(256, 128, 28)), avx512);
         assert_eq!(suits(&strided(256, 512, 28)), avx512);
         assert_eq!(suits(&strided(1024, 512, 7)), avx512);
-        assert!(!suits(&strided(512, 1024, 14)));
+        // 512 -> 1024 from 28x28: 784 KB of input rows, in chunks where that
+        // is over twice `chunk_bytes` (a quarter of L2), then with 2 MB of
+        // filter too much to reread per chunk.
+        assert_eq!(suits(&strided(512, 1024, 14)), avx512 && 512 * 14 * 28 * 4 <= 2 * chunk_bytes());
         assert!(!suits(&strided(128, 256, 28)));
         // Large planes, few taps, channels not a multiple of 32.
         assert!(!suits(&geo(64, 64, 56, 3)));
@@ -1480,6 +1615,9 @@ mod tests {
     /// the filter packed ahead and not.
     #[test]
     fn blocked_layouts_match_float64() {
+        // Both calls of a case must run at one level (the filter passes add a
+        // residual first, the single pass last: equal within rounding only).
+        let _level = crate::engine::cpu::kernels::simd::tests::FORCE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         use crate::compile::fused::Stage;
         use crate::ops::{Activation, UnaryKind};
         // (input [n, c, h, w], out channels, filter, stride, dilation, padding [t, l, b, r])
@@ -1570,13 +1708,16 @@ mod tests {
                     (Epi::new(&sigmoid, &[]).unwrap(), false, true, |v, _| 1.0 / (1.0 + (-v).exp())),
                 ];
                 let packed = pool(1).install(|| pack_for_blocked(&wt, st, &g)).unwrap();
+                // Filters in one pass, and in passes of 4 KB (`pass_taps`) at
+                // whatever the machine would choose.
                 for (ei, (epi, prefill, with_bias, expect)) in epis.iter().enumerate() {
-                    for threads in [1, 2] {
-                        let what = format!("{xs:?} oc {oc} k {kh}x{kw} s {s:?} d {d:?} {layouts:?} epilogue {ei} threads {threads}");
+                    for (threads, budget) in [(1, 0), (2, 0), (1, 4096), (2, 4096)] {
+                        let what = format!("{xs:?} oc {oc} k {kh}x{kw} s {s:?} d {d:?} {layouts:?} epilogue {ei} threads {threads} filter passes of {budget} bytes");
                         let mut got = if *prefill { res_l.clone() } else { vec![f32::NAN; want.len()] };
                         let bias = with_bias.then_some(&b[..]);
                         let mut got2 = got.clone();
                         pool(threads).install(|| {
+                            crate::engine::cpu::machine::force_conv_filter_l1(Some(budget));
                             conv_blocked(&xin, None, &wt, st, &g, bias, epi, &mut got, layouts).unwrap();
                             // (Packed on a one-thread pool: on two, the block
                             // size may differ and the filter is packed again.)

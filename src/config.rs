@@ -180,6 +180,14 @@ pub fn log_level() -> LogLevel {
     log_words().0
 }
 
+/// Writes one diagnostic line to stderr when `LOG` asks for `level`; the
+/// message is only formatted then.
+pub fn log(level: LogLevel, message: impl FnOnce() -> String) {
+    if level <= log_level() && level != LogLevel::Off {
+        eprintln!("webnn-node: {}", message());
+    }
+}
+
 /// `LOG` has `gpu-profile`: GPU plans time each dispatch.
 pub fn gpu_profile() -> bool {
     log_words().1

@@ -237,13 +237,14 @@ mod x86 {
             }
             m.model = text(&regs).split_whitespace().collect::<Vec<_>>().join(" ");
         }
+        let leaf7 = if max >= 7 { cpuid(7, 0).edx } else { 0 };
         let features: [(&str, bool); 6] = [
             ("avx512_vnni", std::arch::is_x86_feature_detected!("avx512vnni")),
             ("avx512_bf16", std::arch::is_x86_feature_detected!("avx512bf16")),
             ("avx512_fp16", std::arch::is_x86_feature_detected!("avx512fp16")),
             ("avx_vnni", std::arch::is_x86_feature_detected!("avxvnni")),
-            ("amx_int8", max >= 7 && cpuid(7, 0).edx & (1 << 25) != 0),
-            ("amx_bf16", max >= 7 && cpuid(7, 0).edx & (1 << 22) != 0),
+            ("amx_int8", leaf7 & (1 << 25) != 0),
+            ("amx_bf16", leaf7 & (1 << 22) != 0),
         ];
         m.features = features.iter().filter(|f| f.1).map(|f| f.0).collect();
         // Deterministic cache parameters: leaf 4 (Intel), 0x8000001D (AMD).

@@ -131,7 +131,7 @@ impl CpuEngine {
         let threads = if options.threads == 0 { cores } else { options.threads.min(cores) };
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {
-            crate::engine::gpu::log(crate::config::LogLevel::Info, || {
+            crate::config::log(crate::config::LogLevel::Info, || {
                 let m = machine::Machine::get();
                 format!("CPU engine: {}; tuning {:?}", m.describe(), machine::Tuning::get())
             })

@@ -53,15 +53,7 @@ impl PowerPreference {
     }
 }
 
-pub(crate) use crate::config::{log_level, LogLevel};
-
-/// Writes one diagnostic line when `config::LOG` asks for `level`; the message is
-/// only formatted then.
-pub(crate) fn log(level: LogLevel, message: impl FnOnce() -> String) {
-    if level <= log_level() && level != LogLevel::Off {
-        eprintln!("webnn-node: {}", message());
-    }
-}
+pub(crate) use crate::config::{log, LogLevel};
 
 /// Mesa's device-select Vulkan layer (installed with every Mesa Vulkan driver)
 /// asks the Wayland compositor for the default GPU whenever an application

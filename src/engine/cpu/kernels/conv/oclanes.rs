@@ -591,6 +591,10 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                 // block of channels blocked over the chunk's pixels, copied
                 // out to the nchw rows after the last pass.
                 let in_place = layouts.output && nch % BLOCK == 0;
+                // The blocked output from element `at` on (whole blocks; the
+                // epilogue in the store where it is a clamp and an added tensor).
+                let (add, lo, hi) = in_store.unwrap_or((None, f32::NEG_INFINITY, f32::INFINITY));
+                let output_at = |at: usize| BlockedStore { out: raw.ptr.wrapping_add(at), room: raw.len.saturating_sub(at), stride: BLOCK * plane, nblk: nch / BLOCK, accumulate, add: add.map(|a| &a[at.min(a.len())..]), lo, hi };
                 let (q_lo, q_hi) = (t0 * plane / ntiles, (t0 + chunk).min(tile1) * plane / ntiles);
                 let npix = q_hi - q_lo;
                 if per_pass < ntaps && !in_place && scratch.len() < C * npix {
@@ -598,7 +602,6 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                     scratch = alloc_f32(C * npix).unwrap_or_default();
                 }
                 if per_pass < ntaps && (in_place || scratch.len() >= C * npix) {
-                    let (add, lo, hi) = in_store.unwrap_or((None, f32::NEG_INFINITY, f32::INFINITY));
                     let zero = [0f32; C];
                     for p0 in (0..ntaps).step_by(per_pass) {
                         let p1 = (p0 + per_pass).min(ntaps);
@@ -607,8 +610,7 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                         for i in t0..(t0 + chunk).min(tile1) {
                             let (q0, q1) = (i * plane / ntiles, (i + 1) * plane / ntiles);
                             let to = if in_place {
-                                let at = ob + q0 * BLOCK;
-                                BlockedStore { out: raw.ptr.wrapping_add(at), room: raw.len.saturating_sub(at), stride: BLOCK * plane, nblk: nch / BLOCK, accumulate, add: add.map(|a| &a[at.min(a.len())..]), lo, hi }
+                                output_at(ob + q0 * BLOCK)
                             } else {
                                 let at = (q0 - q_lo) * BLOCK;
                                 let (lo, hi) = (f32::NEG_INFINITY, f32::INFINITY);
@@ -645,13 +647,10 @@ fn conv_blocks<const C: usize>(x: &[f32], w: &[f32], g: &Geometry, bias: Option<
                     // The chunk's first tile of a block reads its filter from
                     // memory (cold): it prefetches ahead.
                     let pfi = if i == t0 { pf } else { 0 };
-                    if layouts.output && !in_quads && nch % BLOCK == 0 {
+                    if in_place && !in_quads {
                         // Straight from the registers: whole blocks of channels,
                         // and the epilogue in the store or none to follow.
-                        let at = ob + p0 * BLOCK;
-                        let (add, lo, hi) = in_store.unwrap_or((None, f32::NEG_INFINITY, f32::INFINITY));
-                        let out = raw.ptr.wrapping_add(at);
-                        let to = BlockedStore { out, room: raw.len.saturating_sub(at), stride: BLOCK * plane, nblk: nch / BLOCK, accumulate, add: add.map(|a| &a[at.min(a.len())..]), lo, hi };
+                        let to = output_at(ob + p0 * BLOCK);
                         // SAFETY: `out .. + room` is the output's tail; task t
                         // alone writes output channels [c0, c0 + channels) at the
                         // pixels of its tiles, which are the vectors stored.
@@ -810,11 +809,7 @@ fn tile<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize],
     }
 }
 
-/// Where `tile_to_blocked` stores: the output from the tile's first pixel's
-/// first block, floats between its channel blocks, whole blocks to store,
-/// whether to add to what is there, the added tensor from the same element
-/// (or none), and the clamp.
-/// Which pass over a filter's taps a tile runs (`tap_passes`): the first
+/// Which pass over a filter's taps a tile runs (`pass_taps`): the first
 /// starts from the bias, a later one from the partial sums the one before
 /// stored; the last applies the epilogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -827,16 +822,15 @@ impl Pass {
     const ONLY: Pass = Pass { first: true, last: true };
 }
 
-/// The taps of one pass of a channels-along-lanes convolution whose tiles store
-/// straight to a blocked output: a filter of more than
-/// `Tuning::conv_filter_l1` bytes per block of `c` channels runs in passes of
-/// whole input channels, each pass over every tile of the chunk, so that its
-/// part of the filter stays in L1 while the tiles reuse it (otherwise every
-/// tile of 8 pixels streams the block's whole filter from L2: 295 KB for 32
-/// channels of a 256-channel 3x3). `ntaps` (= input channels x window taps
-/// `window`) when one pass holds them all.
-/// Two passes or fewer run as one: 128 -> 512 1x1 at 28x28 (two passes of
-/// 96 channels) measured 5% slower in passes on the Xeon.
+/// The taps of one pass of a channels-along-lanes convolution with AVX-512: a
+/// filter of more than `Tuning::conv_filter_l1` bytes per block of `c`
+/// channels runs in passes of whole input channels, each pass over every tile
+/// of the chunk, so that its part of the filter stays in L1 while the tiles
+/// reuse it (otherwise every tile of 8 pixels streams the block's whole filter
+/// from L2: 295 KB for 32 channels of a 256-channel 3x3). `ntaps` (= input
+/// channels x window taps `window`) when one pass holds them all. Two passes
+/// or fewer run as one: 128 -> 512 1x1 at 28x28 (two passes of 96 channels)
+/// measured 5% slower in passes on the Xeon.
 fn pass_taps(ntaps: usize, window: usize, c: usize) -> usize {
     let budget = crate::engine::cpu::machine::conv_filter_l1();
     if budget == 0 || window == 0 {
@@ -850,6 +844,10 @@ fn pass_taps(ntaps: usize, window: usize, c: usize) -> usize {
     }
 }
 
+/// Where `tile_to_blocked` stores: the output from the tile's first pixel's
+/// first block, floats between its channel blocks, whole blocks to store,
+/// whether to add to what is there, the added tensor from the same element
+/// (or none), and the clamp.
 struct BlockedStore<'a> {
     /// The first vector stored, and the floats of the output from there on.
     out: *mut f32,
@@ -870,7 +868,6 @@ struct BlockedStore<'a> {
 /// # Safety
 /// `to.out .. + to.room` lies in one allocation; no other thread accesses the
 /// vectors stored (pixel j's block v at `to.out + v * to.stride + 16 j`).
-#[allow(clippy::too_many_arguments)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile_to_blocked<const C: usize>(level: Level, src: &[f32], px: &[usize], taps: &[usize], w: &[f32], bias: &[f32; C], pf: usize, to: BlockedStore, pass: Pass) -> bool {
     let need = to.nblk.saturating_sub(1) * to.stride + px.len() * VL;

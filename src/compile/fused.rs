@@ -185,6 +185,10 @@ pub enum FusedOp {
     /// nchw ones. Inputs: those of `op`'s operator, then one per
     /// `Stage::AddTensor` of the epilogue.
     Blocked { op: BlockedOp, input: bool, output: bool, epilogue: Epilogue },
+    /// A quantized pattern computed on 8-bit integers (`compile::quant`): input
+    /// 0 the 8-bit input, the output 8-bit; weights, scales and zero points
+    /// live in `op`. Its epilogue stays empty.
+    Quantized { op: super::quant::QuantizedOp, epilogue: Epilogue },
 }
 
 /// The operators `FusedOp::Blocked` computes.
@@ -276,6 +280,10 @@ impl FusedOp {
             FusedOp::Blocked { op: BlockedOp::GlobalAveragePool(_), .. } => "averagePool2d (blocked)",
             FusedOp::Blocked { op: BlockedOp::Subsample(_), .. } => "subsample (blocked)",
             FusedOp::Blocked { op: BlockedOp::Depthwise(_), .. } => "depthwise conv2d (blocked)",
+            FusedOp::Quantized { op, .. } => match op.0.kind {
+                super::quant::QKind::Conv2d(..) => "conv2d (quantized)",
+                super::quant::QKind::Matmul => "matmul (quantized)",
+            },
         }
     }
 
@@ -289,6 +297,7 @@ impl FusedOp {
             | FusedOp::ConcatConv2d { epilogue, .. }
             | FusedOp::Subsample { epilogue, .. }
             | FusedOp::Blocked { epilogue, .. }
+            | FusedOp::Quantized { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }
@@ -303,6 +312,7 @@ impl FusedOp {
             | FusedOp::ConcatConv2d { epilogue, .. }
             | FusedOp::Subsample { epilogue, .. }
             | FusedOp::Blocked { epilogue, .. }
+            | FusedOp::Quantized { epilogue, .. }
             | FusedOp::Chain(epilogue) => epilogue,
         }
     }

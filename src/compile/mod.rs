@@ -26,6 +26,9 @@
 //!   `Op::Fused`);
 //! - `widen`: float16 computed in float32 inside the graph, converted once at its
 //!   inputs, constants and outputs (CPU);
+//! - `quant`: dequantizeLinear -> conv2d / matmul / gemm -> [relu | clamp] ->
+//!   quantizeLinear computed on 8-bit integers (`Op::Fused`; runs first, before
+//!   folding dequantizes the weights);
 //! - `compact`: renumbers the operand arena, dropping constants and operands no
 //!   operator reads any more.
 //!
@@ -48,6 +51,7 @@ pub mod epilogue;
 pub mod fold;
 pub mod fused;
 pub mod prepack;
+pub mod quant;
 pub mod subsample;
 pub mod widen;
 
@@ -82,6 +86,9 @@ pub struct Passes {
     pub chain: bool,
     pub prepack: bool,
     pub widen: bool,
+    /// Quantized patterns (dequantizeLinear -> conv2d / matmul / gemm ->
+    /// quantizeLinear) computed on integers (`quant`).
+    pub quant: bool,
     /// Not a pass over the graph but a choice of the CPU plan's buffers: a
     /// conv2d's output may take the buffer of the residual its epilogue adds
     /// (off only with the other passes).
@@ -89,9 +96,9 @@ pub struct Passes {
 }
 
 impl Passes {
-    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true, in_place: true };
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true, quant: true, in_place: true };
     pub const NONE: Passes =
-        Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false, in_place: false };
+        Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false, quant: false, in_place: false };
 
     /// `Passes::NONE` where `config::CPU_PASSES` says so, else `Passes::ALL`.
     pub fn from_env() -> Passes {
@@ -117,6 +124,12 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     };
     pass("dce", true, &mut g, &|g| {
         dce::run(g);
+    });
+    // Before folding: the quantized weights' dequantizeLinear must still be there.
+    pass("quant", passes.quant, &mut g, &|g| {
+        if quant::run(g) > 0 {
+            dce::run(g);
+        }
     });
     pass("widen", passes.widen, &mut g, &|g| {
         widen::run(g);

@@ -29,6 +29,8 @@ pub mod movement;
 pub mod normalization;
 pub mod pooling;
 pub mod prepacked;
+pub mod qgemm;
+pub mod qlinear;
 pub mod recurrent;
 pub mod reduction;
 pub mod simd;

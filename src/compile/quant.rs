@@ -1,0 +1,632 @@
+//! Quantized patterns fused into integer operators (CPU pipeline).
+//!
+//! A quantized model reaches WebNN as a float graph wrapped in
+//! dequantizeLinear (DQ) and quantizeLinear (Q): `DQ(x) -> conv2d(DQ(w), bias)
+//! -> [relu | clamp] -> Q`. Computed as written that is a float convolution plus
+//! two passes over memory. This pass replaces the whole pattern with one
+//! `FusedOp::Quantized` operator reading the 8-bit input and writing the 8-bit
+//! output: 8-bit products summed in int32 (`engine::cpu::kernels::qgemm`), then
+//! `roundEven(sum * sx * sw[c] / sy + bias[c] / sy) + zy`, saturated. Integer sums
+//! are exact; the only difference from the unfused graph is where the float
+//! graph's own rounding moves a value across a rounding boundary of the output:
+//! at most one unit of the output's scale.
+//!
+//! The rules (after Chromium's TFLite backend, `seeds/003`, which fuses a DQ ->
+//! op -> Q pair only when the operator takes quantized inputs and the
+//! quantization parameters can be attached to its tensors):
+//!
+//! - operators: conv2d (nchw input, oihw filter; any strides, dilations, padding
+//!   and groups; depthwise on its own kernel), matmul (a constant rank-2 B) and
+//!   gemm (A not transposed, a constant B either way, `c` a constant vector along
+//!   N or a scalar, any alpha and beta); float32 throughout;
+//! - the input: `DQ(x)` with x int8 or uint8 and one scale and zero point for
+//!   the whole tensor (every element of a blockwise scale equal counts), the
+//!   scale positive and finite. The DQ may have other readers (it stays for
+//!   them);
+//! - the weights: `DQ(w)` of a constant int8 or uint8 `w`, per output channel
+//!   (filter scale [O, 1, 1, 1] or one value; matmul/gemm scale along N) or per
+//!   tensor, scales positive and finite; `w - zeroPoint` must fit int8 for every
+//!   element (a uint8 filter with zero point 128 does; TFLite asks for zero points
+//!   of 0, which is the same condition for int8 filters);
+//! - the bias: absent, a float32 constant, or `DQ` of a constant (int32 as
+//!   quantizers write it): its float32 values, as the unfused graph computes them;
+//! - between the operator and Q, at most one relu or clamp, read by nothing
+//!   else: it becomes the output's saturation bounds (`Q(clamp(y)) ==
+//!   clamp(Q(y), Q(min), Q(max))`, Q being monotonic);
+//! - the output: `Q` to int8 or uint8 with one scale (positive, finite) and zero
+//!   point; the float result (and the activation's) has no other reader and is
+//!   not a graph output;
+//! - sums must fit int32: K (input channels per group x kernel area, or matmul's
+//!   inner dimension) at most 32768.
+//!
+//! Anything else stays as written and is computed in float (`Q -> DQ` pairs with
+//! different parameters, per-channel activation scales, non-constant weights,
+//! float16, outputs read twice): no fusion changes what a graph computes beyond
+//! that one unit.
+
+use std::sync::Arc;
+
+use super::fused::{Epilogue, FusedOp};
+use super::{constant, desc, rewrite_all, Rewrite, Uses};
+use crate::engine::cpu::kernels::qgemm::{self, Requant};
+use crate::engine::cpu::kernels::tile_quant::quantize_value;
+use crate::graph::builder::{Graph, Operator};
+use crate::graph::{DataType, OperandId};
+use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
+use crate::ops::matmul::GemmOptions;
+use crate::ops::{Activation, Op, UnaryKind};
+
+/// Largest inner dimension whose int32 sums cannot overflow (255 * 128 * K < 2^31).
+pub const MAX_K: usize = 32768;
+
+/// The operator a `QLinear` computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QKind {
+    /// conv2d with its kernel's [height, width].
+    Conv2d(Conv2dAttrs, [usize; 2]),
+    /// matmul or gemm: `[..., M, K] x [K, N]`.
+    Matmul,
+}
+
+/// The weights in the kernels' layout, packed at build.
+#[derive(Debug)]
+pub enum QWeights {
+    /// Per group, the filter's `[O / groups, K]` rows packed for `qgemm` (K =
+    /// input channels per group x kernel area, in oihw order).
+    Conv { groups: Vec<Vec<u8>>, k: usize },
+    /// A depthwise filter's taps, `[C][kh * kw]`.
+    Depthwise { taps: Vec<i32> },
+    /// matmul/gemm: `[K, N]` packed as `qgemm` lanes.
+    Lanes { packed: Vec<u8>, k: usize, n: usize },
+}
+
+/// A fused quantized operator: 8-bit input, 8-bit output.
+#[derive(Debug)]
+pub struct QLinear {
+    pub kind: QKind,
+    /// XORed into each input byte to read it as unsigned (0x80 for int8, else 0).
+    pub flip: u8,
+    /// The input's zero point, unsigned (after `flip`).
+    pub x_zero: i32,
+    pub weights: QWeights,
+    pub requant: Requant,
+}
+
+/// `FusedOp::Quantized`'s payload: shared, compared by identity (each is made
+/// once, by this pass, with its packed weights).
+#[derive(Clone)]
+pub struct QuantizedOp(pub Arc<QLinear>);
+
+impl PartialEq for QuantizedOp {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for QuantizedOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let q = &self.0;
+        write!(f, "QLinear({:?}, x_zero {}, flip {:#x})", q.kind, q.x_zero, q.flip)
+    }
+}
+
+pub fn run(g: &mut Graph) -> usize {
+    rewrite_all(g, find)
+}
+
+/// A constant's values as int64 (int8, uint8, int32) or float64 (float32).
+fn ints(g: &Graph, id: OperandId) -> Option<Vec<i64>> {
+    let b = constant(g, id)?;
+    Some(match desc(g, id).data_type {
+        DataType::Int8 => b.iter().map(|&v| v as i8 as i64).collect(),
+        DataType::Uint8 => b.iter().map(|&v| v as i64).collect(),
+        DataType::Int32 => b.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect(),
+        _ => return None,
+    })
+}
+
+fn floats32(g: &Graph, id: OperandId) -> Option<Vec<f32>> {
+    if desc(g, id).data_type != DataType::Float32 {
+        return None;
+    }
+    let b = constant(g, id)?;
+    Some(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+fn one<T: Copy + PartialEq>(v: &[T]) -> Option<T> {
+    let first = *v.first()?;
+    v.iter().all(|&x| x == first).then_some(first)
+}
+
+fn good_scale(s: f32) -> bool {
+    s.is_finite() && s > 0.0
+}
+
+/// A per-tensor quantization: one scale and one zero point (constants).
+struct PerTensor {
+    scale: f32,
+    zero: i64,
+    signed: bool,
+}
+
+/// The (scale, zeroPoint) of the DQ or Q operator `op` when they are per tensor.
+fn per_tensor(g: &Graph, op: &Operator, int_side: OperandId) -> Option<PerTensor> {
+    let scale = one(&floats32(g, op.inputs[1])?)?;
+    let zero = one(&ints(g, op.inputs[2])?)?;
+    let signed = match desc(g, int_side).data_type {
+        DataType::Int8 => true,
+        DataType::Uint8 => false,
+        _ => return None,
+    };
+    good_scale(scale).then_some(PerTensor { scale, zero, signed })
+}
+
+/// A DQ of constants: its values as the unfused graph computes them
+/// (`(x - zeroPoint) * scale` in float32, blockwise), or the float32 constant
+/// itself.
+fn float_constant(g: &Graph, uses: &Uses, id: OperandId) -> Option<Vec<f32>> {
+    if let Some(v) = floats32(g, id) {
+        return Some(v);
+    }
+    let p = &g.operators[uses.producer(id)?];
+    if p.op != Op::DequantizeLinear || desc(g, id).data_type != DataType::Float32 {
+        return None;
+    }
+    let (x, s, z) = (ints(g, p.inputs[0])?, floats32(g, p.inputs[1])?, ints(g, p.inputs[2])?);
+    let shape = &desc(g, p.inputs[0]).shape;
+    let sshape = &desc(g, p.inputs[1]).shape;
+    Some(
+        (0..x.len())
+            .map(|i| {
+                let k = block_index(i, shape, sshape);
+                crate::engine::cpu::kernels::tile_quant::dequantize_value(x[i], s[k], z[k])
+            })
+            .collect(),
+    )
+}
+
+/// The index in a blockwise scale of `sshape` serving element `i` of `shape`.
+fn block_index(mut i: usize, shape: &[usize], sshape: &[usize]) -> usize {
+    let mut k = 0;
+    let mut stride = 1;
+    for d in (0..shape.len()).rev() {
+        let c = i % shape[d];
+        i /= shape[d];
+        k += (c / (shape[d] / sshape[d])) * stride;
+        stride *= sshape[d];
+    }
+    k
+}
+
+/// Quantized weights: `w - zeroPoint` per element (each must fit int8), and the
+/// scale per output channel (`channels` of them along `axis` of the constant;
+/// the scale shape must be 1 on every other axis).
+struct Weights {
+    w: Vec<i8>,
+    scale: Vec<f32>,
+}
+
+fn weights(g: &Graph, uses: &Uses, id: OperandId, axis: usize) -> Option<Weights> {
+    let p = &g.operators[uses.producer(id)?];
+    if p.op != Op::DequantizeLinear || desc(g, id).data_type != DataType::Float32 {
+        return None;
+    }
+    let shape = desc(g, p.inputs[0]).shape.clone();
+    let sshape = desc(g, p.inputs[1]).shape.clone();
+    if !matches!(desc(g, p.inputs[0]).data_type, DataType::Int8 | DataType::Uint8) {
+        return None;
+    }
+    // Per tensor or per channel along `axis`: no blocks along other axes.
+    if sshape.iter().enumerate().any(|(d, &s)| d != axis && s != 1) {
+        return None;
+    }
+    let (x, s, z) = (ints(g, p.inputs[0])?, floats32(g, p.inputs[1])?, ints(g, p.inputs[2])?);
+    if !s.iter().all(|&v| good_scale(v)) {
+        return None;
+    }
+    let channels = shape[axis];
+    let per = sshape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    let mut w = Vec::with_capacity(x.len());
+    for (i, &v) in x.iter().enumerate() {
+        let c = (i / inner) % channels;
+        let d = v - z[c / (channels / per)];
+        w.push(i8::try_from(d).ok()?);
+    }
+    let scale = (0..channels).map(|c| s[c / (channels / per)]).collect();
+    Some(Weights { w, scale })
+}
+
+/// The output's saturation bounds from a relu or clamp between the operator and Q.
+fn activation_bounds(op: &Op) -> Option<(Option<f32>, Option<f32>)> {
+    match op {
+        Op::Unary(UnaryKind::Relu) | Op::Activation(Activation::Relu) => Some((Some(0.0), None)),
+        Op::Clamp { min, max } | Op::Activation(Activation::Clamp { min, max }) => Some((*min, *max)),
+        _ => None,
+    }
+}
+
+fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
+    let q = &g.operators[i];
+    if q.op != Op::QuantizeLinear {
+        return None;
+    }
+    let out = q.outputs[0];
+    let yq = per_tensor(g, q, out)?;
+    let mut remove = vec![i];
+    let mut p = uses.fusable_producer(q.inputs[0], i)?;
+    let (qlo, qhi) = if yq.signed { (-128i64, 127i64) } else { (0, 255) };
+    let quant = |v: f32| quantize_value(v, yq.scale, yq.zero as f64, qlo as f64, qhi as f64) as i64;
+    let (mut lo, mut hi) = (qlo, qhi);
+    if let Some((min, max)) = activation_bounds(&g.operators[p].op) {
+        if let Some(m) = min {
+            lo = lo.max(quant(m));
+        }
+        if let Some(m) = max {
+            hi = hi.min(quant(m));
+        }
+        remove.push(p);
+        p = uses.fusable_producer(g.operators[p].inputs[0], p)?;
+    }
+    let op = &g.operators[p];
+    if desc(g, op.outputs[0]).data_type != DataType::Float32 {
+        return None;
+    }
+    // The input: DQ of an 8-bit tensor, per tensor.
+    let dq = &g.operators[uses.producer(op.inputs[0])?];
+    if dq.op != Op::DequantizeLinear {
+        return None;
+    }
+    let xq_id = dq.inputs[0];
+    let xq = per_tensor(g, dq, xq_id)?;
+    let flip: u8 = if xq.signed { 0x80 } else { 0 };
+    let x_zero = xq.zero + if xq.signed { 128 } else { 0 };
+    let shape_out = desc(g, op.outputs[0]).shape.clone();
+    let (kind, weights, channels, bias, per_row, alpha) = match &op.op {
+        Op::Conv2d(a) if a.input_layout == InputLayout::Nchw && a.filter_layout == Conv2dFilterLayout::Oihw => {
+            let fshape = desc(g, op.inputs[1]).shape.clone();
+            let (o, ig, kh, kw) = (fshape[0], fshape[1], fshape[2], fshape[3]);
+            let w = weights(g, uses, op.inputs[1], 0)?;
+            let bias = if a.has_bias { Some(float_constant(g, uses, op.inputs[2])?) } else { None };
+            let k = ig * kh * kw;
+            if k > MAX_K {
+                return None;
+            }
+            let cin = desc(g, op.inputs[0]).shape[1];
+            let depthwise = a.groups == cin && o == cin && ig == 1;
+            let sums: Vec<i64> = w.w.chunks(k).map(|f| f.iter().map(|&v| v as i64).sum()).collect();
+            let packed = if depthwise {
+                QWeights::Depthwise { taps: w.w.iter().map(|&v| v as i32).collect() }
+            } else {
+                let og = o / a.groups;
+                let groups = (0..a.groups)
+                    .map(|gi| qgemm::pack_rows(og, k, |r, kk| w.w[(gi * og + r) * k + kk] as u8))
+                    .collect();
+                QWeights::Conv { groups, k }
+            };
+            (QKind::Conv2d(a.clone(), [kh, kw]), (packed, sums, w.scale), o, bias, true, 1.0f32)
+        }
+        Op::Matmul | Op::Gemm(_) => {
+            let (b_t, alpha, beta, c) = match &op.op {
+                Op::Gemm(GemmOptions { a_transpose: false, b_transpose, alpha, beta, has_c }) => {
+                    (*b_transpose, *alpha, *beta, has_c.then(|| op.inputs[2]))
+                }
+                Op::Matmul => (false, 1.0, 1.0, None),
+                _ => return None,
+            };
+            let bshape = desc(g, op.inputs[1]).shape.clone();
+            if bshape.len() != 2 {
+                return None;
+            }
+            let (k, n) = if b_t { (bshape[1], bshape[0]) } else { (bshape[0], bshape[1]) };
+            if k > MAX_K {
+                return None;
+            }
+            let w = weights(g, uses, op.inputs[1], if b_t { 0 } else { 1 })?;
+            let at = |kk: usize, l: usize| if b_t { w.w[l * k + kk] } else { w.w[kk * n + l] };
+            let sums = (0..n).map(|l| (0..k).map(|kk| at(kk, l) as i64).sum()).collect();
+            let packed = qgemm::pack_lanes(n, k, |kk, l| at(kk, l) as u8);
+            // gemm's c: a constant along N (or one value), times beta.
+            let bias = match c {
+                None => None,
+                Some(c) => {
+                    let cs = desc(g, c).shape.clone();
+                    let v = float_constant(g, uses, c)?;
+                    let along_n = match cs.as_slice() {
+                        [] => true,
+                        [m] => *m == n || *m == 1,
+                        [r, m] => *r == 1 && (*m == n || *m == 1),
+                        _ => false,
+                    };
+                    if !along_n {
+                        return None;
+                    }
+                    Some((0..n).map(|l| beta * if v.len() == 1 { v[0] } else { v[l] }).collect())
+                }
+            };
+            (QKind::Matmul, (QWeights::Lanes { packed, k, n }, sums, w.scale), n, bias, false, alpha)
+        }
+        _ => return None,
+    };
+    let _ = shape_out;
+    let (packed, sums, wscale) = weights;
+    let comp = sums.iter().map(|&s| i32::try_from(s * x_zero).ok()).collect::<Option<Vec<i32>>>()?;
+    let mul = wscale.iter().map(|&s| ((xq.scale as f64 * s as f64 * alpha as f64) / yq.scale as f64) as f32).collect();
+    let add = (0..channels).map(|c| bias.as_ref().map_or(0.0, |b: &Vec<f32>| (b[c] as f64 / yq.scale as f64) as f32)).collect();
+    let requant = Requant { comp, mul, add, zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row };
+    let qop = QLinear { kind, flip, x_zero: x_zero as i32, weights: packed, requant };
+    remove.push(p);
+    Some(Rewrite {
+        at: i,
+        op: Operator {
+            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), epilogue: Epilogue::default() }),
+            inputs: vec![xq_id],
+            outputs: vec![out],
+        },
+        remove,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{execute, ops, Builder};
+    use super::super::Passes;
+    use crate::engine::cpu::kernels::qgemm;
+    use crate::engine::cpu::CpuEngine;
+    use crate::graph::builder::Graph;
+    use crate::graph::{DataType, OperandDesc, OperandId};
+    use crate::ops::conv::Conv2dOptions;
+    use crate::ops::matmul::GemmOptions;
+
+    const UNFUSED: Passes = Passes { quant: false, ..Passes::ALL };
+
+    /// How the output of the quantized operator is read: quantizeLinear
+    /// parameters and an optional activation in between.
+    #[derive(Clone, Copy)]
+    struct Out {
+        scale: f32,
+        zero: i64,
+        t: DataType,
+        act: Act,
+    }
+
+    #[derive(Clone, Copy, PartialEq)]
+    enum Act {
+        None,
+        Relu,
+        Clamp(f32, f32),
+    }
+
+    fn scalar_shape(rank: usize) -> Vec<usize> {
+        vec![1; rank]
+    }
+
+    fn int_bytes(t: DataType, v: &[i64]) -> Vec<u8> {
+        match t {
+            DataType::Int32 => v.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect(),
+            _ => v.iter().map(|&x| x as u8).collect(),
+        }
+    }
+
+    /// Per-tensor (scale, zero point) constants of `rank`.
+    fn params(b: &mut Builder, rank: usize, scale: f32, zero: i64, t: DataType) -> (OperandId, OperandId) {
+        let s = b.b.constant(OperandDesc::new(DataType::Float32, scalar_shape(rank)), scale.to_le_bytes().to_vec()).unwrap();
+        let z = b.b.constant(OperandDesc::new(t, scalar_shape(rank)), int_bytes(t, &[zero])).unwrap();
+        (s, z)
+    }
+
+    /// `quantizeLinear(x)` then `dequantizeLinear` with the same parameters.
+    fn qdq(b: &mut Builder, x: OperandId, scale: f32, zero: i64, t: DataType) -> (OperandId, OperandId) {
+        let rank = b.b.desc(x).unwrap().rank();
+        let (s, z) = params(b, rank, scale, zero, t);
+        let q = b.b.quantize_linear(x, s, z).unwrap();
+        (q, b.b.dequantize_linear(q, s, z).unwrap())
+    }
+
+    /// A constant of `t` with random values in [lo, hi], dequantized with
+    /// per-channel scales along `axis` (`zero` per channel).
+    fn dq_weights(b: &mut Builder, shape: &[usize], axis: usize, t: DataType, lo: i64, hi: i64, zero: i64) -> OperandId {
+        let n: usize = shape.iter().product();
+        let v: Vec<i64> = (0..n).map(|_| lo + ((hi - lo + 1) as f64 * b.next()) as i64).collect();
+        let w = b.b.constant(OperandDesc::new(t, shape.to_vec()), int_bytes(t, &v)).unwrap();
+        let mut sshape = vec![1; shape.len()];
+        sshape[axis] = shape[axis];
+        let c = shape[axis];
+        let scales: Vec<u8> = (0..c).flat_map(|_| ((0.002 + 0.01 * b.next()) as f32).to_le_bytes()).collect();
+        let s = b.b.constant(OperandDesc::new(DataType::Float32, sshape.clone()), scales).unwrap();
+        let z = b.b.constant(OperandDesc::new(t, sshape), int_bytes(t, &vec![zero; c])).unwrap();
+        b.b.dequantize_linear(w, s, z).unwrap()
+    }
+
+    /// A bias as quantizers write it: int32 dequantized with one scale.
+    fn dq_bias(b: &mut Builder, n: usize, scale: f32) -> OperandId {
+        let v: Vec<i64> = (0..n).map(|_| (b.next() * 2000.0 - 1000.0) as i64).collect();
+        let w = b.b.constant(OperandDesc::new(DataType::Int32, vec![n]), int_bytes(DataType::Int32, &v)).unwrap();
+        let (s, z) = params(b, 1, scale, 0, DataType::Int32);
+        b.b.dequantize_linear(w, s, z).unwrap()
+    }
+
+    /// Ends a pattern: the activation, quantizeLinear, dequantizeLinear (the
+    /// graph's float output, so both plans' outputs compare in float).
+    fn finish(b: &mut Builder, y: OperandId, out: Out) -> Graph {
+        let y = match out.act {
+            Act::None => y,
+            Act::Relu => b.b.unary(crate::ops::UnaryKind::Relu, y).unwrap(),
+            Act::Clamp(lo, hi) => b.b.clamp(y, Some(lo), Some(hi)).unwrap(),
+        };
+        let (_, o) = qdq(b, y, out.scale, out.zero, out.t);
+        b.b.build(&[("y".into(), o)]).unwrap()
+    }
+
+    /// Runs `g` unfused and fused on seeded inputs; every output element within
+    /// one unit of `scale`, and returns how many of the fused plan's operators
+    /// are quantized.
+    fn check(g: &Graph, scale: f32) -> usize {
+        let fused = CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL);
+        let names = ops(&fused);
+        for seed in [3, 4] {
+            let want = execute(g, UNFUSED, seed);
+            let got = execute(g, Passes::ALL, seed);
+            let mut moved = 0;
+            let mut distinct = std::collections::HashSet::new();
+            for (i, (a, b)) in want[0].iter().zip(&got[0]).enumerate() {
+                assert!((a - b).abs() <= scale as f64 * 1.0001, "[{i}]: unfused {a} vs fused {b} (scale {scale}; ops {names:?})");
+                moved += (a != b) as usize;
+                distinct.insert(a.to_bits());
+            }
+            // A test that could not fail would see one value only.
+            assert!(distinct.len() > 3, "degenerate output: {} values", distinct.len());
+            assert!(moved * 20 <= want[0].len().max(20), "{moved} of {} values moved by one unit", want[0].len());
+        }
+        names.iter().filter(|n| n.contains("quantized")).count()
+    }
+
+    fn conv_case(c: usize, o: usize, hw: usize, k: usize, opts: Conv2dOptions, x_t: DataType, out: Out, bias: bool) -> Graph {
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, c, hw, hw]);
+        let (x_zero, x_scale) = if x_t == DataType::Int8 { (-3, 4.0 / 255.0) } else { (128, 4.0 / 255.0) };
+        let (_, xd) = qdq(&mut b, x, x_scale, x_zero, x_t);
+        let w = dq_weights(&mut b, &[o, c / opts.groups, k, k], 0, DataType::Int8, -127, 127, 0);
+        let bias = bias.then(|| dq_bias(&mut b, o, x_scale * 0.005));
+        let y = b.b.conv2d(xd, w, bias, &opts).unwrap();
+        finish(&mut b, y, out)
+    }
+
+    fn u8_out(act: Act) -> Out {
+        Out { scale: 0.05, zero: 100, t: DataType::Uint8, act }
+    }
+
+    #[test]
+    fn conv_patterns_fuse_within_one_unit() {
+        let pads = |p: usize| Conv2dOptions { padding: Some(vec![p; 4]), ..Default::default() };
+        let cases: Vec<(usize, usize, usize, usize, Conv2dOptions)> = vec![
+            (16, 24, 9, 1, Default::default()),
+            (5, 7, 8, 3, pads(1)),
+            (8, 40, 11, 3, Conv2dOptions { strides: Some(vec![2, 2]), ..pads(1) }),
+            (3, 16, 15, 7, Conv2dOptions { strides: Some(vec![2, 2]), ..pads(3) }),
+            (6, 9, 10, 3, Conv2dOptions { dilations: Some(vec![2, 2]), ..pads(2) }),
+            (8, 12, 7, 3, Conv2dOptions { groups: 4, ..pads(1) }),
+            // depthwise, stride 1 and 2
+            (24, 24, 12, 3, Conv2dOptions { groups: 24, ..pads(1) }),
+            (16, 16, 13, 3, Conv2dOptions { groups: 16, strides: Some(vec![2, 2]), ..pads(1) }),
+        ];
+        for (c, o, hw, k, opts) in cases {
+            for x_t in [DataType::Uint8, DataType::Int8] {
+                for (act, bias) in [(Act::None, true), (Act::Relu, false), (Act::Clamp(0.0, 6.0), true)] {
+                    let g = conv_case(c, o, hw, k, opts.clone(), x_t, u8_out(act), bias);
+                    assert_eq!(check(&g, 0.05), 1, "c {c} o {o} k {k} {opts:?}");
+                }
+                let s8 = Out { scale: 0.04, zero: -5, t: DataType::Int8, act: Act::Clamp(-1.0, 2.0) };
+                assert_eq!(check(&conv_case(c, o, hw, k, opts.clone(), x_t, s8, true), 0.04), 1);
+            }
+        }
+    }
+
+    fn matmul_case(a_shape: &[usize], n: usize, gemm: Option<GemmOptions>, out: Out) -> Graph {
+        let mut b = Builder::new();
+        let x = b.input("x", a_shape);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 120, DataType::Uint8);
+        let k = a_shape[a_shape.len() - 1];
+        let y = match gemm {
+            None => {
+                let w = dq_weights(&mut b, &[k, n], 1, DataType::Int8, -127, 127, 0);
+                b.b.matmul(xd, w).unwrap()
+            }
+            Some(o) => {
+                let w = if o.b_transpose {
+                    dq_weights(&mut b, &[n, k], 0, DataType::Int8, -127, 127, 0)
+                } else {
+                    dq_weights(&mut b, &[k, n], 1, DataType::Int8, -127, 127, 0)
+                };
+                let c = o.has_c.then(|| b.constant(&[n], -1.0, 1.0));
+                b.b.gemm(xd, w, c, o).unwrap()
+            }
+        };
+        finish(&mut b, y, out)
+    }
+
+    #[test]
+    fn matmul_and_gemm_fuse_within_one_unit() {
+        let out = u8_out(Act::None);
+        assert_eq!(check(&matmul_case(&[9, 70], 40, None, out), 0.05), 1);
+        assert_eq!(check(&matmul_case(&[2, 17, 33], 65, None, out), 0.05), 1);
+        let g = GemmOptions { has_c: true, b_transpose: true, alpha: 0.5, beta: 2.0, ..Default::default() };
+        assert_eq!(check(&matmul_case(&[3, 64], 100, Some(g), u8_out(Act::Relu)), 0.05), 1);
+        let g = GemmOptions { has_c: false, ..Default::default() };
+        assert_eq!(check(&matmul_case(&[1, 256], 10, Some(g), out), 0.05), 1);
+    }
+
+    /// The non-fusion rules: each graph computes as written (and agrees with the
+    /// quant pass off).
+    #[test]
+    fn patterns_that_must_not_fuse() {
+        let opts = Conv2dOptions { padding: Some(vec![1; 4]), ..Default::default() };
+        // A uint8 filter whose values minus the zero point do not fit int8.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 4, 6, 6]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let w = dq_weights(&mut b, &[6, 4, 3, 3], 0, DataType::Uint8, 0, 255, 3);
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        assert_eq!(check(&finish(&mut b, y, Out { scale: 2.0, ..u8_out(Act::None) }), 2.0), 0);
+        // The same with zero point 128: fits, fuses.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 4, 6, 6]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let w = dq_weights(&mut b, &[6, 4, 3, 3], 0, DataType::Uint8, 0, 255, 128);
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        assert_eq!(check(&finish(&mut b, y, Out { scale: 0.5, ..u8_out(Act::None) }), 0.5), 1);
+        // The conv's float result also read by another operator.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 4, 6, 6]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let w = dq_weights(&mut b, &[4, 4, 3, 3], 0, DataType::Int8, -127, 127, 0);
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        let (_, yd) = qdq(&mut b, y, 0.05, 100, DataType::Uint8);
+        let z = b.b.binary(crate::ops::BinaryKind::Add, yd, y).unwrap();
+        let g = b.b.build(&[("z".into(), z)]).unwrap();
+        let fused = CpuEngine::new(1).unwrap().pipeline(g, Passes::ALL);
+        assert!(!ops(&fused).iter().any(|n| n.contains("quantized")), "{:?}", ops(&fused));
+        // Per-channel activation scale on the input: stays float.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 2, 5, 5]);
+        let s = b.b.constant(OperandDesc::new(DataType::Float32, vec![1, 2, 1, 1]), [0.02f32, 0.03].iter().flat_map(|v| v.to_le_bytes()).collect()).unwrap();
+        let z = b.b.constant(OperandDesc::new(DataType::Uint8, vec![1, 2, 1, 1]), vec![128, 128]).unwrap();
+        let q = b.b.quantize_linear(x, s, z).unwrap();
+        let xd = b.b.dequantize_linear(q, s, z).unwrap();
+        let w = dq_weights(&mut b, &[3, 2, 3, 3], 0, DataType::Int8, -127, 127, 0);
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        assert_eq!(check(&finish(&mut b, y, u8_out(Act::None)), 0.05), 0);
+        // Q to int32: not an 8-bit output.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 2, 5, 5]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let w = dq_weights(&mut b, &[3, 2, 3, 3], 0, DataType::Int8, -127, 127, 0);
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        let g = finish(&mut b, y, Out { scale: 0.01, zero: 0, t: DataType::Int32, act: Act::None });
+        assert_eq!(check(&g, 0.01), 0);
+        // The weights not dequantized (float constant): float.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 2, 5, 5]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let w = b.constant(&[3, 2, 3, 3], -0.5, 0.5);
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        assert_eq!(check(&finish(&mut b, y, u8_out(Act::None)), 0.05), 0);
+    }
+
+    /// The kernels split work by pixels, rows and images: two threads agree with
+    /// one bit for bit (integer sums), on a batch of two images.
+    #[test]
+    fn threads_and_batches_agree() {
+        use super::super::testing::execute_on;
+        let mut b = Builder::new();
+        let x = b.input("x", &[2, 32, 14, 14]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let w = dq_weights(&mut b, &[64, 32, 3, 3], 0, DataType::Int8, -127, 127, 0);
+        let opts = Conv2dOptions { padding: Some(vec![1; 4]), ..Default::default() };
+        let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+        let g = finish(&mut b, y, u8_out(Act::Relu));
+        assert_eq!(check(&g, 0.05), 1);
+        assert_eq!(execute_on(&g, Passes::ALL, 1, 5), execute_on(&g, Passes::ALL, 2, 5));
+        let _ = qgemm::vnni();
+    }
+}

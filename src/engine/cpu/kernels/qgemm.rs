@@ -1,0 +1,308 @@
+//! Integer matrix products for the quantized operators (`compile::quant`): 8-bit
+//! multiply-adds accumulated in int32, requantized to 8 bits in the store.
+//!
+//! A tile computes `C[r][l] = sum_k R[r][k] * L[k][l]` for `MR` rows and `NR`
+//! lanes. One operand holds the activations as unsigned bytes (an int8 tensor is
+//! shifted by 128, its zero point with it), the other the weights as signed bytes
+//! (their zero point already subtracted at build, `compile::quant`). Both are
+//! packed in quads of k (the layout of `vpdpbusd`, which multiplies 4 unsigned by
+//! 4 signed bytes and adds the 4 products to an int32 lane):
+//!
+//! - rows: per block of `MR` rows, `[k4][MR][4]` bytes;
+//! - lanes: per block of `NR` lanes, `[k4][NR][4]` bytes;
+//!
+//! k padded with zeros to a multiple of 4 (a zero on both sides adds nothing),
+//! rows and lanes past the end zero. The activations' zero point is taken out
+//! after the sum: `sum (x - zx) w = sum x w - zx sum w`, `sum w` per output
+//! channel known at build (`Requant::comp`).
+//!
+//! Convolutions put the output channels on the rows (filters packed at build, so
+//! the nchw output's rows are stored contiguously) and the pixels on the lanes
+//! (packed per task from the input, im2col style); matmul and gemm put the
+//! activations' rows on the rows and the output columns on the lanes (weights
+//! packed at build).
+//!
+//! Kernels: AVX-512 VNNI (`vpdpbusd`, 2 x 16 lanes x 8 rows of int32
+//! accumulators) where the CPU has it and the SIMD level is AVX-512; a portable
+//! one otherwise (exact, compiled through `simd::dispatch`). Both give the same
+//! int32 sums (integer arithmetic), so results do not depend on the level.
+
+use super::simd::{self, Level};
+
+/// Rows per tile.
+pub const MR: usize = 8;
+/// Lanes per tile.
+pub const NR: usize = 32;
+
+/// Which operand of the product holds the (unsigned) activations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsigned {
+    Rows,
+    Lanes,
+}
+
+pub fn k4(k: usize) -> usize {
+    k.div_ceil(4)
+}
+
+/// Bytes of one packed block of rows (`MR` rows) or lanes (`NR` lanes).
+pub fn rows_block_bytes(k: usize) -> usize {
+    k4(k) * MR * 4
+}
+
+pub fn lanes_block_bytes(k: usize) -> usize {
+    k4(k) * NR * 4
+}
+
+/// Packs `m` rows of `k` values (`at(r, k)`) into blocks of `MR` rows.
+pub fn pack_rows(m: usize, k: usize, at: impl Fn(usize, usize) -> u8) -> Vec<u8> {
+    let bb = rows_block_bytes(k);
+    let mut out = vec![0u8; m.div_ceil(MR) * bb];
+    for r in 0..m {
+        let block = &mut out[(r / MR) * bb..];
+        for kk in 0..k {
+            block[(kk / 4) * MR * 4 + (r % MR) * 4 + kk % 4] = at(r, kk);
+        }
+    }
+    out
+}
+
+/// Packs `n` lanes of `k` values (`at(k, l)`) into blocks of `NR` lanes.
+pub fn pack_lanes(n: usize, k: usize, at: impl Fn(usize, usize) -> u8) -> Vec<u8> {
+    let bb = lanes_block_bytes(k);
+    let mut out = vec![0u8; n.div_ceil(NR) * bb];
+    for l in 0..n {
+        let block = &mut out[(l / NR) * bb..];
+        for kk in 0..k {
+            block[(kk / 4) * NR * 4 + (l % NR) * 4 + kk % 4] = at(kk, l);
+        }
+    }
+    out
+}
+
+/// Whether this CPU runs the VNNI tile at the current SIMD level.
+pub fn vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        simd::level() == Level::Avx512 && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// int32 sums of one tile, `[MR][NR]`.
+pub type Acc = [[i32; NR]; MR];
+
+/// One tile: `rows` a packed row block, `lanes` a packed lane block, both of
+/// `k4` quads. Panics on short blocks (callers pass whole blocks).
+pub fn tile(rows: &[u8], lanes: &[u8], k4: usize, unsigned: Unsigned, use_vnni: bool, acc: &mut Acc) {
+    let rows = &rows[..k4 * MR * 4];
+    let lanes = &lanes[..k4 * NR * 4];
+    #[cfg(target_arch = "x86_64")]
+    if use_vnni {
+        // SAFETY: `use_vnni` comes from `vnni()`, which checked the features; the
+        // slices above hold exactly the bytes the kernel reads.
+        unsafe {
+            match unsigned {
+                Unsigned::Rows => x86::tile_vnni::<true>(rows.as_ptr(), lanes.as_ptr(), k4, acc),
+                Unsigned::Lanes => x86::tile_vnni::<false>(rows.as_ptr(), lanes.as_ptr(), k4, acc),
+            }
+        }
+        return;
+    }
+    let _ = use_vnni;
+    simd::dispatch(|| match unsigned {
+        Unsigned::Rows => tile_portable::<true>(rows, lanes, k4, acc),
+        Unsigned::Lanes => tile_portable::<false>(rows, lanes, k4, acc),
+    })
+}
+
+#[inline(always)]
+fn tile_portable<const UR: bool>(rows: &[u8], lanes: &[u8], k4: usize, acc: &mut Acc) {
+    for row in acc.iter_mut() {
+        *row = [0; NR];
+    }
+    // Widened to int16 pairs, the products of one quad per lane.
+    for q in 0..k4 {
+        let rq = &rows[q * MR * 4..(q + 1) * MR * 4];
+        let lq = &lanes[q * NR * 4..(q + 1) * NR * 4];
+        let mut lw = [[0i32; NR]; 4];
+        for l in 0..NR {
+            for j in 0..4 {
+                let b = lq[l * 4 + j];
+                lw[j][l] = if UR { b as i8 as i32 } else { b as i32 };
+            }
+        }
+        for (r, row) in acc.iter_mut().enumerate() {
+            for (j, lwj) in lw.iter().enumerate() {
+                let b = rq[r * 4 + j];
+                let a = if UR { b as i32 } else { b as i8 as i32 };
+                for l in 0..NR {
+                    row[l] = row[l].wrapping_add(a * lwj[l]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{Acc, MR, NR};
+    use std::arch::x86_64::*;
+
+    /// `UR`: the rows hold the unsigned bytes (broadcast as `vpdpbusd`'s first
+    /// source), else the lanes do.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub unsafe fn tile_vnni<const UR: bool>(rows: *const u8, lanes: *const u8, k4: usize, acc: &mut Acc) {
+        let mut c = [_mm512_setzero_si512(); 2 * MR];
+        for q in 0..k4 {
+            let lp = lanes.add(q * NR * 4);
+            let l0 = _mm512_loadu_si512(lp as *const _);
+            let l1 = _mm512_loadu_si512(lp.add(64) as *const _);
+            let rp = rows.add(q * MR * 4);
+            for r in 0..MR {
+                let b = _mm512_set1_epi32((rp.add(r * 4) as *const i32).read_unaligned());
+                if UR {
+                    c[2 * r] = _mm512_dpbusd_epi32(c[2 * r], b, l0);
+                    c[2 * r + 1] = _mm512_dpbusd_epi32(c[2 * r + 1], b, l1);
+                } else {
+                    c[2 * r] = _mm512_dpbusd_epi32(c[2 * r], l0, b);
+                    c[2 * r + 1] = _mm512_dpbusd_epi32(c[2 * r + 1], l1, b);
+                }
+            }
+        }
+        for r in 0..MR {
+            let p = acc[r].as_mut_ptr();
+            _mm512_storeu_si512(p as *mut _, c[2 * r]);
+            _mm512_storeu_si512(p.add(16) as *mut _, c[2 * r + 1]);
+        }
+    }
+}
+
+/// How int32 sums become outputs, per output channel `c`:
+/// `v = (sum - comp[c]) * mul[c] + add[c]`, then `q = roundEven(v) + zero`
+/// clamped to `[lo, hi]` (8-bit outputs), or `v` itself (float32 outputs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requant {
+    pub comp: Vec<i32>,
+    pub mul: Vec<f32>,
+    pub add: Vec<f32>,
+    pub zero: i32,
+    pub lo: i32,
+    pub hi: i32,
+    /// The channel is the row (convolutions) or the lane (matmul, gemm).
+    pub per_row: bool,
+}
+
+impl Requant {
+    /// One value of channel `c` as its output byte (`lo..=hi` in two's
+    /// complement for int8).
+    #[inline(always)]
+    pub fn byte(&self, sum: i32, c: usize) -> u8 {
+        let v = sum.wrapping_sub(self.comp[c]) as f32 * self.mul[c] + self.add[c];
+        // Clamped in float first: a huge or NaN v must not wrap.
+        let lo = (self.lo - self.zero) as f32;
+        let hi = (self.hi - self.zero) as f32;
+        let v = v.round_ties_even();
+        let v = if v < lo { lo } else if v > hi { hi } else if v != v { lo } else { v };
+        (v as i32 + self.zero) as u8
+    }
+
+    /// Stores rows `r0..r0 + rows` and lanes `l0..l0 + lanes` of a tile into `out`
+    /// (row stride `ld` bytes; `out[0]` is element (r0, l0)).
+    #[inline(always)]
+    pub fn store(&self, acc: &Acc, r0: usize, rows: usize, l0: usize, lanes: usize, out: &mut [u8], ld: usize) {
+        for (r, row) in acc.iter().enumerate().take(rows) {
+            let dst = &mut out[r * ld..r * ld + lanes];
+            if self.per_row {
+                let c = r0 + r;
+                for (d, &s) in dst.iter_mut().zip(row.iter()) {
+                    *d = self.byte(s, c);
+                }
+            } else {
+                for (l, (d, &s)) in dst.iter_mut().zip(row.iter()).enumerate() {
+                    *d = self.byte(s, l0 + l);
+                }
+            }
+        }
+    }
+}
+
+/// A raw output pointer shared by tasks that write disjoint parts of it.
+#[derive(Clone, Copy)]
+pub struct SharedOut(pub *mut u8, pub usize);
+// SAFETY: each task writes only the bytes its own indices select (disjoint by
+// construction in the callers), within `.1` bytes.
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The bytes `[at, at + len)`.
+    ///
+    /// # Safety
+    /// No other task may touch these bytes while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice(&self, at: usize, len: usize) -> &mut [u8] {
+        assert!(at.checked_add(len).is_some_and(|e| e <= self.1), "qgemm: output range out of bounds");
+        std::slice::from_raw_parts_mut(self.0.add(at), len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> u8 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (*seed >> 33) as u8
+    }
+
+    /// Both kernels, both signedness, against plain int64 sums.
+    #[test]
+    fn tiles_match_int64_sums() {
+        let mut seed = 7u64;
+        for &k in &[1usize, 4, 5, 64, 67] {
+            let a: Vec<u8> = (0..MR * k).map(|_| lcg(&mut seed)).collect();
+            let b: Vec<u8> = (0..k * NR).map(|_| lcg(&mut seed)).collect();
+            let rows = pack_rows(MR, k, |r, kk| a[r * k + kk]);
+            let lanes = pack_lanes(NR, k, |kk, l| b[kk * NR + l]);
+            for unsigned in [Unsigned::Rows, Unsigned::Lanes] {
+                let mut want = [[0i64; NR]; MR];
+                for r in 0..MR {
+                    for l in 0..NR {
+                        for kk in 0..k {
+                            let (x, y) = (a[r * k + kk], b[kk * NR + l]);
+                            want[r][l] += match unsigned {
+                                Unsigned::Rows => x as i64 * (y as i8) as i64,
+                                Unsigned::Lanes => (x as i8) as i64 * y as i64,
+                            };
+                        }
+                    }
+                }
+                for v in [false, vnni()] {
+                    let mut acc = [[0; NR]; MR];
+                    tile(&rows, &lanes, k4(k), unsigned, v, &mut acc);
+                    for r in 0..MR {
+                        for l in 0..NR {
+                            assert_eq!(acc[r][l] as i64, want[r][l], "k {k} {unsigned:?} vnni {v} at ({r}, {l})");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn requant_rounds_half_to_even_and_saturates() {
+        let q = Requant { comp: vec![0], mul: vec![0.5], add: vec![0.0], zero: 10, lo: 0, hi: 255, per_row: true };
+        // 0.5 -> 0, 1.5 -> 2, 2.5 -> 2 (ties to even), then + 10.
+        assert_eq!([q.byte(1, 0), q.byte(3, 0), q.byte(5, 0)], [10, 12, 12]);
+        assert_eq!(q.byte(i32::MAX, 0), 255);
+        assert_eq!(q.byte(-100, 0), 0);
+        let s = Requant { comp: vec![4], mul: vec![1.0], add: vec![0.0], zero: 0, lo: -128, hi: 127, per_row: true };
+        assert_eq!(s.byte(0, 0) as i8, -4);
+        assert_eq!(s.byte(-1000, 0) as i8, -128);
+    }
+}

@@ -613,6 +613,25 @@ mod tests {
         assert_eq!(check(&finish(&mut b, y, u8_out(Act::None)), 0.05), 0);
     }
 
+    /// Every SIMD level (VNNI or portable tiles, vector or portable
+    /// requantization and depthwise loops) gives the same bytes: integer sums and
+    /// the same float operations in the same order.
+    #[test]
+    fn levels_agree_bit_for_bit() {
+        let pads = |p: usize| Conv2dOptions { padding: Some(vec![p; 4]), ..Default::default() };
+        let graphs = vec![
+            conv_case(24, 24, 21, 3, Conv2dOptions { groups: 24, ..pads(1) }, DataType::Uint8, u8_out(Act::Relu), true),
+            conv_case(16, 16, 19, 3, Conv2dOptions { groups: 16, strides: Some(vec![2, 2]), ..pads(1) }, DataType::Int8, u8_out(Act::None), true),
+            conv_case(8, 20, 9, 3, pads(1), DataType::Uint8, u8_out(Act::Clamp(0.0, 6.0)), true),
+            matmul_case(&[5, 40], 33, None, u8_out(Act::None)),
+        ];
+        for g in graphs {
+            let mut runs = Vec::new();
+            crate::engine::cpu::kernels::simd::tests::at_each_level(|_| runs.push(execute(&g, Passes::ALL, 9)));
+            assert!(runs.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+
     /// The kernels split work by pixels, rows and images: two threads agree with
     /// one bit for bit (integer sums), on a batch of two images.
     #[test]

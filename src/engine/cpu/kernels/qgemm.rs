@@ -148,9 +148,48 @@ fn tile_portable<const UR: bool>(rows: &[u8], lanes: &[u8], k4: usize, acc: &mut
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::{Acc, MR, NR};
+pub(crate) mod x86 {
+    use super::{Acc, Chan, Requant, MR, NR};
     use std::arch::x86_64::*;
+
+    /// `Requant::run` on 16 values at a time: the same operations in the same
+    /// order as `Requant::value` (multiply, add, clamp, round to nearest even),
+    /// so results are bit for bit those of the portable loop.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn requant(q: &Requant, sums: &[i32], ch: Chan, dst: &mut [u8]) {
+        let n = sums.len();
+        let lo = _mm512_set1_ps((q.lo - q.zero) as f32);
+        let hi = _mm512_set1_ps((q.hi - q.zero) as f32);
+        let zero = _mm512_set1_epi32(q.zero);
+        let mut i = 0;
+        while i < n {
+            let left = n - i;
+            let k: __mmask16 = if left >= 16 { 0xffff } else { (1u32 << left) as u16 - 1 };
+            let s = _mm512_maskz_loadu_epi32(k, sums.as_ptr().add(i));
+            let (c, m, a) = match ch {
+                Chan::One(c, m, a) => (_mm512_set1_epi32(c), _mm512_set1_ps(m), _mm512_set1_ps(a)),
+                Chan::Many(c, m, a) => (
+                    _mm512_maskz_loadu_epi32(k, c.as_ptr().add(i)),
+                    _mm512_maskz_loadu_ps(k, m.as_ptr().add(i)),
+                    _mm512_maskz_loadu_ps(k, a.as_ptr().add(i)),
+                ),
+            };
+            _mm_mask_storeu_epi8(dst.as_mut_ptr().add(i) as *mut i8, k, requant16(_mm512_sub_epi32(s, c), m, a, lo, hi, zero));
+            i += 16;
+        }
+    }
+
+    /// 16 sums (compensation already subtracted) to 16 bytes: multiply, add,
+    /// clamp to [lo, hi] (zero point not yet added), round to nearest even, add
+    /// the zero point: `Requant::value`'s operations in its order.
+    #[inline(always)]
+    pub unsafe fn requant16(s: __m512i, m: __m512, a: __m512, lo: __m512, hi: __m512, zero: __m512i) -> __m128i {
+        let v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), m), a);
+        // max(v, lo) gives lo for a NaN v (the second operand), as `value` does.
+        let v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        let r = _mm512_add_epi32(_mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v), zero);
+        _mm512_cvtepi32_epi8(r)
+    }
 
     /// `UR`: the rows hold the unsigned bytes (broadcast as `vpdpbusd`'s first
     /// source), else the lanes do.
@@ -201,33 +240,73 @@ impl Requant {
     /// complement for int8).
     #[inline(always)]
     pub fn byte(&self, sum: i32, c: usize) -> u8 {
-        let v = sum.wrapping_sub(self.comp[c]) as f32 * self.mul[c] + self.add[c];
-        // Clamped in float first: a huge or NaN v must not wrap.
-        let lo = (self.lo - self.zero) as f32;
-        let hi = (self.hi - self.zero) as f32;
-        let v = v.round_ties_even();
-        let v = if v < lo { lo } else if v > hi { hi } else if v != v { lo } else { v };
-        (v as i32 + self.zero) as u8
+        self.value(sum, self.comp[c], self.mul[c], self.add[c])
     }
 
     /// Stores rows `r0..r0 + rows` and lanes `l0..l0 + lanes` of a tile into `out`
     /// (row stride `ld` bytes; `out[0]` is element (r0, l0)).
-    #[inline(always)]
     pub fn store(&self, acc: &Acc, r0: usize, rows: usize, l0: usize, lanes: usize, out: &mut [u8], ld: usize) {
         for (r, row) in acc.iter().enumerate().take(rows) {
             let dst = &mut out[r * ld..r * ld + lanes];
-            if self.per_row {
+            let ch = if self.per_row {
                 let c = r0 + r;
-                for (d, &s) in dst.iter_mut().zip(row.iter()) {
-                    *d = self.byte(s, c);
-                }
+                Chan::One(self.comp[c], self.mul[c], self.add[c])
             } else {
-                for (l, (d, &s)) in dst.iter_mut().zip(row.iter()).enumerate() {
-                    *d = self.byte(s, l0 + l);
-                }
-            }
+                Chan::Many(&self.comp[l0..l0 + lanes], &self.mul[l0..l0 + lanes], &self.add[l0..l0 + lanes])
+            };
+            self.run(&row[..lanes], ch, dst);
         }
     }
+
+    /// Requantizes `sums` into `dst` (same length), the channel parameters one
+    /// for all (`Chan::One`) or one per element.
+    pub fn run(&self, sums: &[i32], ch: Chan, dst: &mut [u8]) {
+        let n = sums.len().min(dst.len());
+        #[cfg(target_arch = "x86_64")]
+        if simd::level() == Level::Avx512 {
+            if let Chan::Many(c, m, a) = ch {
+                if c.len() < n || m.len() < n || a.len() < n {
+                    return;
+                }
+            }
+            // SAFETY: the level says AVX-512 is there; lengths checked above
+            // (every read and write below `n`).
+            unsafe { x86::requant(self, &sums[..n], ch, &mut dst[..n]) };
+            return;
+        }
+        simd::dispatch(|| match ch {
+            Chan::One(c, m, a) => {
+                for (d, &s) in dst[..n].iter_mut().zip(sums) {
+                    *d = self.value(s, c, m, a);
+                }
+            }
+            Chan::Many(c, m, a) => {
+                for i in 0..n {
+                    dst[i] = self.value(sums[i], c[i], m[i], a[i]);
+                }
+            }
+        })
+    }
+
+    #[inline(always)]
+    fn value(&self, sum: i32, comp: i32, mul: f32, add: f32) -> u8 {
+        let v = sum.wrapping_sub(comp) as f32 * mul + add;
+        let lo = (self.lo - self.zero) as f32;
+        let hi = (self.hi - self.zero) as f32;
+        // Clamped first (bounds are integers, so clamping commutes with rounding):
+        // a huge or NaN v must not wrap.
+        let v = if v >= lo { v } else { lo };
+        let v = if v <= hi { v } else { hi };
+        (v.round_ties_even() as i32 + self.zero) as u8
+    }
+}
+
+/// The requantization parameters of a run of values: one channel's, or one
+/// channel per value.
+#[derive(Clone, Copy)]
+pub enum Chan<'a> {
+    One(i32, f32, f32),
+    Many(&'a [i32], &'a [f32], &'a [f32]),
 }
 
 /// A raw output pointer shared by tasks that write disjoint parts of it.
@@ -291,6 +370,39 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The vector requantization gives the portable one's bytes at every level,
+    /// for one channel and per-element channels, with tails and extremes.
+    #[test]
+    fn requant_runs_agree_with_the_definition() {
+        let mut seed = 11u64;
+        let n = 37;
+        let sums: Vec<i32> = (0..n)
+            .map(|i| match i {
+                0 => i32::MAX,
+                1 => i32::MIN,
+                _ => (lcg(&mut seed) as i32 - 128) * 97 + lcg(&mut seed) as i32,
+            })
+            .collect();
+        let comp: Vec<i32> = (0..n).map(|_| lcg(&mut seed) as i32 * 3).collect();
+        let mul: Vec<f32> = (0..n).map(|i| if i == 5 { f32::NAN } else { 0.001 + lcg(&mut seed) as f32 * 1e-3 }).collect();
+        let add: Vec<f32> = (0..n).map(|_| lcg(&mut seed) as f32 / 16.0 - 8.0).collect();
+        for (zero, lo, hi) in [(7, 0, 255), (-3, -128, 127), (100, 100, 180)] {
+            let q = Requant { comp: comp.clone(), mul: mul.clone(), add: add.clone(), zero, lo, hi, per_row: false };
+            let want: Vec<u8> = (0..n).map(|i| q.byte(sums[i], i)).collect();
+            crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
+                for len in [n, 16, 15, 1] {
+                    let mut got = vec![0u8; len];
+                    q.run(&sums[..len], Chan::Many(&comp, &mul, &add), &mut got);
+                    assert_eq!(got, want[..len], "{l:?} len {len}");
+                    let mut one = vec![0u8; len];
+                    q.run(&sums[..len], Chan::One(comp[3], mul[3], add[3]), &mut one);
+                    let want1: Vec<u8> = sums[..len].iter().map(|&s| q.byte(s, 3)).collect();
+                    assert_eq!(one, want1, "{l:?} len {len}");
+                }
+            });
         }
     }
 

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::qgemm::{self, Acc, SharedOut, Unsigned, MR, NR};
+use super::qgemm::{self, Acc, Chan, SharedOut, Unsigned, MR, NR};
 use super::Tensor;
 use crate::compile::quant::{QKind, QLinear, QWeights};
 use crate::error::{Result, WebnnError};
@@ -28,6 +28,7 @@ pub fn run(q: &QLinear, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Resu
 }
 
 /// Geometry of a convolution over one nchw image.
+#[derive(Clone, Copy)]
 struct Geo {
     h: usize,
     w: usize,
@@ -160,51 +161,193 @@ fn depthwise(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], taps: &[i32], x
     let g = geo(x, out_shape, (kh, kw))?;
     let (plane, oplane) = (g.h * g.w, g.oh * g.ow);
     let zx = q.x_zero;
-    out.par_chunks_mut(oplane).enumerate().for_each(|(pi, dst)| {
-        let ch = pi % c;
-        let src = &x.data[pi * plane..(pi + 1) * plane];
-        let w = &taps[ch * area..(ch + 1) * area];
-        super::simd::dispatch(|| {
-            let mut acc = vec![0i32; g.ow];
-            for oy in 0..g.oh {
-                acc.fill(0);
-                for ky in 0..kh {
-                    let y = (oy * a.strides[0] + ky * a.dilations[0]) as isize - a.padding[0] as isize;
-                    if y < 0 || y as usize >= g.h {
-                        continue;
+    let [pt, pb, pl, pr] = a.padding;
+    let [sh, sw] = a.strides;
+    let [dh, dw] = a.dilations;
+    // The plane, zero point taken out, padded with zeros (= the zero point),
+    // each padded row split into `sw` phases (columns c with c % sw == phase),
+    // so that every tap reads a contiguous run for any stride.
+    let (hp, wp) = (g.h + pt + pb, g.w + pl + pr);
+    let wph = wp.div_ceil(sw);
+    let row_len = sw * wph;
+    let geo = Plane { g, kh, kw, pt, pl, sh, sw, dh, dw, wph, row_len, zx, flip: q.flip };
+    out.par_chunks_mut(oplane).enumerate().for_each_init(
+        || (vec![0i16; hp * row_len], vec![0i32; g.ow]),
+        |(padded, acc), (pi, dst)| {
+            let ch = pi % c;
+            let src = &x.data[pi * plane..(pi + 1) * plane];
+            let w = &taps[ch * area..(ch + 1) * area];
+            depthwise_plane_at_level(&geo, src, w, padded, acc, &q.requant, ch, dst);
+        },
+    );
+    Ok(())
+}
+
+/// What `depthwise_plane` needs of the geometry.
+struct Plane {
+    g: Geo,
+    kh: usize,
+    kw: usize,
+    pt: usize,
+    pl: usize,
+    sh: usize,
+    sw: usize,
+    dh: usize,
+    dw: usize,
+    wph: usize,
+    row_len: usize,
+    zx: i32,
+    flip: u8,
+}
+
+/// `depthwise_plane` compiled for the SIMD level (`simd::level`): a closure
+/// handed to `simd::dispatch` that holds this much code is not inlined into the
+/// dispatching function and would run as baseline x86-64.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_plane_at_level(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::simd::Level;
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        #[allow(clippy::too_many_arguments)]
+        fn avx512(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
+            depthwise_plane(p, src, w, padded, acc, rq, ch, dst)
+        }
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        fn avx512_pad(p: &Plane, src: &[u8], padded: &mut [i16]) {
+            pad_plane(p, src, padded)
+        }
+        /// The output rows with every tap's 16 lanes in one register: `false`
+        /// (nothing written) if a run would leave `padded`.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        fn x86_rows(p: &Plane, padded: &[i16], w: &[i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) -> bool {
+            use std::arch::x86_64::*;
+            let g = &p.g;
+            let run = |oy: usize, ky: usize, kx: usize| {
+                let col = kx * p.dw;
+                (oy * p.sh + ky * p.dh) * p.row_len + (col % p.sw) * p.wph + col / p.sw
+            };
+            if g.oh == 0 || g.ow == 0 || dst.len() < g.oh * g.ow || w.len() < p.kh * p.kw {
+                return false;
+            }
+            // The largest start is that of the last row's last tap (starts grow with oy, ky, kx within a phase).
+            for ky in 0..p.kh {
+                for kx in 0..p.kw {
+                    if run(g.oh - 1, ky, kx) + g.ow > padded.len() {
+                        return false;
                     }
-                    let row = &src[y as usize * g.w..(y as usize + 1) * g.w];
-                    for kx in 0..kw {
-                        let wv = w[ky * kw + kx];
-                        let off = (kx * a.dilations[1]) as isize - a.padding[2] as isize;
-                        // Output columns whose input column ox * s + off is inside the row.
-                        let s = a.strides[1] as isize;
-                        let first = if off >= 0 { 0 } else { ((-off) + s - 1) / s } as usize;
-                        let last = ((g.w as isize - 1 - off).div_euclid(s) + 1).clamp(0, g.ow as isize) as usize;
-                        if first >= last {
-                            continue;
-                        }
-                        if s == 1 {
-                            let base = (first as isize + off) as usize;
-                            for (av, &v) in acc[first..last].iter_mut().zip(&row[base..base + last - first]) {
-                                *av += ((v ^ q.flip) as i32 - zx) * wv;
-                            }
-                        } else {
-                            for (ox, av) in acc.iter_mut().enumerate().take(last).skip(first) {
-                                let v = row[(ox as isize * s + off) as usize];
-                                *av += ((v ^ q.flip) as i32 - zx) * wv;
-                            }
-                        }
-                    }
-                }
-                for (d, &s) in dst[oy * g.ow..(oy + 1) * g.ow].iter_mut().zip(&acc) {
-                    // The zero point is already taken out: no compensation.
-                    *d = q.requant.byte(s.wrapping_add(q.requant.comp[ch]), ch);
                 }
             }
-        })
-    });
-    Ok(())
+            // SAFETY: every load reads lanes below `ow` of a run checked above;
+            // every store writes lanes below `ow` of row oy of `dst`.
+            unsafe {
+                let (m, a) = (_mm512_set1_ps(rq.mul[ch]), _mm512_set1_ps(rq.add[ch]));
+                let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
+                let hi = _mm512_set1_ps((rq.hi - rq.zero) as f32);
+                let zero = _mm512_set1_epi32(rq.zero);
+                for oy in 0..g.oh {
+                    let mut ox = 0;
+                    while ox < g.ow {
+                        let left = g.ow - ox;
+                        let k: __mmask16 = if left >= 16 { 0xffff } else { (1u32 << left) as u16 - 1 };
+                        let mut acc = _mm512_setzero_si512();
+                        for ky in 0..p.kh {
+                            for kx in 0..p.kw {
+                                let v = _mm256_maskz_loadu_epi16(k, padded.as_ptr().add(run(oy, ky, kx) + ox));
+                                let wv = _mm512_set1_epi32(w[ky * p.kw + kx]);
+                                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi16_epi32(v), wv));
+                            }
+                        }
+                        let b = qgemm::x86::requant16(acc, m, a, lo, hi, zero);
+                        _mm_mask_storeu_epi8(dst.as_mut_ptr().add(oy * g.ow + ox) as *mut i8, k, b);
+                        ox += 16;
+                    }
+                }
+            }
+            true
+        }
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        fn avx2(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
+            depthwise_plane(p, src, w, padded, acc, rq, ch, dst)
+        }
+        match super::simd::level() {
+            // SAFETY: `level` reports only features the CPU has; `x86_rows`
+            // checks every run it reads against `padded`'s length first.
+            Level::Avx512 => unsafe {
+                avx512_pad(p, src, padded);
+                if x86_rows(p, padded, w, rq, ch, dst) {
+                    return;
+                }
+                return avx512(p, src, w, padded, acc, rq, ch, dst);
+            },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { avx2(p, src, w, padded, acc, rq, ch, dst) },
+            Level::Baseline => {}
+        }
+    }
+    depthwise_plane(p, src, w, padded, acc, rq, ch, dst)
+}
+
+/// The plane, zero point taken out, padded with zeros, each row split into
+/// `sw` phases (see `depthwise_plane`).
+#[inline(always)]
+fn pad_plane(p: &Plane, src: &[u8], padded: &mut [i16]) {
+    let g = &p.g;
+    let (sw, wph, row_len) = (p.sw, p.wph, p.row_len);
+    padded.fill(0);
+    for y in 0..g.h {
+        let row = &mut padded[(y + p.pt) * row_len..(y + p.pt + 1) * row_len];
+        let line = &src[y * g.w..(y + 1) * g.w];
+        if sw == 1 {
+            for (d, &v) in row[p.pl..p.pl + g.w].iter_mut().zip(line) {
+                *d = ((v ^ p.flip) as i32 - p.zx) as i16;
+            }
+            continue;
+        }
+        // Padded column j * sw + phase is input column j * sw + phase - pl.
+        for phase in 0..sw {
+            let out = &mut row[phase * wph..(phase + 1) * wph];
+            let first = p.pl.saturating_sub(phase).div_ceil(sw);
+            for (j, d) in out.iter_mut().enumerate().skip(first) {
+                let xx = j * sw + phase - p.pl;
+                if xx >= g.w {
+                    break;
+                }
+                *d = ((line[xx] ^ p.flip) as i32 - p.zx) as i16;
+            }
+        }
+    }
+}
+
+/// One channel's plane: the input, zero point taken out, padded with zeros (=
+/// the zero point), each padded row split into `sw` phases (columns c with c %
+/// sw == phase), so that every tap reads a contiguous run for any stride; then
+/// per output row the taps' runs summed in int32 and requantized.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_plane(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
+    pad_plane(p, src, padded);
+    let g = &p.g;
+    let (sw, wph, row_len) = (p.sw, p.wph, p.row_len);
+    for oy in 0..g.oh {
+        acc.fill(0);
+        for ky in 0..p.kh {
+            let r = (oy * p.sh + ky * p.dh) * row_len;
+            let row = &padded[r..r + row_len];
+            for kx in 0..p.kw {
+                let wv = w[ky * p.kw + kx];
+                let col = kx * p.dw;
+                let run = &row[(col % sw) * wph + col / sw..][..g.ow];
+                for (av, &v) in acc.iter_mut().zip(run) {
+                    *av += v as i32 * wv;
+                }
+            }
+        }
+        // The zero point is already taken out: no compensation.
+        let chan = Chan::One(0, rq.mul[ch], rq.add[ch]);
+        rq.run(acc, chan, &mut dst[oy * g.ow..(oy + 1) * g.ow]);
+    }
 }
 
 fn matmul(q: &QLinear, packed: &[u8], k: usize, n: usize, x: &Tensor, out: &mut [u8]) -> Result<()> {

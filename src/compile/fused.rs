@@ -283,6 +283,7 @@ impl FusedOp {
             FusedOp::Quantized { op, .. } => match op.0.kind {
                 super::quant::QKind::Conv2d(..) => "conv2d (quantized)",
                 super::quant::QKind::Matmul => "matmul (quantized)",
+                super::quant::QKind::Add { .. } => "add (quantized)",
             },
         }
     }

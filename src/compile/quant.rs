@@ -54,7 +54,7 @@ use crate::graph::builder::{Graph, Operator};
 use crate::graph::{DataType, OperandId};
 use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
 use crate::ops::matmul::GemmOptions;
-use crate::ops::{Activation, Op, UnaryKind};
+use crate::ops::{Activation, BinaryKind, Op, UnaryKind};
 
 /// Largest inner dimension whose int32 sums cannot overflow (255 * 128 * K < 2^31).
 pub const MAX_K: usize = 32768;
@@ -66,6 +66,11 @@ pub enum QKind {
     Conv2d(Conv2dAttrs, [usize; 2]),
     /// matmul or gemm: `[..., M, K] x [K, N]`.
     Matmul,
+    /// add of two 8-bit tensors of the output's shape (inputs 0 and 1):
+    /// `(a - za) * mul[0] + (b - zb) * mul[1]` (each scale over the output's),
+    /// then rounded like every output. `b_flip`/`b_zero` are input 1's
+    /// (`QLinear::flip`/`x_zero` input 0's).
+    Add { b_flip: u8, b_zero: i32 },
 }
 
 /// The weights in the kernels' layout, packed at build.
@@ -78,6 +83,8 @@ pub enum QWeights {
     Depthwise { taps: Vec<i32> },
     /// matmul/gemm: `[K, N]` packed as `qgemm` lanes.
     Lanes { packed: Vec<u8>, k: usize, n: usize },
+    /// Element-wise operators: none.
+    None,
 }
 
 /// A fused quantized operator: 8-bit input, 8-bit output.
@@ -272,6 +279,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     if desc(g, op.outputs[0]).data_type != DataType::Float32 {
         return None;
     }
+    if op.op == Op::Binary(BinaryKind::Add) {
+        return add(g, uses, p, out, &yq, lo, hi, remove);
+    }
     // The input: DQ of an 8-bit tensor, per tensor.
     let dq = &g.operators[uses.producer(op.inputs[0])?];
     if dq.op != Op::DequantizeLinear {
@@ -361,6 +371,39 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
         op: Operator {
             op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), epilogue: Epilogue::default() }),
             inputs: vec![xq_id],
+            outputs: vec![out],
+        },
+        remove,
+    })
+}
+
+/// `DQ(a) + DQ(b) -> [activation] -> Q`, both 8-bit per tensor, of the
+/// output's shape (no broadcasting).
+#[allow(clippy::too_many_arguments)]
+fn add(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor, lo: i64, hi: i64, mut remove: Vec<usize>) -> Option<Rewrite> {
+    let op = &g.operators[p];
+    let shape = &desc(g, out).shape;
+    let mut sides = Vec::new();
+    for &x in &op.inputs {
+        let dq = &g.operators[uses.producer(x)?];
+        if dq.op != Op::DequantizeLinear || &desc(g, dq.inputs[0]).shape != shape {
+            return None;
+        }
+        let q = per_tensor(g, dq, dq.inputs[0])?;
+        let flip: u8 = if q.signed { 0x80 } else { 0 };
+        let zero = q.zero + if q.signed { 128 } else { 0 };
+        sides.push((dq.inputs[0], flip, zero as i32, (q.scale as f64 / yq.scale as f64) as f32));
+    }
+    let [(a, a_flip, a_zero, ma), (b, b_flip, b_zero, mb)] = sides[..] else { return None };
+    let requant = Requant { comp: vec![0], mul: vec![ma, mb], add: vec![0.0], zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: true };
+    let qop = QLinear { kind: QKind::Add { b_flip, b_zero }, flip: a_flip, x_zero: a_zero, weights: QWeights::None, requant };
+    remove.push(p);
+    let at = remove[0];
+    Some(Rewrite {
+        at,
+        op: Operator {
+            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), epilogue: Epilogue::default() }),
+            inputs: vec![a, b],
             outputs: vec![out],
         },
         remove,
@@ -554,6 +597,27 @@ mod tests {
         assert_eq!(check(&matmul_case(&[3, 64], 100, Some(g), u8_out(Act::Relu)), 0.05), 1);
         let g = GemmOptions { has_c: false, ..Default::default() };
         assert_eq!(check(&matmul_case(&[1, 256], 10, Some(g), out), 0.05), 1);
+    }
+
+    #[test]
+    fn residual_add_fuses_within_one_unit() {
+        for (ta, tb, act) in [(DataType::Uint8, DataType::Uint8, Act::Relu), (DataType::Int8, DataType::Uint8, Act::None)] {
+            let mut b = Builder::new();
+            let x = b.input("x", &[1, 5, 7, 9]);
+            let y = b.input("y", &[1, 5, 7, 9]);
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, if ta == DataType::Int8 { 3 } else { 128 }, ta);
+            let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, tb);
+            let z = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
+            assert_eq!(check(&finish(&mut b, z, Out { scale: 0.03, ..u8_out(act) }), 0.03), 1);
+        }
+        // Broadcasting: not fused.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 5, 7, 9]);
+        let y = b.input("y", &[1, 5, 1, 1]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, DataType::Uint8);
+        let z = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
+        assert_eq!(check(&finish(&mut b, z, Out { scale: 0.03, ..u8_out(Act::None) }), 0.03), 0);
     }
 
     /// The non-fusion rules: each graph computes as written (and agrees with the

@@ -290,7 +290,12 @@ impl Requant {
 
     #[inline(always)]
     fn value(&self, sum: i32, comp: i32, mul: f32, add: f32) -> u8 {
-        let v = sum.wrapping_sub(comp) as f32 * mul + add;
+        self.finish(sum.wrapping_sub(comp) as f32 * mul + add)
+    }
+
+    /// A value in output units (zero point not added) to its output byte.
+    #[inline(always)]
+    pub fn finish(&self, v: f32) -> u8 {
         let lo = (self.lo - self.zero) as f32;
         let hi = (self.hi - self.zero) as f32;
         // Clamped first (bounds are integers, so clamping commutes with rounding):

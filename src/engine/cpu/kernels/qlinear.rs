@@ -27,6 +27,61 @@ pub fn run(q: &QLinear, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Resu
     }
 }
 
+/// `QKind::Add`: two 8-bit tensors of one shape added, requantized.
+pub fn add(q: &QLinear, a: &Tensor, b: &Tensor, out: &mut [u8]) -> Result<()> {
+    let QKind::Add { b_flip, b_zero } = q.kind else { return Err(internal("add kind")) };
+    if a.data.len() != out.len() || b.data.len() != out.len() || q.requant.mul.len() != 2 {
+        return Err(internal("add sizes"));
+    }
+    let sides = AddSides { fa: q.flip, za: q.x_zero, fb: b_flip, zb: b_zero, ma: q.requant.mul[0], mb: q.requant.mul[1] };
+    super::broadcast::par_chunks(out, |start, dst| {
+        let n = dst.len();
+        add_at_level(&sides, &a.data[start..start + n], &b.data[start..start + n], &q.requant, dst)
+    });
+    Ok(())
+}
+
+struct AddSides {
+    fa: u8,
+    za: i32,
+    fb: u8,
+    zb: i32,
+    ma: f32,
+    mb: f32,
+}
+
+#[inline(always)]
+fn add_loop(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
+    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+        let v = ((x ^ s.fa) as i32 - s.za) as f32 * s.ma + ((y ^ s.fb) as i32 - s.zb) as f32 * s.mb;
+        *d = rq.finish(v);
+    }
+}
+
+/// `add_loop` compiled for the SIMD level (see `depthwise_plane_at_level`).
+fn add_at_level(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::simd::Level;
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        fn avx512(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
+            add_loop(s, a, b, rq, dst)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
+            add_loop(s, a, b, rq, dst)
+        }
+        match super::simd::level() {
+            // SAFETY: `level` reports only features the CPU has.
+            Level::Avx512 => return unsafe { avx512(s, a, b, rq, dst) },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { avx2(s, a, b, rq, dst) },
+            Level::Baseline => {}
+        }
+    }
+    add_loop(s, a, b, rq, dst)
+}
+
 /// Geometry of a convolution over one nchw image.
 #[derive(Clone, Copy)]
 struct Geo {
@@ -73,6 +128,13 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
     let shared = SharedOut(out.as_mut_ptr(), out.len());
     let plane = g.h * g.w;
     let pad_byte = q.x_zero as u8;
+    let unit = kh == 1 && kw == 1 && a.strides == [1, 1] && a.padding == [0; 4];
+    // Every other convolution reads the rows of its im2col matrix ([K][P] per
+    // image and group, built row by row: contiguous runs of input rows), the
+    // unit 1x1 reads the input's planes. Either way, the lanes of a block are
+    // interleaved from 4 rows at a time.
+    let cols: Vec<u8> = if unit { Vec::new() } else { im2col_rows(x, &g, a, q.flip, pad_byte) };
+    let flip = if unit { q.flip } else { 0 };
     (0..base * chunks).into_par_iter().for_each_init(
         || vec![0u8; qgemm::lanes_block_bytes(k)],
         |lanes, t| {
@@ -82,8 +144,12 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
             let img = t / chunks / lane_blocks / ng;
             let l0 = lb * NR;
             let nl = NR.min(p - l0);
-            let src = &x.data[(img * c + gi * cg) * plane..(img * c + (gi + 1) * cg) * plane];
-            im2col(src, &g, a, cg, l0, nl, q.flip, pad_byte, k, lanes);
+            let rows: &[u8] = if unit {
+                &x.data[(img * c + gi * cg) * plane..(img * c + (gi + 1) * cg) * plane]
+            } else {
+                &cols[(img * ng + gi) * k * p..(img * ng + gi + 1) * k * p]
+            };
+            interleave_at_level(rows, p, k, l0, nl, flip, lanes);
             let mut acc: Acc = [[0; NR]; MR];
             for rb in chunk * per_chunk..((chunk + 1) * per_chunk).min(row_blocks) {
                 qgemm::tile(&groups[gi][rb * rbb..(rb + 1) * rbb], lanes, k4, Unsigned::Lanes, vnni, &mut acc);
@@ -101,51 +167,94 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
     Ok(())
 }
 
-/// Packs the lanes `l0..l0 + nl` (output pixels) of one group's input `src`
-/// (`cg` planes) into `lanes` in `qgemm` order, k = (channel, ky, kx); padding
-/// reads the input's zero point.
-#[allow(clippy::too_many_arguments)]
-fn im2col(src: &[u8], g: &Geo, a: &Conv2dAttrs, cg: usize, l0: usize, nl: usize, flip: u8, pad: u8, k: usize, lanes: &mut [u8]) {
-    lanes.fill(0);
+/// The im2col matrix of every image and group: row k = (channel, ky, kx) of
+/// the group holds, for each output pixel, the input it reads (`flip`ped), or
+/// `pad` (the input's zero point) outside the input. Built in parallel over
+/// rows; each output row of it is a run of one input row (contiguous at unit
+/// stride).
+fn im2col_rows(x: &Tensor, g: &Geo, a: &Conv2dAttrs, flip: u8, pad: u8) -> Vec<u8> {
+    let (n, c) = (x.shape[0], x.shape[1]);
+    let p = g.oh * g.ow;
+    let taps = g.kh * g.kw;
     let plane = g.h * g.w;
-    let unit = g.kh == 1 && g.kw == 1 && a.strides == [1, 1] && a.padding == [0; 4];
-    if unit {
-        for ci in 0..cg {
-            let row = &src[ci * plane + l0..ci * plane + l0 + nl];
-            let dst = &mut lanes[(ci / 4) * NR * 4 + ci % 4..];
-            for (l, &v) in row.iter().enumerate() {
-                dst[l * 4] = v ^ flip;
+    let mut cols = vec![0u8; n * c * taps * p];
+    // Row r of the whole buffer: image, group and k follow from r, and the
+    // input plane is (image, group * cg + k / taps) = r / taps over all images.
+    cols.par_chunks_mut(p).enumerate().for_each(|(r, row)| {
+        let src = &x.data[(r / taps) * plane..(r / taps + 1) * plane];
+        let (ky, kx) = ((r % taps) / g.kw, r % g.kw);
+        for oy in 0..g.oh {
+            let dst = &mut row[oy * g.ow..(oy + 1) * g.ow];
+            let iy = (oy * a.strides[0] + ky * a.dilations[0]) as isize - a.padding[0] as isize;
+            if iy < 0 || iy as usize >= g.h {
+                dst.fill(pad);
+                continue;
             }
-        }
-        return;
-    }
-    let _ = k;
-    let mut ih0 = [0isize; NR];
-    let mut iw0 = [0isize; NR];
-    for l in 0..nl {
-        let px = l0 + l;
-        ih0[l] = (px / g.ow * a.strides[0]) as isize - a.padding[0] as isize;
-        iw0[l] = (px % g.ow * a.strides[1]) as isize - a.padding[2] as isize;
-    }
-    let mut kk = 0;
-    for ci in 0..cg {
-        let pl = &src[ci * plane..(ci + 1) * plane];
-        for ky in 0..g.kh {
-            for kx in 0..g.kw {
-                let dst = &mut lanes[(kk / 4) * NR * 4 + kk % 4..];
-                let (dy, dx) = ((ky * a.dilations[0]) as isize, (kx * a.dilations[1]) as isize);
-                for l in 0..nl {
-                    let (y, xx) = (ih0[l] + dy, iw0[l] + dx);
-                    dst[l * 4] = if y >= 0 && (y as usize) < g.h && xx >= 0 && (xx as usize) < g.w {
-                        pl[y as usize * g.w + xx as usize] ^ flip
-                    } else {
-                        pad
-                    };
+            let line = &src[iy as usize * g.w..(iy as usize + 1) * g.w];
+            let off = (kx * a.dilations[1]) as isize - a.padding[2] as isize;
+            let s = a.strides[1] as isize;
+            // Output columns whose input column ox * s + off is inside the row.
+            let first = (if off >= 0 { 0 } else { ((-off) + s - 1) / s } as usize).min(g.ow);
+            let last = ((g.w as isize - 1 - off).div_euclid(s) + 1).clamp(first as isize, g.ow as isize) as usize;
+            dst[..first].fill(pad);
+            dst[last..].fill(pad);
+            if s == 1 {
+                let base = (first as isize + off) as usize;
+                for (d, &v) in dst[first..last].iter_mut().zip(&line[base..base + last - first]) {
+                    *d = v ^ flip;
                 }
-                kk += 1;
+            } else {
+                for (ox, d) in dst.iter_mut().enumerate().take(last).skip(first) {
+                    *d = line[(ox as isize * s + off) as usize] ^ flip;
+                }
             }
         }
+    });
+    cols
+}
+
+/// Lanes `l0..l0 + nl` of `k` rows of `p` bytes (`rows`, row-major) in `qgemm`
+/// lane order: 4 rows' bytes of a lane side by side, each XORed with `flip`.
+/// Rows past `k` read as `flip` (whatever they hold meets zero weights: the
+/// packed filter is zero past `k`, and its sums cover `k` only). Lanes past
+/// `nl` keep what they held (their sums are never stored).
+#[inline(always)]
+fn interleave(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
+    let f = u32::from_ne_bytes([flip; 4]);
+    let zero: &[u8] = &[0u8; NR];
+    for q in 0..k.div_ceil(4) {
+        let row = |j: usize| if 4 * q + j < k { &rows[(4 * q + j) * p + l0..(4 * q + j) * p + l0 + nl] } else { &zero[..nl] };
+        let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        let out = &mut lanes[q * NR * 4..q * NR * 4 + nl * 4];
+        for (l, o) in out.chunks_exact_mut(4).enumerate() {
+            let v = u32::from_le_bytes([r0[l], r1[l], r2[l], r3[l]]) ^ f;
+            o.copy_from_slice(&v.to_le_bytes());
+        }
     }
+}
+
+/// `interleave` compiled for the SIMD level (see `depthwise_plane_at_level`).
+fn interleave_at_level(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::simd::Level;
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+        fn avx512(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
+            interleave(rows, p, k, l0, nl, flip, lanes)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
+            interleave(rows, p, k, l0, nl, flip, lanes)
+        }
+        match super::simd::level() {
+            // SAFETY: `level` reports only features the CPU has.
+            Level::Avx512 => return unsafe { avx512(rows, p, k, l0, nl, flip, lanes) },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { avx2(rows, p, k, l0, nl, flip, lanes) },
+            Level::Baseline => {}
+        }
+    }
+    interleave(rows, p, k, l0, nl, flip, lanes)
 }
 
 #[allow(clippy::too_many_arguments)]

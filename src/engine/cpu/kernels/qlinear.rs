@@ -279,7 +279,7 @@ fn depthwise(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], taps: &[i32], x
     let (hp, wp) = (g.h + pt + pb, g.w + pl + pr);
     let wph = wp.div_ceil(sw);
     let row_len = sw * wph;
-    let geo = Plane { g, kh, kw, pt, pl, sh, sw, dh, dw, wph, row_len, zx, flip: q.flip };
+    let geo = Plane { g, kh, kw, pt, pl, sh, sw, dh, dw, phases: sw, wp, wph, row_len, zx, flip: q.flip };
     out.par_chunks_mut(oplane).enumerate().for_each_init(
         || (vec![0i16; hp * row_len], vec![0i32; g.ow]),
         |(padded, acc), (pi, dst)| {
@@ -293,6 +293,7 @@ fn depthwise(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], taps: &[i32], x
 }
 
 /// What `depthwise_plane` needs of the geometry.
+#[derive(Clone, Copy)]
 struct Plane {
     g: Geo,
     kh: usize,
@@ -303,6 +304,10 @@ struct Plane {
     sw: usize,
     dh: usize,
     dw: usize,
+    /// Phases each padded row is split into: `sw` (every tap a contiguous
+    /// run), or 1 (rows as they are; the AVX-512 loop reads stride 2 itself).
+    phases: usize,
+    wp: usize,
     wph: usize,
     row_len: usize,
     zx: i32,
@@ -334,19 +339,25 @@ fn depthwise_plane_at_level(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16]
             let g = &p.g;
             let run = |oy: usize, ky: usize, kx: usize| {
                 let col = kx * p.dw;
-                (oy * p.sh + ky * p.dh) * p.row_len + (col % p.sw) * p.wph + col / p.sw
+                (oy * p.sh + ky * p.dh) * p.row_len + (col % p.phases) * p.wph + col / p.phases
             };
-            if g.oh == 0 || g.ow == 0 || dst.len() < g.oh * g.ow || w.len() < p.kh * p.kw {
+            // Elements between two outputs of a run: 1, or 2 (stride 2 read
+            // from unsplit rows).
+            let step = p.sw / p.phases;
+            if g.oh == 0 || g.ow == 0 || dst.len() < g.oh * g.ow || w.len() < p.kh * p.kw || !(step == 1 || step == 2) {
                 return false;
             }
-            // The largest start is that of the last row's last tap (starts grow with oy, ky, kx within a phase).
+            // The largest start is that of the last row's taps.
             for ky in 0..p.kh {
                 for kx in 0..p.kw {
-                    if run(g.oh - 1, ky, kx) + g.ow > padded.len() {
+                    if run(g.oh - 1, ky, kx) + step * (g.ow - 1) + 1 > padded.len() {
                         return false;
                     }
                 }
             }
+            let evens = _mm512_set_epi16(
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0,
+            );
             // SAFETY: every load reads lanes below `ow` of a run checked above;
             // every store writes lanes below `ow` of row oy of `dst`.
             unsafe {
@@ -362,7 +373,15 @@ fn depthwise_plane_at_level(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16]
                         let mut acc = _mm512_setzero_si512();
                         for ky in 0..p.kh {
                             for kx in 0..p.kw {
-                                let v = _mm256_maskz_loadu_epi16(k, padded.as_ptr().add(run(oy, ky, kx) + ox));
+                                let at = padded.as_ptr().add(run(oy, ky, kx) + step * ox);
+                                let v = if step == 1 {
+                                    _mm256_maskz_loadu_epi16(k, at)
+                                } else {
+                                    // Elements 0, 2, .. 2 (left - 1) of 32.
+                                    let n = 2 * left.min(16) - 1;
+                                    let k32: __mmask32 = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+                                    _mm512_castsi512_si256(_mm512_permutexvar_epi16(evens, _mm512_maskz_loadu_epi16(k32, at)))
+                                };
                                 let wv = _mm512_set1_epi32(w[ky * p.kw + kx]);
                                 acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi16_epi32(v), wv));
                             }
@@ -384,8 +403,11 @@ fn depthwise_plane_at_level(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16]
             // SAFETY: `level` reports only features the CPU has; `x86_rows`
             // checks every run it reads against `padded`'s length first.
             Level::Avx512 => unsafe {
-                avx512_pad(p, src, padded);
-                if x86_rows(p, padded, w, rq, ch, dst) {
+                // Stride 2 reads unsplit rows (their padding converts as
+                // contiguous runs).
+                let plain = if p.sw == 2 { Plane { phases: 1, wph: p.wp, row_len: p.wp, ..*p } } else { *p };
+                avx512_pad(&plain, src, padded);
+                if x86_rows(&plain, padded, w, rq, ch, dst) {
                     return;
                 }
                 return avx512(p, src, w, padded, acc, rq, ch, dst);
@@ -403,7 +425,7 @@ fn depthwise_plane_at_level(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16]
 #[inline(always)]
 fn pad_plane(p: &Plane, src: &[u8], padded: &mut [i16]) {
     let g = &p.g;
-    let (sw, wph, row_len) = (p.sw, p.wph, p.row_len);
+    let (sw, wph, row_len) = (p.phases, p.wph, p.row_len);
     padded.fill(0);
     for y in 0..g.h {
         let row = &mut padded[(y + p.pt) * row_len..(y + p.pt + 1) * row_len];
@@ -417,12 +439,11 @@ fn pad_plane(p: &Plane, src: &[u8], padded: &mut [i16]) {
         // Padded column j * sw + phase is input column j * sw + phase - pl.
         for phase in 0..sw {
             let out = &mut row[phase * wph..(phase + 1) * wph];
-            let first = p.pl.saturating_sub(phase).div_ceil(sw);
-            for (j, d) in out.iter_mut().enumerate().skip(first) {
-                let xx = j * sw + phase - p.pl;
-                if xx >= g.w {
-                    break;
-                }
+            // j from `first` (input column >= 0) to `end` (input column < w).
+            let first = p.pl.saturating_sub(phase).div_ceil(sw).min(wph);
+            let end = (g.w + p.pl).saturating_sub(phase).div_ceil(sw).clamp(first, wph);
+            for (j, d) in out[first..end].iter_mut().enumerate() {
+                let xx = (j + first) * sw + phase - p.pl;
                 *d = ((line[xx] ^ p.flip) as i32 - p.zx) as i16;
             }
         }

@@ -133,7 +133,7 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
     // image and group, built row by row: contiguous runs of input rows), the
     // unit 1x1 reads the input's planes. Either way, the lanes of a block are
     // interleaved from 4 rows at a time.
-    let cols: Vec<u8> = if unit { Vec::new() } else { im2col_rows(x, &g, a, q.flip, pad_byte) };
+    let cols: Vec<u8> = if unit { Vec::new() } else { im2col_rows(x, &g, a, q.flip, pad_byte)? };
     let flip = if unit { q.flip } else { 0 };
     (0..base * chunks).into_par_iter().for_each_init(
         || vec![0u8; qgemm::lanes_block_bytes(k)],
@@ -172,12 +172,16 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
 /// `pad` (the input's zero point) outside the input. Built in parallel over
 /// rows; each output row of it is a run of one input row (contiguous at unit
 /// stride).
-fn im2col_rows(x: &Tensor, g: &Geo, a: &Conv2dAttrs, flip: u8, pad: u8) -> Vec<u8> {
+fn im2col_rows(x: &Tensor, g: &Geo, a: &Conv2dAttrs, flip: u8, pad: u8) -> Result<Vec<u8>> {
     let (n, c) = (x.shape[0], x.shape[1]);
     let p = g.oh * g.ow;
     let taps = g.kh * g.kw;
     let plane = g.h * g.w;
-    let mut cols = vec![0u8; n * c * taps * p];
+    // An allocation that fails is an error, not an abort.
+    let bytes = n.checked_mul(c).and_then(|v| v.checked_mul(taps)).and_then(|v| v.checked_mul(p)).ok_or_else(|| internal("im2col size"))?;
+    let mut cols = Vec::new();
+    cols.try_reserve_exact(bytes).map_err(|_| WebnnError::Operation(format!("conv2d (quantized): cannot allocate {bytes} bytes of im2col rows")))?;
+    cols.resize(bytes, 0u8);
     // Row r of the whole buffer: image, group and k follow from r, and the
     // input plane is (image, group * cg + k / taps) = r / taps over all images.
     cols.par_chunks_mut(p).enumerate().for_each(|(r, row)| {
@@ -210,7 +214,7 @@ fn im2col_rows(x: &Tensor, g: &Geo, a: &Conv2dAttrs, flip: u8, pad: u8) -> Vec<u
             }
         }
     });
-    cols
+    Ok(cols)
 }
 
 /// Lanes `l0..l0 + nl` of `k` rows of `p` bytes (`rows`, row-major) in `qgemm`

@@ -1,0 +1,622 @@
+'use strict'
+// Quantized (QDQ) patterns as quantized models write them: dequantizeLinear ->
+// conv2d / matmul / gemm / add / pooling (-> relu / clamp) -> quantizeLinear, with
+// int8 constant weights and int32 biases through dequantizeLinear; and the cases an
+// engine that fuses such chains into integer kernels must leave unfused (or handle)
+// while still computing them right. Every expected value is a float64 reference
+// from the spec's formulas, written here: dequantize (x - zeroPoint) * scale, the
+// operator in float64, quantize saturate(roundHalfEven(x / scale) + zeroPoint), with
+// the scales as the graph holds them (float32, or float16 where the case says).
+// Every quantized output element must be within 1 unit (one quantization step: a
+// float32 engine may round a value within an ulp of a .5 boundary either way), and
+// a quarter of them at least strictly between the type's limits (not saturated),
+// so that a wrong zero point, scale or missing term fails.
+//
+// Devices: `cpu,gpu`, or WEBNN_DEVICES (as the conformance suite). A device whose
+// createContext() rejects with NotSupportedError, or whose build() of a case does
+// on a device other than the CPU, logs the reason and passes (with
+// WEBNN_REQUIRE_GPU=1, a GPU context that cannot be created fails).
+
+const test = require('ava')
+const { webnn, mulberry32, randomInts, toFloat16Bits, fromFloat16Bits, VIEW, elementCount } = require('./helpers.js')
+
+const { ml, MLGraphBuilder } = webnn
+const devices = (process.env.WEBNN_DEVICES || 'cpu,gpu').split(',').map((s) => s.trim()).filter(Boolean)
+const requireGpu = process.env.WEBNN_REQUIRE_GPU === '1'
+
+const RANGE = { uint8: [0, 255], int8: [-128, 127], int32: [-2147483648, 2147483647] }
+
+// ---------------------------------------------------------------------------
+// float64 reference
+
+function roundHalfEven (x) {
+  const r = Math.round(x)
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r
+}
+
+/** The float value a scale has in the graph. */
+const asFloat = (floatType) => (floatType === 'float16' ? (s) => fromFloat16Bits(toFloat16Bits(s)) : Math.fround)
+
+/** Index into a (blockwise) parameter of shape `pshape` for element i of `shape`. */
+function paramIndex (i, shape, pshape) {
+  let idx = 0
+  let stride = 1
+  let rest = i
+  const coords = new Array(shape.length)
+  for (let d = shape.length - 1; d >= 0; d--) {
+    coords[d] = rest % shape[d]
+    rest = Math.floor(rest / shape[d])
+  }
+  for (let d = pshape.length - 1; d >= 0; d--) {
+    idx += Math.floor(coords[d] / (shape[d] / pshape[d])) * stride
+    stride *= pshape[d]
+  }
+  return idx
+}
+
+/** A quantization parameter: scale values (already as the graph holds them), zero
+ * points, shape, zero-point type. */
+function param (scale, zp, shape, type, floatType = 'float32') {
+  const round = asFloat(floatType)
+  return { scale: scale.map(round), rawScale: scale, zp, shape, type, floatType }
+}
+
+const perTensor = (scale, zp, rank, type, floatType) => param([scale], [zp], new Array(rank).fill(1), type, floatType)
+
+function dequantizeRef (q, shape, p) {
+  return Float64Array.from(q, (v, i) => {
+    const j = paramIndex(i, shape, p.shape)
+    return (Number(v) - p.zp[j]) * p.scale[j]
+  })
+}
+
+function quantizeRef (x, shape, p) {
+  const [lo, hi] = RANGE[p.type]
+  return Float64Array.from(x, (v, i) => {
+    const j = paramIndex(i, shape, p.shape)
+    return Math.min(hi, Math.max(lo, roundHalfEven(v / p.scale[j]) + p.zp[j]))
+  })
+}
+
+/** nchw / oihw conv2d; padding [top, bottom, left, right]. */
+function conv2dRef (x, [n, c, h, w], f, [o, cg, kh, kw], bias, { padding = [0, 0, 0, 0], strides = [1, 1], dilations = [1, 1], groups = 1 } = {}) {
+  const oh = Math.floor((h + padding[0] + padding[1] - ((kh - 1) * dilations[0] + 1)) / strides[0]) + 1
+  const ow = Math.floor((w + padding[2] + padding[3] - ((kw - 1) * dilations[1] + 1)) / strides[1]) + 1
+  const og = o / groups
+  const out = new Float64Array(n * o * oh * ow)
+  for (let b = 0; b < n; b++) {
+    for (let oc = 0; oc < o; oc++) {
+      const g = Math.floor(oc / og)
+      for (let y = 0; y < oh; y++) {
+        for (let xo = 0; xo < ow; xo++) {
+          let s = bias ? bias[oc] : 0
+          for (let ci = 0; ci < cg; ci++) {
+            const ic = g * cg + ci
+            for (let ky = 0; ky < kh; ky++) {
+              const iy = y * strides[0] - padding[0] + ky * dilations[0]
+              if (iy < 0 || iy >= h) continue
+              for (let kx = 0; kx < kw; kx++) {
+                const ix = xo * strides[1] - padding[2] + kx * dilations[1]
+                if (ix < 0 || ix >= w) continue
+                s += x[((b * c + ic) * h + iy) * w + ix] * f[((oc * cg + ci) * kh + ky) * kw + kx]
+              }
+            }
+          }
+          out[((b * o + oc) * oh + y) * ow + xo] = s
+        }
+      }
+    }
+  }
+  return { values: out, shape: [n, o, oh, ow] }
+}
+
+/** [batch..., M, K] x [K, N] (B broadcast over the batch). */
+function matmulRef (a, ashape, b, [k, nn]) {
+  const m = ashape.at(-2)
+  const batch = elementCount(ashape.slice(0, -2))
+  const out = new Float64Array(batch * m * nn)
+  for (let p = 0; p < batch; p++) {
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < nn; j++) {
+        let s = 0
+        for (let q = 0; q < k; q++) s += a[(p * m + i) * k + q] * b[q * nn + j]
+        out[(p * m + i) * nn + j] = s
+      }
+    }
+  }
+  return { values: out, shape: [...ashape.slice(0, -1), nn] }
+}
+
+/** max or average pooling, nchw, padding [top, bottom, left, right] (average
+ * pooling here without padding). */
+function poolRef (kind, x, [n, c, h, w], [kh, kw], { padding = [0, 0, 0, 0], strides = [1, 1] } = {}) {
+  const oh = Math.floor((h + padding[0] + padding[1] - kh) / strides[0]) + 1
+  const ow = Math.floor((w + padding[2] + padding[3] - kw) / strides[1]) + 1
+  const out = new Float64Array(n * c * oh * ow)
+  for (let p = 0; p < n * c; p++) {
+    for (let y = 0; y < oh; y++) {
+      for (let xo = 0; xo < ow; xo++) {
+        let s = kind === 'max' ? -Infinity : 0
+        let cnt = 0
+        for (let ky = 0; ky < kh; ky++) {
+          const iy = y * strides[0] - padding[0] + ky
+          if (iy < 0 || iy >= h) continue
+          for (let kx = 0; kx < kw; kx++) {
+            const ix = xo * strides[1] - padding[2] + kx
+            if (ix < 0 || ix >= w) continue
+            const v = x[(p * h + iy) * w + ix]
+            s = kind === 'max' ? Math.max(s, v) : s + v
+            cnt++
+          }
+        }
+        out[(p * oh + y) * ow + xo] = kind === 'max' ? s : s / cnt
+      }
+    }
+  }
+  return { values: out, shape: [n, c, oh, ow] }
+}
+
+const ACT = {
+  none: (v) => v,
+  relu: (v) => Math.max(0, v),
+  clamp: (v) => Math.min(6, Math.max(0, v))
+}
+
+/** Output parameters that cover 85% of the float range of `values` (so a few
+ * elements saturate), the range widened to include 0 (so relu outputs get the
+ * zero point at the type's minimum, the configuration a fused kernel sees). */
+function outputParam (values, rank, type, floatType = 'float32') {
+  const [qmin, qmax] = RANGE[type]
+  let lo = 0
+  let hi = 0
+  for (const v of values) { lo = Math.min(lo, v); hi = Math.max(hi, v) }
+  const scale = asFloat(floatType)(((hi - lo) / (qmax - qmin)) * 0.85)
+  const zp = Math.min(qmax, Math.max(qmin, roundHalfEven(qmin - lo / scale)))
+  return perTensor(scale, zp, rank, type, floatType)
+}
+
+// ---------------------------------------------------------------------------
+// graph helpers
+
+function constParam (b, p) {
+  const scale = p.floatType === 'float16'
+    ? b.constant({ dataType: 'float16', dimensions: p.shape }, Uint16Array.from(p.rawScale, toFloat16Bits))
+    : b.constant({ dataType: 'float32', dimensions: p.shape }, Float32Array.from(p.rawScale))
+  const zp = b.constant({ dataType: p.type, dimensions: p.shape }, VIEW[p.type].from(p.zp))
+  return [scale, zp]
+}
+
+const dq = (b, x, p) => b.dequantizeLinear(x, ...constParam(b, p))
+const qz = (b, x, p) => b.quantizeLinear(x, ...constParam(b, p))
+const constant = (b, type, shape, values) => b.constant({ dataType: type, dimensions: shape }, VIEW[type].from(values))
+
+/** A quantized activation input: integer values, their parameter and its float values. */
+function activation (rng, shape, type, { scale = 0.02, zp = type === 'uint8' ? 117 : -9, perChannel = false } = {}) {
+  const [lo, hi] = RANGE[type]
+  const q = randomInts(rng, elementCount(shape), lo, hi)
+  const p = perChannel
+    ? param(Array.from({ length: shape[1] }, (_, c) => scale * (0.5 + c / shape[1])), Array.from({ length: shape[1] }, (_, c) => zp + (c % 5) - 2),
+      shape.map((d, i) => (i === 1 ? d : 1)), type)
+    : perTensor(scale, zp, shape.length, type)
+  return { q, p, shape, type, values: dequantizeRef(q, shape, p) }
+}
+
+/** int8 weights with per-channel scale along `axis` (zero point 0, |w| <= 127),
+ * their float values; scales chosen so that outputs are of order 1. */
+function weights (rng, shape, axis, fanIn, { type = 'int8', zp = 0, floatType = 'float32' } = {}) {
+  const [lo, hi] = type === 'int8' ? [-127, 127] : RANGE[type]
+  const q = randomInts(rng, elementCount(shape), lo, hi)
+  const channels = shape[axis]
+  const scale = Array.from({ length: channels }, () => (0.5 + rng()) / (127 * Math.sqrt(fanIn)))
+  const p = param(scale, new Array(channels).fill(zp), shape.map((d, i) => (i === axis ? d : 1)), type, floatType)
+  return { q, p, shape, type, values: dequantizeRef(q, shape, p) }
+}
+
+/** int32 bias with scale inputScale * weightScale[o] (or `scales`), zero point 0. */
+function bias (rng, inputScale, weightScale, fanIn, { floatType = 'float32', scales = null } = {}) {
+  const s = scales || weightScale.map((w) => Math.fround(inputScale * w))
+  const q = Array.from(s, (si) => Math.round((rng() - 0.5) / si)) // real values in [-0.5, 0.5)
+  const p = param(s, new Array(s.length).fill(0), [s.length], 'int32', floatType)
+  return { q, p, values: dequantizeRef(q, [s.length], p) }
+}
+
+// ---------------------------------------------------------------------------
+// running and checking
+
+const contexts = new Map()
+function contextFor (device) {
+  if (!contexts.has(device)) contexts.set(device, ml.createContext({ deviceType: device }))
+  return contexts.get(device)
+}
+
+/** Returns the context, or null after logging why the device is skipped. */
+async function deviceContext (t, device) {
+  try {
+    return await contextFor(device)
+  } catch (e) {
+    if (device !== 'cpu' && e && e.name === 'NotSupportedError' && !requireGpu) {
+      t.log(`no ${device} device: ${e.message.split('\n')[0]}`)
+      return null
+    }
+    throw e
+  }
+}
+
+/**
+ * Builds `outputs` (name -> operand) and computes them with `inputs` (name ->
+ * view); returns name -> view, or null if the device does not support the graph.
+ */
+async function run (t, device, context, builder, outputs, inputs) {
+  let graph
+  try {
+    graph = await builder.build(outputs)
+  } catch (e) {
+    if (device !== 'cpu' && e && e.name === 'NotSupportedError') {
+      t.log(`${device}: not supported: ${e.message.split('\n')[0]}`)
+      t.pass()
+      return null
+    }
+    throw e
+  }
+  const views = Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, new VIEW[o.dataType](elementCount(o.shape))]))
+  const r = await context.compute(graph, inputs, views)
+  return r.outputs
+}
+
+/** Asserts each element within 1 unit of the reference and a quarter of the
+ * reference strictly inside the type's range. */
+function assertQuantized (t, got, expected, type, what) {
+  const [qmin, qmax] = RANGE[type]
+  t.is(got.length, expected.length, `${what}: length`)
+  let worst = 0
+  let at = 0
+  let inside = 0
+  for (let i = 0; i < expected.length; i++) {
+    const d = Math.abs(Number(got[i]) - expected[i])
+    if (!(d <= worst)) { worst = d; at = i }
+    if (expected[i] > qmin && expected[i] < qmax) inside++
+  }
+  t.true(worst <= 1, `${what}: element ${at} is ${got[at]}, the reference ${expected[at]} (${worst} units off)`)
+  t.true(inside >= expected.length / 4, `${what}: only ${inside} of ${expected.length} reference elements are unsaturated`)
+}
+
+/** Asserts |got - expected| <= atol for float outputs, and that they are not all 0. */
+function assertFloat (t, got, expected, atol, what) {
+  t.is(got.length, expected.length, `${what}: length`)
+  let worst = 0
+  let at = 0
+  for (let i = 0; i < expected.length; i++) {
+    const d = Math.abs(got[i] - expected[i])
+    if (!(d <= worst)) { worst = d; at = i }
+  }
+  t.true(worst <= atol, `${what}: element ${at} is ${got[at]}, the reference ${expected[at]} (|diff| ${worst} > ${atol})`)
+  t.true(expected.some((v) => Math.abs(v) > atol * 10), `${what}: the reference is all near 0`)
+}
+
+const maxAbs = (a) => a.reduce((m, v) => Math.max(m, Math.abs(v)), 0)
+
+/** Registers one test per device. `body(t, device, context)`. */
+function deviceTest (title, body) {
+  for (const device of devices) {
+    test(`${device} ${title}`, async (t) => {
+      const context = await deviceContext(t, device)
+      if (!context) { t.pass(); return }
+      await body(t, device, context)
+    })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// conv2d: DQ(x) -> conv2d(DQ(int8 filter, per channel), bias DQ(int32)) [-> relu | clamp(0, 6)] -> Q
+
+const CONVS = [
+  { name: '1x1', c: 16, h: 7, w: 7, o: 24, k: 1 },
+  { name: '3x3 padding 1', c: 8, h: 9, w: 10, o: 16, k: 3, padding: [1, 1, 1, 1] },
+  { name: '3x3 strides 2, padding [0, 1, 0, 1]', c: 8, h: 11, w: 11, o: 12, k: 3, padding: [0, 1, 0, 1], strides: [2, 2] },
+  { name: '3x3 dilations 2, padding 2', c: 6, h: 10, w: 9, o: 8, k: 3, padding: [2, 2, 2, 2], dilations: [2, 2] },
+  { name: 'depthwise 3x3 padding 1', c: 16, h: 8, w: 8, o: 16, k: 3, padding: [1, 1, 1, 1], groups: 16 },
+  { name: 'depthwise 3x3 strides 2, padding 1', c: 24, h: 9, w: 9, o: 24, k: 3, padding: [1, 1, 1, 1], strides: [2, 2], groups: 24 },
+  { name: '3x3 groups 2', c: 8, h: 6, w: 6, o: 6, k: 3, groups: 2 },
+  { name: '7x7 strides 2, padding 3', c: 3, h: 18, w: 18, o: 8, k: 7, padding: [3, 3, 3, 3], strides: [2, 2] }
+]
+
+// [activation type, activation, output range taken before the activation
+// (so relu's zero point is mid-range and relu is not the saturation of Q)]
+const VARIANTS = [
+  ['uint8', 'none'], ['uint8', 'relu'], ['uint8', 'clamp'],
+  ['int8', 'none'], ['int8', 'relu'], ['int8', 'clamp'],
+  ['uint8', 'relu', 'pre'], ['int8', 'clamp', 'pre']
+]
+
+/** The float conv of one spec on a quantized activation; returns the pieces. */
+function convCase (rng, spec, xType, { floatType = 'float32', xOptions = {}, filterOptions = {}, biasScales = null } = {}) {
+  const groups = spec.groups || 1
+  const cg = spec.c / groups
+  const fanIn = cg * spec.k * spec.k
+  const x = activation(rng, [1, spec.c, spec.h, spec.w], xType, xOptions)
+  if (floatType === 'float16') x.p = param(x.p.rawScale, x.p.zp, x.p.shape, x.type, 'float16')
+  x.values = dequantizeRef(x.q, x.shape, x.p)
+  const f = weights(rng, [spec.o, cg, spec.k, spec.k], 0, fanIn, { floatType, ...filterOptions })
+  const bs = bias(rng, x.p.scale[0], f.p.scale, fanIn, { floatType, scales: biasScales && biasScales(x, f) })
+  const options = { padding: spec.padding, strides: spec.strides, dilations: spec.dilations, groups }
+  const y = conv2dRef(x.values, x.shape, f.values, f.shape, bs.values, options)
+  const build = (b, xOperand) => b.conv2d(dq(b, xOperand, x.p), dq(b, constant(b, f.type, f.shape, f.q), f.p),
+    { ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)), bias: dq(b, constant(b, 'int32', [spec.o], bs.q), bs.p) })
+  return { x, f, bs, y, build }
+}
+
+for (const spec of CONVS) {
+  deviceTest(`DQ -> conv2d ${spec.name} (-> relu / clamp) -> Q, uint8 and int8`, async (t, device, context) => {
+    const rng = mulberry32(100 + CONVS.indexOf(spec))
+    const b = new MLGraphBuilder(context)
+    const outputs = {}
+    const inputs = {}
+    const expected = {}
+    VARIANTS.forEach(([type, act, from], n) => {
+      const c = convCase(rng, spec, type)
+      const name = `${type}_${act}${from ? '_' + from : ''}`
+      const pre = c.y.values
+      const post = pre.map(ACT[act])
+      const p = outputParam(from === 'pre' ? pre : post, 4, type)
+      expected[name] = { values: quantizeRef(post, c.y.shape, p), type }
+      const xIn = b.input(`x${n}`, { dataType: type, dimensions: c.x.shape })
+      inputs[`x${n}`] = VIEW[type].from(c.x.q)
+      let y = c.build(b, xIn)
+      if (act === 'relu') y = b.relu(y)
+      if (act === 'clamp') y = b.clamp(y, { minValue: 0, maxValue: 6 })
+      outputs[name] = qz(b, y, p)
+      t.deepEqual(outputs[name].shape, c.y.shape)
+    })
+    const got = await run(t, device, context, b, outputs, inputs)
+    if (!got) return
+    for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+  })
+}
+
+// ---------------------------------------------------------------------------
+// matmul and gemm
+
+const MATMULS = [
+  { name: 'matmul [M, K] x [K, N]', a: [5, 24], n: 12 },
+  { name: 'matmul batched [2, M, K] x [K, N]', a: [2, 7, 16], n: 10 }
+]
+
+for (const spec of MATMULS) {
+  deviceTest(`DQ -> ${spec.name} (int8 B, scale [1, N]) (-> relu) -> Q`, async (t, device, context) => {
+    const rng = mulberry32(200 + MATMULS.indexOf(spec))
+    const b = new MLGraphBuilder(context)
+    const outputs = {}
+    const inputs = {}
+    const expected = {}
+    const k = spec.a.at(-1)
+    for (const [n, [type, act]] of [['uint8', 'none'], ['int8', 'none'], ['uint8', 'relu'], ['int8', 'relu']].entries()) {
+      const a = activation(rng, spec.a, type)
+      const w = weights(rng, [k, spec.n], 1, k)
+      const y = matmulRef(a.values, a.shape, w.values, w.shape)
+      const post = y.values.map(ACT[act])
+      const p = outputParam(post, y.shape.length, type)
+      const name = `${type}_${act}`
+      expected[name] = { values: quantizeRef(post, y.shape, p), type }
+      inputs[`a${n}`] = VIEW[type].from(a.q)
+      let out = b.matmul(dq(b, b.input(`a${n}`, { dataType: type, dimensions: a.shape }), a.p), dq(b, constant(b, 'int8', w.shape, w.q), w.p))
+      if (act === 'relu') out = b.relu(out)
+      outputs[name] = qz(b, out, p)
+    }
+    const got = await run(t, device, context, b, outputs, inputs)
+    if (!got) return
+    for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+  })
+}
+
+deviceTest('DQ -> gemm (int8 B per column, int32 C) -> Q, with and without bTranspose', async (t, device, context) => {
+  const rng = mulberry32(300)
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  const [m, k, nn] = [6, 32, 20]
+  for (const [n, [type, bTranspose, withC]] of [['uint8', false, true], ['int8', true, true], ['uint8', true, false], ['int8', false, false]].entries()) {
+    const a = activation(rng, [m, k], type)
+    // B stored [N, K] with scale [N, 1] when transposed, [K, N] with [1, N] otherwise.
+    const w = bTranspose ? weights(rng, [nn, k], 0, k) : weights(rng, [k, nn], 1, k)
+    const bkn = bTranspose ? Float64Array.from({ length: k * nn }, (_, i) => w.values[(i % nn) * k + Math.floor(i / nn)]) : w.values
+    const c = bias(rng, a.p.scale[0], w.p.scale, k)
+    const y = matmulRef(a.values, a.shape, bkn, [k, nn])
+    if (withC) y.values = y.values.map((v, i) => v + c.values[i % nn])
+    const p = outputParam(y.values, 2, type)
+    const name = `${type}${bTranspose ? '_bTranspose' : ''}${withC ? '_c' : ''}`
+    expected[name] = { values: quantizeRef(y.values, y.shape, p), type }
+    inputs[`a${n}`] = VIEW[type].from(a.q)
+    const options = { bTranspose }
+    if (withC) options.c = dq(b, constant(b, 'int32', [nn], c.q), c.p)
+    outputs[name] = qz(b, b.gemm(dq(b, b.input(`a${n}`, { dataType: type, dimensions: a.shape }), a.p), dq(b, constant(b, 'int8', w.shape, w.q), w.p), options), p)
+  }
+  const got = await run(t, device, context, b, outputs, inputs)
+  if (!got) return
+  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+})
+
+// ---------------------------------------------------------------------------
+// Chains a fusing engine must not fuse as it fuses the above (or must handle),
+// computed right all the same.
+
+const SMALL = { c: 8, h: 7, w: 7, o: 10, k: 3, padding: [1, 1, 1, 1] }
+
+/** One conv chain: x input, `tail(b, y)` -> outputs; `check(got, c)`. */
+async function convChain (t, device, context, seed, { xType = 'uint8', caseOptions = {}, tail, check }) {
+  const c = convCase(mulberry32(seed), SMALL, xType, caseOptions)
+  const b = new MLGraphBuilder(context)
+  const x = b.input('x', { dataType: xType, dimensions: c.x.shape })
+  const outputs = tail(b, c.build(b, x), c)
+  const got = await run(t, device, context, b, outputs, { x: VIEW[xType].from(c.x.q) })
+  if (got) check(got, c)
+}
+
+deviceTest('uint8 filter with zero point 3 (values 0..255: filter - zeroPoint does not fit int8)', (t, device, context) => {
+  return convChain(t, device, context, 400, {
+    caseOptions: { filterOptions: { type: 'uint8', zp: 3 } },
+    tail: (b, y, c) => {
+      t.true(c.f.q.some((v) => v - 3 > 127), 'some filter values minus the zero point exceed 127')
+      c.p = outputParam(c.y.values.map(ACT.relu), 4, 'uint8')
+      return { q: qz(b, b.relu(y), c.p) }
+    },
+    check: (got, c) => assertQuantized(t, got.q, quantizeRef(c.y.values.map(ACT.relu), c.y.shape, c.p), 'uint8', 'q')
+  })
+})
+
+deviceTest('per-channel activation scale and zero point ([1, C, 1, 1])', (t, device, context) => {
+  return convChain(t, device, context, 401, {
+    caseOptions: { xOptions: { perChannel: true } },
+    tail: (b, y, c) => {
+      c.p = outputParam(c.y.values, 4, 'uint8')
+      return { q: qz(b, y, c.p) }
+    },
+    check: (got, c) => assertQuantized(t, got.q, quantizeRef(c.y.values, c.y.shape, c.p), 'uint8', 'q')
+  })
+})
+
+deviceTest('bias scale that is not inputScale * filterScale', (t, device, context) => {
+  return convChain(t, device, context, 402, {
+    xType: 'int8',
+    caseOptions: { biasScales: (x, f) => f.p.scale.map((s, o) => Math.fround(x.p.scale[0] * s * (0.75 + 0.1 * (o % 4)))) },
+    tail: (b, y, c) => {
+      c.p = outputParam(c.y.values, 4, 'int8')
+      return { q: qz(b, y, c.p) }
+    },
+    check: (got, c) => assertQuantized(t, got.q, quantizeRef(c.y.values, c.y.shape, c.p), 'int8', 'q')
+  })
+})
+
+deviceTest('the conv output read by a second operator as well as by Q', (t, device, context) => {
+  return convChain(t, device, context, 403, {
+    tail: (b, y, c) => {
+      c.p = outputParam(c.y.values, 4, 'uint8')
+      return { q: qz(b, y, c.p), twice: b.add(y, y) }
+    },
+    check: (got, c) => {
+      assertQuantized(t, got.q, quantizeRef(c.y.values, c.y.shape, c.p), 'uint8', 'q')
+      const twice = c.y.values.map((v) => 2 * v)
+      assertFloat(t, got.twice, twice, 1e-5 * maxAbs(twice) + 1e-6, 'twice')
+    }
+  })
+})
+
+deviceTest('the intermediate (conv -> relu) is a graph output as well as Q\'s input', (t, device, context) => {
+  return convChain(t, device, context, 404, {
+    xType: 'int8',
+    tail: (b, y, c) => {
+      const r = b.relu(y)
+      c.p = outputParam(c.y.values.map(ACT.relu), 4, 'int8')
+      return { q: qz(b, r, c.p), r }
+    },
+    check: (got, c) => {
+      const r = c.y.values.map(ACT.relu)
+      assertQuantized(t, got.q, quantizeRef(r, c.y.shape, c.p), 'int8', 'q')
+      assertFloat(t, got.r, r, 1e-5 * maxAbs(r) + 1e-6, 'r')
+    }
+  })
+})
+
+deviceTest('Q followed by a DQ with other parameters (conv -> Q -> DQ\' -> relu)', (t, device, context) => {
+  return convChain(t, device, context, 405, {
+    tail: (b, y, c) => {
+      c.p = outputParam(c.y.values, 4, 'uint8')
+      c.p2 = perTensor(c.p.scale[0] * 1.5, c.p.zp[0] - 20, 4, 'uint8')
+      return { out: b.relu(dq(b, qz(b, y, c.p), c.p2)) }
+    },
+    check: (got, c) => {
+      const q = quantizeRef(c.y.values, c.y.shape, c.p)
+      t.true(q.some((v) => v > 0 && v < 255 && v !== c.p2.zp[0]), 'some values are unsaturated')
+      const want = dequantizeRef(q, c.y.shape, c.p2).map(ACT.relu)
+      // One unit of the first Q is one step of the second scale.
+      assertFloat(t, got.out, want, c.p2.scale[0] * 1.0001, 'out')
+    }
+  })
+})
+
+deviceTest('float16 scales: DQ -> conv2d -> relu -> Q in float16', (t, device, context) => {
+  const spec = { c: 4, h: 7, w: 7, o: 8, k: 3, padding: [1, 1, 1, 1] }
+  const c = convCase(mulberry32(406), spec, 'uint8', { floatType: 'float16', xOptions: { scale: 0.05 } })
+  // The float16 values the engine multiplies: the reference from those.
+  const post = c.y.values.map(ACT.relu)
+  const p = outputParam(post, 4, 'uint8', 'float16')
+  const b = new MLGraphBuilder(context)
+  const x = b.input('x', { dataType: 'uint8', dimensions: c.x.shape })
+  const y = c.build(b, x)
+  t.is(y.dataType, 'float16')
+  return run(t, device, context, b, { q: qz(b, b.relu(y), p) }, { x: Uint8Array.from(c.x.q) }).then((got) => {
+    if (got) assertQuantized(t, got.q, quantizeRef(post, c.y.shape, p), 'uint8', 'q')
+  })
+})
+
+// ---------------------------------------------------------------------------
+// residual add and pooling
+
+deviceTest('DQ + DQ -> add (-> relu) -> Q, uint8 and int8, different input parameters', async (t, device, context) => {
+  const rng = mulberry32(500)
+  const shape = [1, 8, 6, 6]
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  for (const [n, [type, act]] of [['uint8', 'none'], ['int8', 'none'], ['uint8', 'relu'], ['int8', 'relu']].entries()) {
+    const x = activation(rng, shape, type, { scale: 0.03 })
+    const y = activation(rng, shape, type, { scale: 0.011, zp: type === 'uint8' ? 140 : 12 })
+    const sum = x.values.map((v, i) => ACT[act](v + y.values[i]))
+    const p = outputParam(sum, 4, type)
+    const name = `${type}_${act}`
+    expected[name] = { values: quantizeRef(sum, shape, p), type }
+    inputs[`x${n}`] = VIEW[type].from(x.q)
+    inputs[`y${n}`] = VIEW[type].from(y.q)
+    let out = b.add(dq(b, b.input(`x${n}`, { dataType: type, dimensions: shape }), x.p), dq(b, b.input(`y${n}`, { dataType: type, dimensions: shape }), y.p))
+    if (act === 'relu') out = b.relu(out)
+    outputs[name] = qz(b, out, p)
+  }
+  const got = await run(t, device, context, b, outputs, inputs)
+  if (!got) return
+  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+})
+
+deviceTest('DQ -> maxPool2d / averagePool2d / global averagePool2d -> Q', async (t, device, context) => {
+  const rng = mulberry32(600)
+  const shape = [1, 6, 9, 9]
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  for (const [n, type] of ['uint8', 'int8'].entries()) {
+    const x = activation(rng, shape, type)
+    inputs[`x${n}`] = VIEW[type].from(x.q)
+    const xd = dq(b, b.input(`x${n}`, { dataType: type, dimensions: shape }), x.p)
+    // maxPool with the input's parameters (as QDQ models write it): exact.
+    const mp = poolRef('max', x.values, shape, [3, 3], { padding: [1, 1, 1, 1], strides: [2, 2] })
+    expected[`max_${type}`] = { values: quantizeRef(mp.values, mp.shape, x.p), type }
+    outputs[`max_${type}`] = qz(b, b.maxPool2d(xd, { windowDimensions: [3, 3], padding: [1, 1, 1, 1], strides: [2, 2] }), x.p)
+    const ap = poolRef('average', x.values, shape, [3, 3], { strides: [1, 1] })
+    const pa = outputParam(ap.values, 4, type)
+    expected[`avg_${type}`] = { values: quantizeRef(ap.values, ap.shape, pa), type }
+    outputs[`avg_${type}`] = qz(b, b.averagePool2d(xd, { windowDimensions: [3, 3] }), pa)
+    const gp = poolRef('average', x.values, shape, [9, 9])
+    const pg = perTensor(maxAbs(gp.values) / 100, type === 'uint8' ? 128 : 0, 4, type)
+    expected[`global_${type}`] = { values: quantizeRef(gp.values, gp.shape, pg), type }
+    outputs[`global_${type}`] = qz(b, b.averagePool2d(xd), pg)
+  }
+  const got = await run(t, device, context, b, outputs, inputs)
+  if (!got) return
+  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+})
+
+// ---------------------------------------------------------------------------
+// The reference itself
+
+test('reference: roundHalfEven, saturation and blockwise parameters', (t) => {
+  t.deepEqual([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4999, -3.5].map(roundHalfEven), [-2, -2, -0, 0, 2, 2, 2, -4])
+  const p = perTensor(0.5, 3, 1, 'uint8')
+  t.deepEqual(Array.from(quantizeRef([0.25, 0.75, -10, 200], [4], p)), [3, 5, 0, 255])
+  t.deepEqual(Array.from(dequantizeRef([3, 5, 0, 255], [4], p)), [0, 1, -1.5, 126])
+  // Blockwise: shape [4, 6] with parameters [2, 3] -> blocks of 2 x 2.
+  t.is(paramIndex(0, [4, 6], [2, 3]), 0)
+  t.is(paramIndex(3, [4, 6], [2, 3]), 1)
+  t.is(paramIndex(6 * 2 + 5, [4, 6], [2, 3]), 5)
+  t.is(paramIndex(5, [1, 6, 1, 1].slice(0, 2), [1, 6]), 5)
+})

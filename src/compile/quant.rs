@@ -39,6 +39,9 @@
 //! - sums must fit int32: K (input channels per group x kernel area, or matmul's
 //!   inner dimension) at most 32768.
 //!
+//! - quantization-agnostic operators (maxPool2d, reshape, transpose) between a DQ
+//!   and a Q of equal parameters run on the 8-bit tensor itself (exact).
+//!
 //! Anything else stays as written and is computed in float (`Q -> DQ` pairs with
 //! different parameters, per-channel activation scales, non-constant weights,
 //! float16, outputs read twice): no fusion changes what a graph computes beyond
@@ -279,6 +282,11 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     if desc(g, op.outputs[0]).data_type != DataType::Float32 {
         return None;
     }
+    if remove.len() == 1 {
+        if let Some(rw) = agnostic(g, uses, p, i, &yq) {
+            return Some(rw);
+        }
+    }
     if op.op == Op::Binary(BinaryKind::Add) {
         return add(g, uses, p, out, &yq, lo, hi, remove);
     }
@@ -375,6 +383,36 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
         },
         remove,
     })
+}
+
+/// `DQ(x) -> maxPool2d | reshape | transpose -> Q` with Q's parameters equal
+/// to DQ's (scale, zero point and type): the operator on the 8-bit tensor
+/// itself, exactly (the operators only move or select values, Q and DQ are
+/// monotonic, and `Q(DQ(v)) == v` with equal parameters). Seed 003 calls these
+/// operators quantization-agnostic.
+fn agnostic(g: &Graph, uses: &Uses, p: usize, q: usize, yq: &PerTensor) -> Option<Rewrite> {
+    let op = &g.operators[p];
+    let movable = match &op.op {
+        Op::Pool2d(pool) => pool.kind == crate::ops::pooling::PoolKind::Max,
+        Op::Reshape | Op::Transpose { .. } => true,
+        _ => false,
+    };
+    if !movable || op.inputs.len() != 1 {
+        return None;
+    }
+    let dq = &g.operators[uses.producer(op.inputs[0])?];
+    if dq.op != Op::DequantizeLinear {
+        return None;
+    }
+    let xq = per_tensor(g, dq, dq.inputs[0])?;
+    let out = g.operators[q].outputs[0];
+    let same = xq.scale.to_bits() == yq.scale.to_bits()
+        && xq.zero == yq.zero
+        && desc(g, dq.inputs[0]).data_type == desc(g, out).data_type;
+    if !same {
+        return None;
+    }
+    Some(Rewrite { at: q, op: Operator { op: op.op.clone(), inputs: vec![dq.inputs[0]], outputs: vec![out] }, remove: vec![q, p] })
 }
 
 /// `DQ(a) + DQ(b) -> [activation] -> Q`, both 8-bit per tensor, of the
@@ -618,6 +656,36 @@ mod tests {
         let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, DataType::Uint8);
         let z = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
         assert_eq!(check(&finish(&mut b, z, Out { scale: 0.03, ..u8_out(Act::None) }), 0.03), 0);
+    }
+
+    /// maxPool2d, reshape and transpose between equal DQ and Q parameters run on
+    /// the 8-bit tensor, bit for bit the unfused result; different parameters
+    /// stay as written.
+    #[test]
+    fn agnostic_operators_move_onto_the_8_bit_tensor() {
+        use crate::ops::pooling::{PoolKind, Pool2dOptions};
+        for same in [true, false] {
+            let mut b = Builder::new();
+            let x = b.input("x", &[1, 3, 9, 9]);
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+            let opts = Pool2dOptions { window_dimensions: Some(vec![3, 3]), strides: Some(vec![2, 2]), padding: Some(vec![1; 4]), ..Default::default() };
+            let y = b.b.pool2d(PoolKind::Max, xd, &opts).unwrap();
+            let (_, yd) = qdq(&mut b, y, if same { 4.0 / 255.0 } else { 3.0 / 255.0 }, 128, DataType::Uint8);
+            let z = b.b.transpose(yd, Some(&[0, 2, 3, 1])).unwrap();
+            let (_, zd) = qdq(&mut b, z, if same { 4.0 / 255.0 } else { 3.0 / 255.0 }, 128, DataType::Uint8);
+            let r = b.b.reshape(zd, &[1, 75]).unwrap();
+            let (_, rd) = qdq(&mut b, r, if same { 4.0 / 255.0 } else { 3.0 / 255.0 }, 128, DataType::Uint8);
+            let g = b.b.build(&[("y".into(), rd)]).unwrap();
+            let fused = CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL);
+            let names = ops(&fused);
+            let q = names.iter().filter(|n| **n == "quantizeLinear").count();
+            // Different parameters: the maxPool stays float (its Q and the input Q remain);
+            // transpose and reshape then sit between equal ones and move.
+            assert_eq!(q, if same { 1 } else { 2 }, "{names:?}");
+            for seed in [1, 2] {
+                assert_eq!(execute(&g, UNFUSED, seed), execute(&g, Passes::ALL, seed));
+            }
+        }
     }
 
     /// The non-fusion rules: each graph computes as written (and agrees with the

@@ -37,8 +37,7 @@
 //!   point; the float result (and the activation's) has no other reader and is
 //!   not a graph output;
 //! - sums must fit int32: K (input channels per group x kernel area, or matmul's
-//!   inner dimension) at most 32768.
-//!
+//!   inner dimension) at most 32768;
 //! - quantization-agnostic operators (maxPool2d, reshape, transpose) between a DQ
 //!   and a Q of equal parameters run on the 8-bit tensor itself (exact).
 //!

@@ -52,6 +52,7 @@ use super::fused::{Epilogue, FusedOp};
 use super::{constant, desc, rewrite_all, Rewrite, Uses};
 use crate::engine::cpu::kernels::qgemm::{self, Requant};
 use crate::engine::cpu::kernels::tile_quant::quantize_value;
+use crate::engine::cpu::kernels::Tensor;
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::{DataType, OperandId};
 use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
@@ -123,7 +124,7 @@ pub fn run(g: &mut Graph) -> usize {
     rewrite_all(g, find)
 }
 
-/// A constant's values as int64 (int8, uint8, int32) or float64 (float32).
+/// An int8, uint8 or int32 constant's values as int64.
 fn ints(g: &Graph, id: OperandId) -> Option<Vec<i64>> {
     let b = constant(g, id)?;
     Some(match desc(g, id).data_type {
@@ -158,6 +159,32 @@ struct PerTensor {
     signed: bool,
 }
 
+impl PerTensor {
+    /// XORed into each byte to read it as unsigned (0x80 for int8).
+    fn flip(&self) -> u8 {
+        if self.signed {
+            0x80
+        } else {
+            0
+        }
+    }
+
+    /// The zero point of the bytes read as unsigned.
+    fn unsigned_zero(&self) -> i32 {
+        (self.zero + if self.signed { 128 } else { 0 }) as i32
+    }
+}
+
+/// The 8-bit tensor and its per-tensor parameters where `id` is the output of
+/// a dequantizeLinear.
+fn dequantized(g: &Graph, uses: &Uses, id: OperandId) -> Option<(OperandId, PerTensor)> {
+    let dq = &g.operators[uses.producer(id)?];
+    if dq.op != Op::DequantizeLinear {
+        return None;
+    }
+    Some((dq.inputs[0], per_tensor(g, dq, dq.inputs[0])?))
+}
+
 /// The (scale, zeroPoint) of the DQ or Q operator `op` when they are per tensor.
 fn per_tensor(g: &Graph, op: &Operator, int_side: OperandId) -> Option<PerTensor> {
     let scale = one(&floats32(g, op.inputs[1])?)?;
@@ -170,9 +197,8 @@ fn per_tensor(g: &Graph, op: &Operator, int_side: OperandId) -> Option<PerTensor
     good_scale(scale).then_some(PerTensor { scale, zero, signed })
 }
 
-/// A DQ of constants: its values as the unfused graph computes them
-/// (`(x - zeroPoint) * scale` in float32, blockwise), or the float32 constant
-/// itself.
+/// A DQ of constants: its values as the unfused graph computes them (the
+/// dequantizeLinear kernel), or the float32 constant itself.
 fn float_constant(g: &Graph, uses: &Uses, id: OperandId) -> Option<Vec<f32>> {
     if let Some(v) = floats32(g, id) {
         return Some(v);
@@ -181,30 +207,11 @@ fn float_constant(g: &Graph, uses: &Uses, id: OperandId) -> Option<Vec<f32>> {
     if p.op != Op::DequantizeLinear || desc(g, id).data_type != DataType::Float32 {
         return None;
     }
-    let (x, s, z) = (ints(g, p.inputs[0])?, floats32(g, p.inputs[1])?, ints(g, p.inputs[2])?);
-    let shape = &desc(g, p.inputs[0]).shape;
-    let sshape = &desc(g, p.inputs[1]).shape;
-    Some(
-        (0..x.len())
-            .map(|i| {
-                let k = block_index(i, shape, sshape);
-                crate::engine::cpu::kernels::tile_quant::dequantize_value(x[i], s[k], z[k])
-            })
-            .collect(),
-    )
-}
-
-/// The index in a blockwise scale of `sshape` serving element `i` of `shape`.
-fn block_index(mut i: usize, shape: &[usize], sshape: &[usize]) -> usize {
-    let mut k = 0;
-    let mut stride = 1;
-    for d in (0..shape.len()).rev() {
-        let c = i % shape[d];
-        i /= shape[d];
-        k += (c / (shape[d] / sshape[d])) * stride;
-        stride *= sshape[d];
-    }
-    k
+    let tensor = |i: OperandId| Some(Tensor { data: constant(g, i)?, shape: &desc(g, i).shape, data_type: desc(g, i).data_type });
+    let (x, s, z) = (tensor(p.inputs[0])?, tensor(p.inputs[1])?, tensor(p.inputs[2])?);
+    let mut out = vec![0u8; desc(g, id).byte_length()];
+    crate::engine::cpu::kernels::tile_quant::dequantize_linear(&x, &s, &z, &mut out).ok()?;
+    Some(out.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 /// Quantized weights: `w - zeroPoint` per element (each must fit int8), and the
@@ -237,10 +244,12 @@ fn weights(g: &Graph, uses: &Uses, id: OperandId, axis: usize) -> Option<Weights
     let per = sshape[axis];
     let inner: usize = shape[axis + 1..].iter().product();
     let mut w = Vec::with_capacity(x.len());
-    for (i, &v) in x.iter().enumerate() {
-        let c = (i / inner) % channels;
-        let d = v - z[c / (channels / per)];
-        w.push(i8::try_from(d).ok()?);
+    // One run of `inner` elements per (outer index, channel).
+    for (r, run) in x.chunks(inner.max(1)).enumerate() {
+        let zp = z[(r % channels) / (channels / per)];
+        for &v in run {
+            w.push(i8::try_from(v - zp).ok()?);
+        }
     }
     let scale = (0..channels).map(|c| s[c / (channels / per)]).collect();
     Some(Weights { w, scale })
@@ -290,15 +299,8 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
         return add(g, uses, p, out, &yq, lo, hi, remove);
     }
     // The input: DQ of an 8-bit tensor, per tensor.
-    let dq = &g.operators[uses.producer(op.inputs[0])?];
-    if dq.op != Op::DequantizeLinear {
-        return None;
-    }
-    let xq_id = dq.inputs[0];
-    let xq = per_tensor(g, dq, xq_id)?;
-    let flip: u8 = if xq.signed { 0x80 } else { 0 };
-    let x_zero = xq.zero + if xq.signed { 128 } else { 0 };
-    let shape_out = desc(g, op.outputs[0]).shape.clone();
+    let (xq_id, xq) = dequantized(g, uses, op.inputs[0])?;
+    let x_zero = xq.unsigned_zero() as i64;
     let (kind, weights, channels, bias, per_row, alpha) = match &op.op {
         Op::Conv2d(a) if a.input_layout == InputLayout::Nchw && a.filter_layout == Conv2dFilterLayout::Oihw => {
             let fshape = desc(g, op.inputs[1]).shape.clone();
@@ -365,13 +367,12 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
         }
         _ => return None,
     };
-    let _ = shape_out;
     let (packed, sums, wscale) = weights;
     let comp = sums.iter().map(|&s| i32::try_from(s * x_zero).ok()).collect::<Option<Vec<i32>>>()?;
     let mul = wscale.iter().map(|&s| ((xq.scale as f64 * s as f64 * alpha as f64) / yq.scale as f64) as f32).collect();
     let add = (0..channels).map(|c| bias.as_ref().map_or(0.0, |b: &Vec<f32>| (b[c] as f64 / yq.scale as f64) as f32)).collect();
     let requant = Requant { comp, mul, add, zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row };
-    let qop = QLinear { kind, flip, x_zero: x_zero as i32, weights: packed, requant };
+    let qop = QLinear { kind, flip: xq.flip(), x_zero: x_zero as i32, weights: packed, requant };
     remove.push(p);
     Some(Rewrite {
         at: i,
@@ -399,19 +400,13 @@ fn agnostic(g: &Graph, uses: &Uses, p: usize, q: usize, yq: &PerTensor) -> Optio
     if !movable || op.inputs.len() != 1 {
         return None;
     }
-    let dq = &g.operators[uses.producer(op.inputs[0])?];
-    if dq.op != Op::DequantizeLinear {
-        return None;
-    }
-    let xq = per_tensor(g, dq, dq.inputs[0])?;
+    let (x, xq) = dequantized(g, uses, op.inputs[0])?;
     let out = g.operators[q].outputs[0];
-    let same = xq.scale.to_bits() == yq.scale.to_bits()
-        && xq.zero == yq.zero
-        && desc(g, dq.inputs[0]).data_type == desc(g, out).data_type;
+    let same = xq.scale.to_bits() == yq.scale.to_bits() && xq.zero == yq.zero && xq.signed == yq.signed;
     if !same {
         return None;
     }
-    Some(Rewrite { at: q, op: Operator { op: op.op.clone(), inputs: vec![dq.inputs[0]], outputs: vec![out] }, remove: vec![q, p] })
+    Some(Rewrite { at: q, op: Operator { op: op.op.clone(), inputs: vec![x], outputs: vec![out] }, remove: vec![q, p] })
 }
 
 /// `DQ(a) + DQ(b) -> [activation] -> Q`, both 8-bit per tensor, of the
@@ -422,14 +417,11 @@ fn add(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor, lo: i64
     let shape = &desc(g, out).shape;
     let mut sides = Vec::new();
     for &x in &op.inputs {
-        let dq = &g.operators[uses.producer(x)?];
-        if dq.op != Op::DequantizeLinear || &desc(g, dq.inputs[0]).shape != shape {
+        let (xq_id, q) = dequantized(g, uses, x)?;
+        if &desc(g, xq_id).shape != shape {
             return None;
         }
-        let q = per_tensor(g, dq, dq.inputs[0])?;
-        let flip: u8 = if q.signed { 0x80 } else { 0 };
-        let zero = q.zero + if q.signed { 128 } else { 0 };
-        sides.push((dq.inputs[0], flip, zero as i32, (q.scale as f64 / yq.scale as f64) as f32));
+        sides.push((xq_id, q.flip(), q.unsigned_zero(), (q.scale as f64 / yq.scale as f64) as f32));
     }
     let [(a, a_flip, a_zero, ma), (b, b_flip, b_zero, mb)] = sides[..] else { return None };
     let requant = Requant { comp: vec![0], mul: vec![ma, mb], add: vec![0.0], zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: true };

@@ -54,29 +54,31 @@ pub fn lanes_block_bytes(k: usize) -> usize {
     k4(k) * NR * 4
 }
 
-/// Packs `m` rows of `k` values (`at(r, k)`) into blocks of `MR` rows.
-pub fn pack_rows(m: usize, k: usize, at: impl Fn(usize, usize) -> u8) -> Vec<u8> {
-    let bb = rows_block_bytes(k);
-    let mut out = vec![0u8; m.div_ceil(MR) * bb];
-    for r in 0..m {
-        let block = &mut out[(r / MR) * bb..];
+/// Writes `count` vectors of `k` values (`at(i, k)`) into `dst` in quads of k:
+/// vector i's k at `(i / width * k4 + k / 4) * width * 4 + i % width * 4 + k % 4`,
+/// the layout of both operands (`width` = `MR` rows or `NR` lanes per block).
+/// What `at` does not fill keeps its value (callers zero it once).
+pub fn pack_into(dst: &mut [u8], width: usize, count: usize, k: usize, at: impl Fn(usize, usize) -> u8) {
+    let bb = k4(k) * width * 4;
+    for i in 0..count {
+        let block = &mut dst[(i / width) * bb..];
         for kk in 0..k {
-            block[(kk / 4) * MR * 4 + (r % MR) * 4 + kk % 4] = at(r, kk);
+            block[(kk / 4) * width * 4 + (i % width) * 4 + kk % 4] = at(i, kk);
         }
     }
+}
+
+/// Packs `m` rows of `k` values (`at(r, k)`) into blocks of `MR` rows.
+pub fn pack_rows(m: usize, k: usize, at: impl Fn(usize, usize) -> u8) -> Vec<u8> {
+    let mut out = vec![0u8; m.div_ceil(MR) * rows_block_bytes(k)];
+    pack_into(&mut out, MR, m, k, at);
     out
 }
 
 /// Packs `n` lanes of `k` values (`at(k, l)`) into blocks of `NR` lanes.
 pub fn pack_lanes(n: usize, k: usize, at: impl Fn(usize, usize) -> u8) -> Vec<u8> {
-    let bb = lanes_block_bytes(k);
-    let mut out = vec![0u8; n.div_ceil(NR) * bb];
-    for l in 0..n {
-        let block = &mut out[(l / NR) * bb..];
-        for kk in 0..k {
-            block[(kk / 4) * NR * 4 + (l % NR) * 4 + kk % 4] = at(kk, l);
-        }
-    }
+    let mut out = vec![0u8; n.div_ceil(NR) * lanes_block_bytes(k)];
+    pack_into(&mut out, NR, n, k, |l, kk| at(kk, l));
     out
 }
 

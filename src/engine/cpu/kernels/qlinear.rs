@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::qgemm::{self, Acc, Chan, SharedOut, Unsigned, MR, NR};
-use super::Tensor;
+use super::{simd, Tensor};
 use crate::compile::quant::{QKind, QLinear, QWeights};
 use crate::error::{Result, WebnnError};
 use crate::ops::conv::Conv2dAttrs;
@@ -58,29 +58,7 @@ fn add_loop(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8
     }
 }
 
-/// `add_loop` compiled for the SIMD level (see `depthwise_plane_at_level`).
-fn add_at_level(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use super::simd::Level;
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-        fn avx512(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
-            add_loop(s, a, b, rq, dst)
-        }
-        #[target_feature(enable = "avx2,fma")]
-        fn avx2(s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) {
-            add_loop(s, a, b, rq, dst)
-        }
-        match super::simd::level() {
-            // SAFETY: `level` reports only features the CPU has.
-            Level::Avx512 => return unsafe { avx512(s, a, b, rq, dst) },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { avx2(s, a, b, rq, dst) },
-            Level::Baseline => {}
-        }
-    }
-    add_loop(s, a, b, rq, dst)
-}
+simd::at_level!(fn add_at_level[](s: &AddSides, a: &[u8], b: &[u8], rq: &qgemm::Requant, dst: &mut [u8]) => add_loop);
 
 /// Geometry of a convolution over one nchw image.
 #[derive(Clone, Copy)]
@@ -237,29 +215,7 @@ fn interleave(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, l
     }
 }
 
-/// `interleave` compiled for the SIMD level (see `depthwise_plane_at_level`).
-fn interleave_at_level(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use super::simd::Level;
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-        fn avx512(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
-            interleave(rows, p, k, l0, nl, flip, lanes)
-        }
-        #[target_feature(enable = "avx2,fma")]
-        fn avx2(rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) {
-            interleave(rows, p, k, l0, nl, flip, lanes)
-        }
-        match super::simd::level() {
-            // SAFETY: `level` reports only features the CPU has.
-            Level::Avx512 => return unsafe { avx512(rows, p, k, l0, nl, flip, lanes) },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { avx2(rows, p, k, l0, nl, flip, lanes) },
-            Level::Baseline => {}
-        }
-    }
-    interleave(rows, p, k, l0, nl, flip, lanes)
-}
+simd::at_level!(fn interleave_at_level[](rows: &[u8], p: usize, k: usize, l0: usize, nl: usize, flip: u8, lanes: &mut [u8]) => interleave);
 
 #[allow(clippy::too_many_arguments)]
 fn depthwise(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], taps: &[i32], x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
@@ -318,114 +274,92 @@ struct Plane {
     flip: u8,
 }
 
-/// `depthwise_plane` compiled for the SIMD level (`simd::level`): a closure
-/// handed to `simd::dispatch` that holds this much code is not inlined into the
-/// dispatching function and would run as baseline x86-64.
+/// One plane on the AVX-512 loop where it applies, else `depthwise_plane` at
+/// the SIMD level.
 #[allow(clippy::too_many_arguments)]
 fn depthwise_plane_at_level(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
-    {
-        use super::simd::Level;
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-        #[allow(clippy::too_many_arguments)]
-        fn avx512(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
-            depthwise_plane(p, src, w, padded, acc, rq, ch, dst)
-        }
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-        fn avx512_pad(p: &Plane, src: &[u8], padded: &mut [i16]) {
-            pad_plane(p, src, padded)
-        }
-        /// The output rows with every tap's 16 lanes in one register: `false`
-        /// (nothing written) if a run would leave `padded`.
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-        fn x86_rows(p: &Plane, padded: &[i16], w: &[i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) -> bool {
-            use std::arch::x86_64::*;
-            let g = &p.g;
-            let run = |oy: usize, ky: usize, kx: usize| {
-                let col = kx * p.dw;
-                (oy * p.sh + ky * p.dh) * p.row_len + (col % p.phases) * p.wph + col / p.phases
-            };
-            // Elements between two outputs of a run: 1, or 2 (stride 2 read
-            // from unsplit rows).
-            let step = p.sw / p.phases;
-            if g.oh == 0 || g.ow == 0 || dst.len() < g.oh * g.ow || w.len() < p.kh * p.kw || !(step == 1 || step == 2) {
-                return false;
-            }
-            // The largest start is that of the last row's taps.
-            for ky in 0..p.kh {
-                for kx in 0..p.kw {
-                    if run(g.oh - 1, ky, kx) + step * (g.ow - 1) + 1 > padded.len() {
-                        return false;
-                    }
-                }
-            }
-            let evens = _mm512_set_epi16(
-                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0,
-            );
-            // SAFETY: every load reads lanes below `ow` of a run checked above;
-            // every store writes lanes below `ow` of row oy of `dst`.
-            unsafe {
-                let (m, a) = (_mm512_set1_ps(rq.mul[ch]), _mm512_set1_ps(rq.add[ch]));
-                let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
-                let hi = _mm512_set1_ps((rq.hi - rq.zero) as f32);
-                let zero = _mm512_set1_epi32(rq.zero);
-                for oy in 0..g.oh {
-                    let mut ox = 0;
-                    while ox < g.ow {
-                        let left = g.ow - ox;
-                        let k: __mmask16 = if left >= 16 { 0xffff } else { (1u32 << left) as u16 - 1 };
-                        let mut acc = _mm512_setzero_si512();
-                        for ky in 0..p.kh {
-                            for kx in 0..p.kw {
-                                let at = padded.as_ptr().add(run(oy, ky, kx) + step * ox);
-                                let v = if step == 1 {
-                                    _mm256_maskz_loadu_epi16(k, at)
-                                } else {
-                                    // Elements 0, 2, .. 2 (left - 1) of 32.
-                                    let n = 2 * left.min(16) - 1;
-                                    let k32: __mmask32 = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
-                                    _mm512_castsi512_si256(_mm512_permutexvar_epi16(evens, _mm512_maskz_loadu_epi16(k32, at)))
-                                };
-                                let wv = _mm512_set1_epi32(w[ky * p.kw + kx]);
-                                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi16_epi32(v), wv));
-                            }
-                        }
-                        let b = qgemm::x86::requant16(acc, m, a, lo, hi, zero);
-                        _mm_mask_storeu_epi8(dst.as_mut_ptr().add(oy * g.ow + ox) as *mut i8, k, b);
-                        ox += 16;
-                    }
-                }
-            }
-            true
-        }
-        #[target_feature(enable = "avx2,fma")]
-        #[allow(clippy::too_many_arguments)]
-        fn avx2(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) {
-            depthwise_plane(p, src, w, padded, acc, rq, ch, dst)
-        }
-        match super::simd::level() {
-            // SAFETY: `level` reports only features the CPU has; `x86_rows`
-            // checks every run it reads against `padded`'s length first.
-            Level::Avx512 => unsafe {
-                // Stride 2 reads unsplit rows (their padding converts as
-                // contiguous runs).
-                let plain = if p.sw == 2 { Plane { phases: 1, wph: p.wp, row_len: p.wp, ..*p } } else { *p };
-                avx512_pad(&plain, src, padded);
-                if x86_rows(&plain, padded, w, rq, ch, dst) {
-                    return;
-                }
-                return avx512(p, src, w, padded, acc, rq, ch, dst);
-            },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { avx2(p, src, w, padded, acc, rq, ch, dst) },
-            Level::Baseline => {}
+    if simd::level() == simd::Level::Avx512 {
+        // SAFETY: the level says the CPU has AVX-512.
+        if unsafe { depthwise_avx512(p, src, w, padded, rq, ch, dst) } {
+            return;
         }
     }
-    depthwise_plane(p, src, w, padded, acc, rq, ch, dst)
+    depthwise_plane_leveled(p, src, w, padded, acc, rq, ch, dst)
+}
+
+simd::at_level!(fn depthwise_plane_leveled[](p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], acc: &mut [i32], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) => depthwise_plane);
+
+/// The output rows with every tap's 16 lanes in one register, stride 2 read
+/// from unsplit padded rows (a permute of 32 lanes), so that the padding
+/// converts as contiguous runs: `false`, with nothing written, for other
+/// strides or when a run would leave `padded`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+fn depthwise_avx512(p: &Plane, src: &[u8], w: &[i32], padded: &mut [i16], rq: &qgemm::Requant, ch: usize, dst: &mut [u8]) -> bool {
+    use std::arch::x86_64::*;
+    let p = &if p.sw == 2 { Plane { phases: 1, wph: p.wp, row_len: p.wp, ..*p } } else { *p };
+    let g = &p.g;
+    let run = |oy: usize, ky: usize, kx: usize| {
+        let col = kx * p.dw;
+        (oy * p.sh + ky * p.dh) * p.row_len + (col % p.phases) * p.wph + col / p.phases
+    };
+    // Elements between two outputs of a run: 1, or 2 (stride 2, unsplit rows).
+    let step = p.sw / p.phases;
+    if g.oh == 0 || g.ow == 0 || dst.len() < g.oh * g.ow || w.len() < p.kh * p.kw || !(step == 1 || step == 2) {
+        return false;
+    }
+    // The largest start is that of the last row's taps.
+    for ky in 0..p.kh {
+        for kx in 0..p.kw {
+            if run(g.oh - 1, ky, kx) + step * (g.ow - 1) + 1 > padded.len() {
+                return false;
+            }
+        }
+    }
+    pad_plane(p, src, padded);
+    let evens = _mm512_set_epi16(
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0,
+    );
+    // SAFETY: every load reads lanes below `ow` of a run checked above; every
+    // store writes lanes below `ow` of row oy of `dst`.
+    unsafe {
+        let (m, a) = (_mm512_set1_ps(rq.mul[ch]), _mm512_set1_ps(rq.add[ch]));
+        let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
+        let hi = _mm512_set1_ps((rq.hi - rq.zero) as f32);
+        let zero = _mm512_set1_epi32(rq.zero);
+        for oy in 0..g.oh {
+            let mut ox = 0;
+            while ox < g.ow {
+                let left = g.ow - ox;
+                let k: __mmask16 = if left >= 16 { 0xffff } else { (1u32 << left) as u16 - 1 };
+                let mut acc = _mm512_setzero_si512();
+                for ky in 0..p.kh {
+                    for kx in 0..p.kw {
+                        let at = padded.as_ptr().add(run(oy, ky, kx) + step * ox);
+                        let v = if step == 1 {
+                            _mm256_maskz_loadu_epi16(k, at)
+                        } else {
+                            // Elements 0, 2, .. 2 (left - 1) of 32.
+                            let n = 2 * left.min(16) - 1;
+                            let k32: __mmask32 = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+                            _mm512_castsi512_si256(_mm512_permutexvar_epi16(evens, _mm512_maskz_loadu_epi16(k32, at)))
+                        };
+                        let wv = _mm512_set1_epi32(w[ky * p.kw + kx]);
+                        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi16_epi32(v), wv));
+                    }
+                }
+                let b = qgemm::x86::requant16(acc, m, a, lo, hi, zero);
+                _mm_mask_storeu_epi8(dst.as_mut_ptr().add(oy * g.ow + ox) as *mut i8, k, b);
+                ox += 16;
+            }
+        }
+    }
+    true
 }
 
 /// The plane, zero point taken out, padded with zeros, each row split into
-/// `sw` phases (see `depthwise_plane`).
+/// `phases` phases (see `depthwise_plane`).
 #[inline(always)]
 fn pad_plane(p: &Plane, src: &[u8], padded: &mut [i16]) {
     let g = &p.g;
@@ -508,12 +442,7 @@ fn matmul(q: &QLinear, packed: &[u8], k: usize, n: usize, x: &Tensor, out: &mut 
             let r0 = rb * MR;
             let nr = MR.min(m - r0);
             rows.fill(0);
-            for r in 0..nr {
-                let src = &x.data[(r0 + r) * k..(r0 + r + 1) * k];
-                for (kk, &v) in src.iter().enumerate() {
-                    rows[(kk / 4) * MR * 4 + r * 4 + kk % 4] = v ^ q.flip;
-                }
-            }
+            qgemm::pack_into(rows, MR, nr, k, |r, kk| x.data[(r0 + r) * k + kk] ^ q.flip);
             let mut acc: Acc = [[0; NR]; MR];
             for lb in chunk * per_chunk..((chunk + 1) * per_chunk).min(lane_blocks) {
                 qgemm::tile(rows, &packed[lb * lbb..(lb + 1) * lbb], k4, Unsigned::Rows, vnni, &mut acc);

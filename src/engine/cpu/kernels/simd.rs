@@ -257,6 +257,45 @@ pub fn map_slice<I: Copy, O, F: Fn(I) -> O>(src: &[I], dst: &mut [O], f: &F) {
     map_loop(src, dst, f)
 }
 
+/// `at_level!(fn name[generics](args) -> R => body)` defines `name`, which calls
+/// `body(args)` (an `#[inline(always)]` function) compiled for the level, as
+/// [`map_slice`] does for element-wise maps: `body` is inlined into one
+/// `#[target_feature]` function per level, where a closure holding the same
+/// loop handed to [`dispatch`] may stay out of line, compiled for the baseline
+/// (with `f32::round_ties_even` then a libm call per element). `generics` are
+/// written in brackets, empty for none.
+macro_rules! at_level {
+    ($(#[$m:meta])* $vis:vis fn $name:ident [$($gen:tt)*] ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:path) => {
+        $(#[$m])*
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use $crate::engine::cpu::kernels::simd::{level, Level};
+                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
+                #[allow(clippy::too_many_arguments)]
+                fn avx512<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                fn avx2<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                match level() {
+                    // SAFETY: `level` only reports features that is_x86_feature_detected! found.
+                    Level::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: as above.
+                    Level::Avx2 => return unsafe { avx2($($arg),*) },
+                    Level::Baseline => {}
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use at_level;
+
 /// Runs `f` compiled for the best instruction set available (see the module docs).
 #[inline(always)]
 pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {

@@ -309,76 +309,20 @@ fn blockwise<X: Element, S: Element, Z: Element, Y: Element>(
     let (outer, w) = split_last(x.shape);
     let (s_outer, sw) = split_last(s.shape);
     let last_block = blocks.last().copied().unwrap_or(1);
-    // Compiled for the SIMD level (`simd::map_rows`): at baseline x86-64,
-    // rounding to even is a libm call per element.
-    let src = Blockwise { w, last_block, xs, ss, zs, outer, s_outer, sw, blocks: &blocks };
-    par_rows(dst, w, |rows, chunk| blockwise_at_level(&src, rows, chunk, &f));
-    Ok(())
-}
-
-/// What `blockwise_rows` reads.
-struct Blockwise<'a, X, S, Z> {
-    w: usize,
-    last_block: usize,
-    xs: &'a [X],
-    ss: &'a [S],
-    zs: &'a [Z],
-    outer: &'a [usize],
-    s_outer: &'a [usize],
-    sw: usize,
-    blocks: &'a [usize],
-}
-
-/// `blockwise_rows` compiled for the SIMD level: a closure handed to
-/// `simd::dispatch` holding this loop is not inlined into the dispatching
-/// function, and at baseline x86-64 rounding to even is a libm call per element.
-fn blockwise_at_level<X: Element, S: Element, Z: Element, Y: Element>(
-    b: &Blockwise<X, S, Z>,
-    rows: std::ops::Range<usize>,
-    chunk: &mut [Y],
-    f: &impl Fn(X, S, Z) -> Y,
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use super::simd::Level;
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")]
-        fn avx512<X: Element, S: Element, Z: Element, Y: Element>(b: &Blockwise<X, S, Z>, rows: std::ops::Range<usize>, chunk: &mut [Y], f: &impl Fn(X, S, Z) -> Y) {
-            blockwise_rows(b, rows, chunk, f)
-        }
-        #[target_feature(enable = "avx2,fma")]
-        fn avx2<X: Element, S: Element, Z: Element, Y: Element>(b: &Blockwise<X, S, Z>, rows: std::ops::Range<usize>, chunk: &mut [Y], f: &impl Fn(X, S, Z) -> Y) {
-            blockwise_rows(b, rows, chunk, f)
-        }
-        match super::simd::level() {
-            // SAFETY: `level` reports only features the CPU has.
-            Level::Avx512 => return unsafe { avx512(b, rows, chunk, f) },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { avx2(b, rows, chunk, f) },
-            Level::Baseline => {}
-        }
-    }
-    blockwise_rows(b, rows, chunk, f)
-}
-
-#[inline(always)]
-fn blockwise_rows<X: Element, S: Element, Z: Element, Y: Element>(
-    b: &Blockwise<X, S, Z>,
-    rows: std::ops::Range<usize>,
-    chunk: &mut [Y],
-    f: &impl Fn(X, S, Z) -> Y,
-) {
-    let w = b.w;
-    for (r, line) in rows.zip(chunk.chunks_exact_mut(w)) {
-        let base = source_row(r, b.outer, b.s_outer, |d, i| i / b.blocks[d]) * b.sw;
-        let xrow = &b.xs[r * w..][..w];
-        // One scale element per run of `last_block` elements of the row.
-        for (c, (ys, xb)) in line.chunks_mut(b.last_block).zip(xrow.chunks(b.last_block)).enumerate() {
-            let (sc, zp) = (b.ss[base + c], b.zs[base + c]);
-            for (y, &v) in ys.iter_mut().zip(xb) {
-                *y = f(v, sc, zp);
+    par_rows(dst, w, |rows, chunk| {
+        for (r, line) in rows.zip(chunk.chunks_exact_mut(w)) {
+            let base = source_row(r, outer, s_outer, |d, i| i / blocks[d]) * sw;
+            let xrow = &xs[r * w..][..w];
+            // One scale element per run of `last_block` elements of the row,
+            // each run mapped at the SIMD level (`simd::map_slice`: at baseline
+            // x86-64, rounding to even is a libm call per element).
+            for (c, (ys, xb)) in line.chunks_mut(last_block).zip(xrow.chunks(last_block)).enumerate() {
+                let (sc, zp) = (ss[base + c], zs[base + c]);
+                super::simd::map_slice(xb, ys, &|v| f(v, sc, zp));
             }
         }
-    }
+    });
+    Ok(())
 }
 
 /// `saturate(roundEven(x / scale) + zeroPoint)` into [lo, hi]; a NaN quotient

@@ -187,8 +187,9 @@ pub enum FusedOp {
     Blocked { op: BlockedOp, input: bool, output: bool, epilogue: Epilogue },
     /// A quantized pattern computed on 8-bit integers (`compile::quant`): input
     /// 0 the 8-bit input, the output 8-bit; weights, scales and zero points
-    /// live in `op`. Its epilogue stays empty.
-    Quantized { op: super::quant::QuantizedOp, epilogue: Epilogue },
+    /// live in `op`. `layout`: which 8-bit tensors are channels-last
+    /// (`quant::layouts`). Its epilogue stays empty.
+    Quantized { op: super::quant::QuantizedOp, layout: super::quant::QLayout, epilogue: Epilogue },
 }
 
 /// The operators `FusedOp::Blocked` computes.

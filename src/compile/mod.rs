@@ -164,6 +164,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     pass("blocked", passes.epilogue, &mut g, &|g| {
         blocked::run(g);
     });
+    // Channels-last 8-bit tensors between quantized operators, once no pass
+    // adds readers any more.
+    pass("qlayout", passes.quant, &mut g, &|g| {
+        quant::layouts(g);
+    });
     // The weights packed for the kernels the final graph runs (`prepack`).
     pass("register", passes.prepack, &mut g, &|g| {
         prepack::register_packed(g);

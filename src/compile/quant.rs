@@ -46,6 +46,7 @@
 //! float16, outputs read twice): no fusion changes what a graph computes beyond
 //! that one unit.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::fused::{Epilogue, FusedOp};
@@ -84,6 +85,12 @@ pub enum QWeights {
     Conv { groups: Vec<Vec<u8>>, k: usize },
     /// A depthwise filter's taps, `[C][kh * kw]`.
     Depthwise { taps: Vec<i32> },
+    /// One group on channels-last tensors (`engine::cpu::kernels::qnhwc`): the
+    /// filter as `qgemm` lanes over k = kernel area x `cs`, tap-major (input
+    /// channels padded to `cs`, a multiple of 4, with zero weights).
+    ConvNhwc { packed: Vec<u8>, cs: usize },
+    /// A depthwise filter on channels-last tensors: its taps `[kh * kw][C]`.
+    DepthwiseNhwc { taps: Vec<i32> },
     /// matmul/gemm: `[K, N]` packed as `qgemm` lanes.
     Lanes { packed: Vec<u8>, k: usize, n: usize },
     /// Element-wise operators: none.
@@ -100,6 +107,14 @@ pub struct QLinear {
     pub x_zero: i32,
     pub weights: QWeights,
     pub requant: Requant,
+}
+
+/// Which of a quantized operator's 8-bit tensors are stored channels-last
+/// (`layouts`); shapes stay the logical nchw ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QLayout {
+    pub inputs: [bool; 2],
+    pub output: bool,
 }
 
 /// `FusedOp::Quantized`'s payload: shared, compared by identity (each is made
@@ -121,7 +136,69 @@ impl std::fmt::Debug for QuantizedOp {
 }
 
 pub fn run(g: &mut Graph) -> usize {
-    rewrite_all(g, find)
+    let nhwc = nhwc_kernels();
+    rewrite_all(g, |g, uses, i| find(g, uses, i, nhwc))
+}
+
+/// Chooses the 8-bit tensors stored channels-last: those of rank 4 with a
+/// multiple of 4 channels that a quantized conv2d or depthwise conv2d on the
+/// nhwc kernels (`QWeights::ConvNhwc`, `DepthwiseNhwc`) or a quantized add
+/// writes, and that only such operators read, at their data inputs (never a
+/// graph output). Each of those operators reads and writes either layout (an
+/// nchw input is converted, an nchw output transposed), so no other operator
+/// ever sees an nhwc tensor. Records the choice in each operator's `QLayout`;
+/// returns how many tensors are nhwc. Runs last among the rewriting passes.
+pub fn layouts(g: &mut Graph) -> usize {
+    fn data_slots(op: &Operator) -> &'static [usize] {
+        match &op.op {
+            Op::Fused(FusedOp::Quantized { op: q, .. }) if op.outputs.len() == 1 => match (&q.0.kind, &q.0.weights) {
+                (QKind::Conv2d(..), QWeights::ConvNhwc { .. } | QWeights::DepthwiseNhwc { .. }) if op.inputs.len() == 1 => &[0],
+                (QKind::Add { .. }, _) if op.inputs.len() == 2 => &[0, 1],
+                _ => &[],
+            },
+            _ => &[],
+        }
+    }
+    let outputs: HashSet<OperandId> = g.outputs.iter().map(|(_, id)| *id).collect();
+    let mut nhwc = HashSet::new();
+    for op in &g.operators {
+        if data_slots(op).is_empty() {
+            continue;
+        }
+        let y = op.outputs[0];
+        let d = desc(g, y);
+        if d.shape.len() == 4 && d.shape[1] % 4 == 0 && !outputs.contains(&y) {
+            nhwc.insert(y);
+        }
+    }
+    for op in &g.operators {
+        let slots = data_slots(op);
+        for (s, x) in op.inputs.iter().enumerate() {
+            if !slots.contains(&s) {
+                nhwc.remove(x);
+            }
+        }
+    }
+    for op in g.operators.iter_mut() {
+        let slots = data_slots(op);
+        let inputs = [0, 1].map(|s| slots.contains(&s) && nhwc.contains(&op.inputs[s]));
+        let output = !slots.is_empty() && nhwc.contains(&op.outputs[0]);
+        if let Op::Fused(FusedOp::Quantized { layout, .. }) = &mut op.op {
+            *layout = QLayout { inputs, output };
+        }
+    }
+    nhwc.len()
+}
+
+/// Whether conv2d (one group) and depthwise conv2d take the channels-last
+/// kernels (`qnhwc`): where the VNNI tile runs (elsewhere the portable
+/// indirect tile is no faster than the nchw path). Tests choose either.
+fn nhwc_kernels() -> bool {
+    #[cfg(test)]
+    if let Some(v) = tests::NHWC.with(|c| c.get()) {
+        return v;
+    }
+    qgemm::vnni()
 }
 
 /// An int8, uint8 or int32 constant's values as int64.
@@ -264,7 +341,7 @@ fn activation_bounds(op: &Op) -> Option<(Option<f32>, Option<f32>)> {
     }
 }
 
-fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
+fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
     let q = &g.operators[i];
     if q.op != Op::QuantizeLinear {
         return None;
@@ -314,8 +391,18 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
             let cin = desc(g, op.inputs[0]).shape[1];
             let depthwise = a.groups == cin && o == cin && ig == 1;
             let sums: Vec<i64> = w.w.chunks(k).map(|f| f.iter().map(|&v| v as i64).sum()).collect();
-            let packed = if depthwise {
+            let area = kh * kw;
+            let packed = if depthwise && nhwc {
+                QWeights::DepthwiseNhwc { taps: (0..area * o).map(|i| w.w[(i % o) * area + i / o] as i32).collect() }
+            } else if depthwise {
                 QWeights::Depthwise { taps: w.w.iter().map(|&v| v as i32).collect() }
+            } else if nhwc && a.groups == 1 {
+                let cs = cin.next_multiple_of(4);
+                let packed = qgemm::pack_lanes(o, area * cs, |kk, l| {
+                    let (t, ci) = (kk / cs, kk % cs);
+                    if ci < cin { w.w[(l * cin + ci) * area + t] as u8 } else { 0 }
+                });
+                QWeights::ConvNhwc { packed, cs }
             } else {
                 let og = o / a.groups;
                 let groups = (0..a.groups)
@@ -323,7 +410,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
                     .collect();
                 QWeights::Conv { groups, k }
             };
-            (QKind::Conv2d(a.clone(), [kh, kw]), (packed, sums, w.scale), o, bias, true, 1.0f32)
+            // The nhwc kernels keep the channels on the lanes.
+            let per_row = !matches!(packed, QWeights::ConvNhwc { .. } | QWeights::DepthwiseNhwc { .. });
+            (QKind::Conv2d(a.clone(), [kh, kw]), (packed, sums, w.scale), o, bias, per_row, 1.0f32)
         }
         Op::Matmul | Op::Gemm(_) => {
             let (b_t, alpha, beta, c) = match &op.op {
@@ -377,7 +466,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
     Some(Rewrite {
         at: i,
         op: Operator {
-            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), epilogue: Epilogue::default() }),
+            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
             inputs: vec![xq_id],
             outputs: vec![out],
         },
@@ -431,7 +520,7 @@ fn add(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor, lo: i64
     Some(Rewrite {
         at,
         op: Operator {
-            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), epilogue: Epilogue::default() }),
+            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
             inputs: vec![a, b],
             outputs: vec![out],
         },
@@ -451,6 +540,19 @@ mod tests {
     use crate::ops::matmul::GemmOptions;
 
     const UNFUSED: Passes = Passes { quant: false, ..Passes::ALL };
+
+    thread_local! {
+        /// `nhwc_kernels`' answer for builds on this thread (`None`: the CPU's).
+        pub static NHWC: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Runs `f` with this thread's builds on (`Some(true)`) or off the nhwc kernels.
+    fn with_nhwc<R>(v: Option<bool>, f: impl FnOnce() -> R) -> R {
+        let before = NHWC.with(|c| c.replace(v));
+        let r = f();
+        NHWC.with(|c| c.set(before));
+        r
+    }
 
     /// How the output of the quantized operator is read: quantizeLinear
     /// parameters and an optional activation in between.
@@ -752,6 +854,70 @@ mod tests {
             let mut runs = Vec::new();
             crate::engine::cpu::kernels::simd::tests::at_each_level(|_| runs.push(execute(&g, Passes::ALL, 9)));
             assert!(runs.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+
+    /// A MobileNetV2-style block and a ResNet-style tail on a batch of two:
+    /// 1x1 expand (relu6) -> depthwise 3x3 (stride 1, relu) -> 1x1 project ->
+    /// residual add with the block's input -> 3x3 stride 2 (dilation 2 in one
+    /// case) -> depthwise stride 2 -> output. Between them the 8-bit tensors
+    /// are channels-last (checked), the add reads one nchw and one nhwc input;
+    /// the result is bit for bit the nchw kernels' (same integer sums, same
+    /// requantization), at every SIMD level (the portable indirect tile and
+    /// depthwise loop included), on one and two threads, and within one unit of
+    /// the unfused graph.
+    #[test]
+    fn channels_last_chain_matches_the_nchw_kernels() {
+        use super::super::testing::execute_on;
+        use crate::compile::fused::FusedOp;
+        use crate::ops::Op;
+        for (x_t, dil) in [(DataType::Uint8, 1), (DataType::Int8, 2)] {
+            let mut b = Builder::new();
+            let x = b.input("x", &[2, 16, 12, 12]);
+            let x_zero = if x_t == DataType::Int8 { -3 } else { 128 };
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, x_zero, x_t);
+            let pads = |p: usize| Conv2dOptions { padding: Some(vec![p; 4]), ..Default::default() };
+            let conv = |b: &mut Builder, x: OperandId, c: usize, o: usize, k: usize, opts: Conv2dOptions, act: Act, scale: f32| {
+                let w = dq_weights(b, &[o, c / opts.groups, k, k], 0, DataType::Int8, -127, 127, 0);
+                let bias = dq_bias(b, o, 4.0 / 255.0 * 0.005);
+                let y = b.b.conv2d(x, w, Some(bias), &opts).unwrap();
+                let y = match act {
+                    Act::None => y,
+                    Act::Relu => b.b.unary(crate::ops::UnaryKind::Relu, y).unwrap(),
+                    Act::Clamp(lo, hi) => b.b.clamp(y, Some(lo), Some(hi)).unwrap(),
+                };
+                qdq(b, y, scale, 0, DataType::Uint8).1
+            };
+            let e = conv(&mut b, xd, 16, 32, 1, Default::default(), Act::Clamp(0.0, 6.0), 0.03);
+            let d = conv(&mut b, e, 32, 32, 3, Conv2dOptions { groups: 32, ..pads(1) }, Act::Relu, 0.03);
+            let p = conv(&mut b, d, 32, 16, 1, Default::default(), Act::None, 0.05);
+            let sum = b.b.binary(crate::ops::BinaryKind::Add, p, xd).unwrap();
+            let (_, sd) = qdq(&mut b, sum, 0.06, 128, DataType::Uint8);
+            let opts = Conv2dOptions { strides: Some(vec![2, 2]), dilations: Some(vec![dil, dil]), ..pads(dil) };
+            let t = conv(&mut b, sd, 16, 24, 3, opts, Act::Relu, 0.05);
+            let z = conv(&mut b, t, 24, 24, 3, Conv2dOptions { groups: 24, strides: Some(vec![2, 2]), ..pads(1) }, Act::None, 0.05);
+            let g = b.b.build(&[("y".into(), z)]).unwrap();
+            let fused = with_nhwc(Some(true), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL));
+            let layouts: Vec<_> = fused
+                .operators
+                .iter()
+                .filter_map(|o| match &o.op {
+                    Op::Fused(FusedOp::Quantized { layout, .. }) => Some(*layout),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(layouts.len(), 6, "{:?}", ops(&fused));
+            // Every quantized operator but the last writes nhwc.
+            assert_eq!(layouts.iter().filter(|l| l.output).count(), 5, "{layouts:?}");
+            assert!(layouts.iter().any(|l| l.inputs[0] != l.inputs[1]), "{layouts:?}");
+            let want = with_nhwc(Some(false), || execute(&g, Passes::ALL, 7));
+            for threads in [1, 2] {
+                assert_eq!(with_nhwc(Some(true), || execute_on(&g, Passes::ALL, threads, 7)), want, "{threads} threads");
+            }
+            crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
+                assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 7)), want, "{l:?}");
+            });
+            with_nhwc(Some(true), || check(&g, 0.05));
         }
     }
 

@@ -31,6 +31,7 @@ pub mod pooling;
 pub mod prepacked;
 pub mod qgemm;
 pub mod qlinear;
+pub mod qnhwc;
 pub mod recurrent;
 pub mod reduction;
 pub mod simd;

@@ -5,8 +5,8 @@
 use rayon::prelude::*;
 
 use super::qgemm::{self, Acc, Chan, SharedOut, Unsigned, MR, NR};
-use super::{simd, Tensor};
-use crate::compile::quant::{QKind, QLinear, QWeights};
+use super::{qnhwc, simd, Tensor};
+use crate::compile::quant::{QKind, QLayout, QLinear, QWeights};
 use crate::error::{Result, WebnnError};
 use crate::ops::conv::Conv2dAttrs;
 
@@ -14,12 +14,15 @@ fn internal(what: &str) -> WebnnError {
     WebnnError::Operation(format!("internal: quantized operator: {what}"))
 }
 
-pub fn run(q: &QLinear, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+pub fn run(q: &QLinear, layout: QLayout, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
     let count: usize = out_shape.iter().product();
     if out.len() != count || x.data.len() != x.shape.iter().product::<usize>() {
         return Err(internal("buffer sizes"));
     }
     match (&q.kind, &q.weights) {
+        (QKind::Conv2d(a, kernel), QWeights::ConvNhwc { packed, cs }) => qnhwc::conv(q, a, *kernel, packed, *cs, x, layout, out, out_shape),
+        (QKind::Conv2d(a, kernel), QWeights::DepthwiseNhwc { taps }) => qnhwc::depthwise(q, a, *kernel, taps, x, layout, out, out_shape),
+        _ if layout != QLayout::default() => Err(internal("channels-last tensors on an nchw kernel")),
         (QKind::Conv2d(a, kernel), QWeights::Conv { groups, k }) => conv(q, a, *kernel, groups, *k, x, out, out_shape),
         (QKind::Conv2d(a, kernel), QWeights::Depthwise { taps }) => depthwise(q, a, *kernel, taps, x, out, out_shape),
         (QKind::Matmul, QWeights::Lanes { packed, k, n }) => matmul(q, packed, *k, *n, x, out),
@@ -28,17 +31,41 @@ pub fn run(q: &QLinear, x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Resu
 }
 
 /// `QKind::Add`: two 8-bit tensors of one shape added, requantized.
-pub fn add(q: &QLinear, a: &Tensor, b: &Tensor, out: &mut [u8]) -> Result<()> {
+/// An input stored in another layout than the output is converted first
+/// (element-wise, the operator itself does not care which layout all share).
+pub fn add(q: &QLinear, layout: QLayout, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
     let QKind::Add { b_flip, b_zero } = q.kind else { return Err(internal("add kind")) };
     if a.data.len() != out.len() || b.data.len() != out.len() || q.requant.mul.len() != 2 {
         return Err(internal("add sizes"));
     }
+    let (mut ca, mut cb) = (Vec::new(), Vec::new());
+    let a = data_in(a, layout.inputs[0], layout.output, out_shape, &mut ca)?;
+    let b = data_in(b, layout.inputs[1], layout.output, out_shape, &mut cb)?;
     let sides = AddSides { fa: q.flip, za: q.x_zero, fb: b_flip, zb: b_zero, ma: q.requant.mul[0], mb: q.requant.mul[1] };
     super::broadcast::par_chunks(out, |start, dst| {
         let n = dst.len();
-        add_at_level(&sides, &a.data[start..start + n], &b.data[start..start + n], &q.requant, dst)
+        add_at_level(&sides, &a[start..start + n], &b[start..start + n], &q.requant, dst)
     });
     Ok(())
+}
+
+/// `x`'s bytes in the layout `want_nhwc` (converted into `owned` if stored in
+/// the other).
+fn data_in<'a>(x: &'a Tensor, nhwc: bool, want_nhwc: bool, shape: &[usize], owned: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+    if nhwc == want_nhwc {
+        return Ok(x.data);
+    }
+    let [n, c, h, w] = match shape {
+        [n, c, h, w] => [*n, *c, *h, *w],
+        _ => return Err(internal("add layouts on a tensor not of rank 4")),
+    };
+    if want_nhwc {
+        *owned = qnhwc::to_nhwc(x.data, n, c, h * w, c, 0)?;
+    } else {
+        *owned = vec![0; x.data.len()];
+        qnhwc::to_nchw(x.data, n, c, h * w, owned)?;
+    }
+    Ok(owned)
 }
 
 struct AddSides {

@@ -59,16 +59,17 @@ pub fn to_nhwc(x: &[u8], n: usize, c: usize, hw: usize, cs: usize, pad: u8) -> R
     if hw == 0 || cs == 0 {
         return Ok(out);
     }
-    // Blocks of 64 pixels: each reads 64 bytes of every plane.
+    // Blocks of 64 pixels of one image: each reads 64 bytes of every plane.
     const PX: usize = 64;
-    out.par_chunks_mut(PX * cs).enumerate().for_each(|(b, dst)| {
-        let first = b * PX;
-        for (i, px) in dst.chunks_mut(cs).enumerate() {
-            let at = first + i;
-            let (img, p) = (at / hw, at % hw);
-            let src = &x[img * c * hw + p..];
-            for (ch, d) in px[..c].iter_mut().enumerate() {
-                *d = src[ch * hw];
+    let blocks = hw.div_ceil(PX);
+    out.par_chunks_mut(hw * cs).zip(x.par_chunks(c * hw)).for_each(|(dst, src)| {
+        for b in 0..blocks {
+            let (p0, p1) = (b * PX, (b * PX + PX).min(hw));
+            for ch in 0..c {
+                let plane = &src[ch * hw + p0..ch * hw + p1];
+                for (i, &v) in plane.iter().enumerate() {
+                    dst[(p0 + i) * cs + ch] = v;
+                }
             }
         }
     });
@@ -93,59 +94,91 @@ pub fn to_nchw(x: &[u8], n: usize, c: usize, hw: usize, out: &mut [u8]) -> Resul
     Ok(())
 }
 
-/// The input as nhwc with `cs` bytes per pixel: the tensor itself when it is
-/// stored so, else converted.
-fn input_nhwc<'a>(x: &'a Tensor, nhwc: bool, cs: usize, pad: u8, owned: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+/// The input of a convolution as a padded nhwc image per batch element:
+/// `[n][hp][wp][cs]`, the border (and channels `c..cs`) the zero point, so that
+/// every tap of every output pixel reads inside it: output pixel (oy, ox)
+/// starts at `(oy * sh * wp + ox * sw) * cs`, tap (ky, kx) adds
+/// `(ky * dh * wp + kx * dw) * cs` (`tap_offsets`).
+struct Padded<'a> {
+    data: &'a [u8],
+    hp: usize,
+    wp: usize,
+    cs: usize,
+}
+
+impl Padded<'_> {
+    fn image(&self) -> usize {
+        self.hp * self.wp * self.cs
+    }
+}
+
+/// `x` (nhwc when `nhwc`, else nchw) padded per `a` into `owned`, or borrowed
+/// when it is nhwc, unpadded, and of `cs` channels.
+fn padded<'a>(x: &'a Tensor, nhwc: bool, cs: usize, a: &Conv2dAttrs, pad: u8, owned: &'a mut Vec<u8>) -> Result<Padded<'a>> {
     let [n, c, h, w] = dims4(x.shape)?;
-    if nhwc {
-        if cs != c {
-            return Err(internal("nhwc input with padded channels"));
-        }
-        return Ok(x.data);
+    let [pt, pb, pl, pr] = a.padding;
+    let (hp, wp) = (h + pt + pb, w + pl + pr);
+    if nhwc && cs != c {
+        return Err(internal("nhwc input with padded channels"));
     }
-    *owned = to_nhwc(x.data, n, c, h * w, cs, pad)?;
-    Ok(owned)
+    if nhwc && hp == h && wp == w {
+        return Ok(Padded { data: x.data, hp, wp, cs });
+    }
+    if cs < c {
+        return Err(internal("channels"));
+    }
+    let image = hp * wp * cs;
+    *owned = scratch(n * image)?;
+    owned.fill(pad);
+    if image > 0 {
+        owned.par_chunks_mut(image).zip(x.data.par_chunks((c * h * w).max(1))).for_each(|(dst, src)| {
+            for y in 0..h {
+                let row = &mut dst[((y + pt) * wp + pl) * cs..((y + pt) * wp + pl + w) * cs];
+                if nhwc {
+                    row.copy_from_slice(&src[y * w * cs..(y + 1) * w * cs]);
+                    continue;
+                }
+                for ch in 0..c {
+                    for (xx, &v) in src[(ch * h + y) * w..(ch * h + y + 1) * w].iter().enumerate() {
+                        row[xx * cs + ch] = v;
+                    }
+                }
+            }
+        });
+    }
+    Ok(Padded { data: owned, hp, wp, cs })
 }
 
-/// Where tap (ky, kx) of output pixel (oy, ox) reads: the input pixel's index
-/// within its image, or `None` in the padding.
-#[derive(Clone, Copy)]
-struct Taps {
-    h: usize,
-    w: usize,
+/// Where the taps of a convolution read in a `Padded` image.
+struct Geometry {
+    /// Bytes from an output pixel's first tap to tap t.
+    taps: Vec<usize>,
+    /// Bytes between horizontally / vertically adjacent output pixels.
+    step_x: usize,
+    step_y: usize,
     ow: usize,
-    kw: usize,
-    pt: usize,
-    pl: usize,
-    sh: usize,
-    sw: usize,
-    dh: usize,
-    dw: usize,
 }
 
-impl Taps {
-    fn new(a: &Conv2dAttrs, [_, kw]: [usize; 2], h: usize, w: usize, ow: usize) -> Taps {
-        Taps {
-            h,
-            w,
-            ow,
-            kw,
-            pt: a.padding[0],
-            pl: a.padding[2],
-            sh: a.strides[0],
-            sw: a.strides[1],
-            dh: a.dilations[0],
-            dw: a.dilations[1],
+impl Geometry {
+    /// Checks that every tap of every output pixel reads `span` bytes inside a
+    /// padded image: the bound the kernels' unchecked reads rely on.
+    fn new(a: &Conv2dAttrs, [kh, kw]: [usize; 2], p: &Padded, oh: usize, ow: usize, span: usize) -> Result<Geometry> {
+        let ([sh, sw], [dh, dw], cs) = (a.strides, a.dilations, p.cs);
+        let taps: Vec<usize> = (0..kh * kw).map(|t| ((t / kw) * dh * p.wp + (t % kw) * dw) * cs).collect();
+        let g = Geometry { taps, step_x: sw * cs, step_y: sh * p.wp * cs, ow };
+        if oh > 0 && ow > 0 {
+            let last = g.pixel(oh * ow - 1) + g.taps.last().copied().unwrap_or(0) + span;
+            if kh == 0 || kw == 0 || last > p.image() || (oh - 1) * sh + (kh - 1) * dh >= p.hp || (ow - 1) * sw + (kw - 1) * dw >= p.wp {
+                return Err(internal("taps outside the padded input"));
+            }
         }
+        Ok(g)
     }
 
+    /// Byte offset of output pixel `i`'s first tap.
     #[inline(always)]
-    fn pixel(&self, out_pixel: usize, tap: usize) -> Option<usize> {
-        let (oy, ox) = (out_pixel / self.ow, out_pixel % self.ow);
-        let (ky, kx) = (tap / self.kw, tap % self.kw);
-        let iy = (oy * self.sh + ky * self.dh).checked_sub(self.pt).filter(|&v| v < self.h)?;
-        let ix = (ox * self.sw + kx * self.dw).checked_sub(self.pl).filter(|&v| v < self.w)?;
-        Some(iy * self.w + ix)
+    fn pixel(&self, i: usize) -> usize {
+        (i / self.ow) * self.step_y + (i % self.ow) * self.step_x
     }
 }
 
@@ -169,30 +202,29 @@ fn finish_output(tmp: Option<Vec<u8>>, out: &mut [u8], out_shape: &[usize]) -> R
 /// `cs` (input channels padded to a multiple of 4), tap-major.
 #[allow(clippy::too_many_arguments)]
 pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs: usize, x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
-    let [n, c, h, w] = dims4(x.shape)?;
+    let [n, _, _, _] = dims4(x.shape)?;
     let [on, o, oh, ow] = dims4(out_shape)?;
     let area = kernel[0] * kernel[1];
     let k = area * cs;
     let lane_blocks = o.div_ceil(NR);
     let lbb = qgemm::lanes_block_bytes(k);
     let rq = &q.requant;
-    if on != n || a.groups != 1 || cs % 4 != 0 || cs < c || packed.len() != lane_blocks * lbb || rq.per_row || rq.comp.len() != o || rq.mul.len() != o || rq.add.len() != o {
+    if on != n || a.groups != 1 || cs % 4 != 0 || packed.len() != lane_blocks * lbb || rq.per_row || rq.comp.len() != o || rq.mul.len() != o || rq.add.len() != o {
         return Err(internal("conv2d shapes"));
     }
     let zero_byte = (q.x_zero as u8) ^ q.flip;
     let mut owned = Vec::new();
-    let src = input_nhwc(x, layout.inputs[0], cs, zero_byte, &mut owned)?;
-    let zeros = vec![zero_byte; cs];
-    let mut tmp = output_nhwc(out, layout.output)?;
+    let src = padded(x, layout.inputs[0], cs, a, zero_byte, &mut owned)?;
     let m = oh * ow;
+    let mut tmp = output_nhwc(out, layout.output)?;
     if m == 0 || o == 0 || n == 0 {
         return finish_output(tmp, out, out_shape);
     }
+    let geo = Geometry::new(a, kernel, &src, oh, ow, cs)?;
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,
     };
-    let taps = Taps::new(a, kernel, h, w, ow);
     let row_blocks = m.div_ceil(MR);
     let threads = rayon::current_num_threads().max(1);
     let base = n * row_blocks;
@@ -200,77 +232,60 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
     let per_chunk = lane_blocks.div_ceil(chunks);
     let vnni = qgemm::vnni();
     let shared = SharedOut(dst.as_mut_ptr(), dst.len());
-    let image = h * w * cs;
-    (0..base * chunks).into_par_iter().for_each_init(
-        || vec![std::ptr::null::<u8>(); area * MR],
-        |ptrs, t| {
-            let chunk = t % chunks;
-            let rb = (t / chunks) % row_blocks;
-            let img = t / chunks / row_blocks;
-            let r0 = rb * MR;
-            let nr = MR.min(m - r0);
-            let input = &src[img * image..(img + 1) * image];
-            for tap in 0..area {
-                for r in 0..MR {
-                    let at = if r < nr { taps.pixel(r0 + r, tap) } else { None };
-                    // Each pointer reads `cs` bytes: a whole pixel, or the zeros.
-                    ptrs[tap * MR + r] = match at {
-                        Some(p) => input[p * cs..(p + 1) * cs].as_ptr(),
-                        None => zeros.as_ptr(),
-                    };
+    let image = src.image();
+    (0..base * chunks).into_par_iter().for_each(|t| {
+        let chunk = t % chunks;
+        let rb = (t / chunks) % row_blocks;
+        let img = t / chunks / row_blocks;
+        let r0 = rb * MR;
+        let nr = MR.min(m - r0);
+        let input = &src.data[img * image..(img + 1) * image];
+        // Rows past the end read pixel 0 (their sums are not stored).
+        let rows: [usize; MR] = std::array::from_fn(|r| if r < nr { geo.pixel(r0 + r) } else { 0 });
+        let mut acc: Acc = [[0; NR]; MR];
+        for lb in chunk * per_chunk..((chunk + 1) * per_chunk).min(lane_blocks) {
+            let l0 = lb * NR;
+            let nl = NR.min(o - l0);
+            // SAFETY: this task alone writes pixels r0..r0+nr, channels
+            // l0..l0+nl of image img.
+            let d = unsafe { shared.slice((img * m + r0) * o + l0, (nr - 1) * o + nl) };
+            let lanes = &packed[lb * lbb..(lb + 1) * lbb];
+            #[cfg(target_arch = "x86_64")]
+            if vnni {
+                // SAFETY: VNNI checked (`qgemm::vnni`); every row offset plus
+                // every tap offset plus `cs` lies within `input` (`Geometry::new`
+                // checked the last pixel's last tap; offsets grow with both);
+                // `lanes` holds the block's `area * cs / 4` quads; `d` rows of `o`
+                // bytes hold `nl` lanes each, the last `nl` bytes long; the
+                // requantization vectors hold `o >= l0 + nl` values.
+                unsafe {
+                    let c4 = cs / 4;
+                    if q.flip == 0 {
+                        x86::tile_store::<false>(input.as_ptr(), &rows, &geo.taps, c4, lanes.as_ptr(), rq, l0, nl, nr, d, o)
+                    } else {
+                        x86::tile_store::<true>(input.as_ptr(), &rows, &geo.taps, c4, lanes.as_ptr(), rq, l0, nl, nr, d, o)
+                    }
                 }
+                continue;
             }
-            let mut acc: Acc = [[0; NR]; MR];
-            for lb in chunk * per_chunk..((chunk + 1) * per_chunk).min(lane_blocks) {
-                // SAFETY: every pointer reads `cs` bytes of `input` or `zeros`,
-                // both alive for this call (set above).
-                unsafe { tile(ptrs, area, cs / 4, &packed[lb * lbb..(lb + 1) * lbb], q.flip, vnni, &mut acc) };
-                let l0 = lb * NR;
-                let nl = NR.min(o - l0);
-                // SAFETY: this task alone writes pixels r0..r0+nr, channels
-                // l0..l0+nl of image img.
-                let d = unsafe { shared.slice((img * m + r0) * o + l0, (nr - 1) * o + nl) };
-                rq.store(&acc, r0, nr, l0, nl, d, o);
-            }
-        },
-    );
+            let _ = vnni;
+            simd::dispatch(|| tile_portable(input, &rows, &geo.taps, cs / 4, lanes, q.flip, &mut acc));
+            rq.store(&acc, r0, nr, l0, nl, d, o);
+        }
+    });
     finish_output(tmp, out, out_shape)
 }
 
-/// One tile: rows `MR` output pixels whose tap t reads `ptrs[t * MR + r]`, `cq`
-/// quads each; `lanes` a packed lane block of `taps * cq` quads.
-///
-/// # Safety
-/// Every pointer of `ptrs[..taps * MR]` must be valid for reads of `4 * cq`
-/// bytes.
-unsafe fn tile(ptrs: &[*const u8], taps: usize, cq: usize, lanes: &[u8], flip: u8, vnni: bool, acc: &mut Acc) {
-    let ptrs = &ptrs[..taps * MR];
-    let lanes = &lanes[..taps * cq * NR * 4];
-    #[cfg(target_arch = "x86_64")]
-    if vnni {
-        // SAFETY: `vnni` comes from `qgemm::vnni()` (features checked); the
-        // pointers per the contract, `lanes` holds what the loop reads.
-        match flip {
-            0 => x86::tile_vnni::<false>(ptrs, taps, cq, lanes.as_ptr(), acc),
-            _ => x86::tile_vnni::<true>(ptrs, taps, cq, lanes.as_ptr(), acc),
-        }
-        return;
-    }
-    let _ = vnni;
-    simd::dispatch(|| tile_portable(ptrs, taps, cq, lanes, flip, acc))
-}
-
-/// # Safety
-/// As `tile`.
+/// One tile, portable: row r's tap t reads `4 * cq` bytes at `rows[r] +
+/// taps[t]` of `input`; `lanes` a packed lane block of `taps * cq` quads.
 #[inline(always)]
-unsafe fn tile_portable(ptrs: &[*const u8], taps: usize, cq: usize, lanes: &[u8], flip: u8, acc: &mut Acc) {
+fn tile_portable(input: &[u8], rows: &[usize; MR], taps: &[usize], cq: usize, lanes: &[u8], flip: u8, acc: &mut Acc) {
     for row in acc.iter_mut() {
         *row = [0; NR];
     }
-    for t in 0..taps {
+    for (t, &off) in taps.iter().enumerate() {
         for (r, row) in acc.iter_mut().enumerate() {
-            // SAFETY: the caller's contract: `4 * cq` readable bytes.
-            let x = std::slice::from_raw_parts(ptrs[t * MR + r], 4 * cq);
+            let x = &input[rows[r] + off..rows[r] + off + 4 * cq];
             for qd in 0..cq {
                 let lq = &lanes[(t * cq + qd) * NR * 4..(t * cq + qd + 1) * NR * 4];
                 for j in 0..4 {
@@ -287,7 +302,7 @@ unsafe fn tile_portable(ptrs: &[*const u8], taps: usize, cq: usize, lanes: &[u8]
 /// Depthwise conv2d: `taps` the filter as `[kernel area][C]` int32.
 #[allow(clippy::too_many_arguments)]
 pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32], x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
-    let [n, c, h, w] = dims4(x.shape)?;
+    let [n, c, _, _] = dims4(x.shape)?;
     let [on, o, oh, ow] = dims4(out_shape)?;
     let area = kernel[0] * kernel[1];
     let rq = &q.requant;
@@ -296,112 +311,132 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
     }
     let zero_byte = (q.x_zero as u8) ^ q.flip;
     let mut owned = Vec::new();
-    let src = input_nhwc(x, layout.inputs[0], c, zero_byte, &mut owned)?;
-    let zeros = vec![zero_byte; c];
+    let src = padded(x, layout.inputs[0], c, a, zero_byte, &mut owned)?;
     let mut tmp = output_nhwc(out, layout.output)?;
     if oh * ow == 0 || c == 0 || n == 0 {
         return finish_output(tmp, out, out_shape);
     }
+    let geo = Geometry::new(a, kernel, &src, oh, ow, c)?;
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,
     };
-    let geo = Taps::new(a, kernel, h, w, ow);
-    let image = h * w * c;
+    let image = src.image();
     // One task per output row of an image.
     dst.par_chunks_mut(ow * c).enumerate().for_each_init(
-        || (vec![std::ptr::null::<u8>(); ow * area], vec![0i32; c]),
-        |(ptrs, sums), (row, d)| {
+        || vec![0i32; c],
+        |sums, (row, d)| {
             let (img, oy) = (row / oh, row % oh);
-            let input = &src[img * image..(img + 1) * image];
-            for ox in 0..ow {
-                for t in 0..area {
-                    ptrs[ox * area + t] = match geo.pixel(oy * ow + ox, t) {
-                        Some(p) => input[p * c..(p + 1) * c].as_ptr(),
-                        None => zeros.as_ptr(),
-                    };
-                }
+            let input = &src.data[img * image..(img + 1) * image];
+            let first = geo.pixel(oy * ow);
+            #[cfg(target_arch = "x86_64")]
+            if simd::level() == simd::Level::Avx512 {
+                // SAFETY: the level says AVX-512 is there; pixel (oy, ox)'s tap t
+                // reads `c` bytes at `first + ox * step_x + taps[t]`, within
+                // `input` (`Geometry::new`); `d` holds `ow * c` bytes.
+                unsafe { x86::depthwise_row(input.as_ptr(), first, geo.step_x, &geo.taps, c, taps, q, d) };
+                return;
             }
-            // SAFETY: every pointer reads `c` bytes of `input` or `zeros`.
-            unsafe { depthwise_row(ptrs, area, c, taps, q, sums, d) };
+            simd::dispatch(|| {
+                for ox in 0..ow {
+                    sums.fill(0);
+                    let at = first + ox * geo.step_x;
+                    for (t, &off) in geo.taps.iter().enumerate() {
+                        let xs = &input[at + off..at + off + c];
+                        for ((s, &v), &wv) in sums.iter_mut().zip(xs).zip(&taps[t * c..(t + 1) * c]) {
+                            *s = s.wrapping_add((v ^ q.flip) as i32 * wv);
+                        }
+                    }
+                    rq.run(sums, Chan::Many(&rq.comp, &rq.mul, &rq.add), &mut d[ox * c..(ox + 1) * c]);
+                }
+            })
         },
     );
     finish_output(tmp, out, out_shape)
 }
 
-/// One output row: pixel ox's tap t reads `ptrs[ox * area + t]`.
-///
-/// # Safety
-/// Every pointer must be valid for reads of `c` bytes.
-unsafe fn depthwise_row(ptrs: &[*const u8], area: usize, c: usize, taps: &[i32], q: &QLinear, sums: &mut [i32], dst: &mut [u8]) {
-    let ow = dst.len() / c;
-    if ptrs.len() < ow * area || taps.len() < area * c || sums.len() < c {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if simd::level() == simd::Level::Avx512 {
-        // SAFETY: the level says AVX-512 is there; pointers per the contract,
-        // lengths checked above.
-        x86::depthwise_row(ptrs, area, c, taps, q, dst);
-        return;
-    }
-    simd::dispatch(|| {
-        for ox in 0..ow {
-            sums[..c].fill(0);
-            for t in 0..area {
-                // SAFETY: the contract.
-                let x = std::slice::from_raw_parts(ptrs[ox * area + t], c);
-                let wt = &taps[t * c..(t + 1) * c];
-                for ((s, &v), &wv) in sums.iter_mut().zip(x).zip(wt) {
-                    *s = s.wrapping_add((v ^ q.flip) as i32 * wv);
-                }
-            }
-            let rq = &q.requant;
-            rq.run(&sums[..c], Chan::Many(&rq.comp, &rq.mul, &rq.add), &mut dst[ox * c..(ox + 1) * c]);
-        }
-    })
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Acc, QLinear, MR, NR};
-    use crate::engine::cpu::kernels::qgemm::x86::requant16;
+    use super::{QLinear, MR, NR};
+    use crate::engine::cpu::kernels::qgemm::{x86::requant16, Requant};
     use std::arch::x86_64::*;
 
-    /// `tile` with `vpdpbusd`: the pixels' quads broadcast (XORed with 0x80 for
-    /// int8 inputs), 2 x 16 lanes of weights per quad.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn tile_vnni<const FLIP: bool>(ptrs: &[*const u8], taps: usize, cq: usize, lanes: *const u8, acc: &mut Acc) {
+    /// The VNNI tile with the requantization in registers: row r's tap t reads
+    /// `4 * cq` bytes at `input + rows[r] + taps[t]`, broadcast a quad at a
+    /// time (XORed with 0x80 for int8 inputs) against 2 x 16 lanes of weights;
+    /// then, the channels being the lanes (one set of parameters for all rows),
+    /// `nr` rows of `nl` lanes requantized and stored at `dst` (row stride
+    /// `ld`): the bytes `Requant::store` writes.
+    ///
+    /// # Safety
+    /// AVX-512 VNNI; every read above within one allocation; `lanes` holds
+    /// `taps.len() * cq` quads of `NR` lanes; `dst` holds `(nr - 1) * ld + nl`
+    /// bytes, `1 <= nr <= MR`, `nl <= NR`; `rq`'s vectors hold `l0 + nl` values.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub unsafe fn tile_store<const FLIP: bool>(
+        input: *const u8,
+        rows: &[usize; MR],
+        taps: &[usize],
+        cq: usize,
+        lanes: *const u8,
+        rq: &Requant,
+        l0: usize,
+        nl: usize,
+        nr: usize,
+        dst: &mut [u8],
+        ld: usize,
+    ) {
         let mut c = [_mm512_setzero_si512(); 2 * MR];
         let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
         let mut lp = lanes;
-        for t in 0..taps {
-            let p: [*const u8; MR] = std::array::from_fn(|r| ptrs[t * MR + r]);
+        for &off in taps {
+            let p: [*const u8; MR] = std::array::from_fn(|r| input.add(rows[r] + off));
             for qd in 0..cq {
-                let l0 = _mm512_loadu_si512(lp as *const _);
-                let l1 = _mm512_loadu_si512(lp.add(64) as *const _);
+                let w0 = _mm512_loadu_si512(lp as *const _);
+                let w1 = _mm512_loadu_si512(lp.add(64) as *const _);
                 lp = lp.add(NR * 4);
                 for r in 0..MR {
                     let mut b = _mm512_set1_epi32((p[r].add(qd * 4) as *const i32).read_unaligned());
                     if FLIP {
                         b = _mm512_xor_si512(b, flip);
                     }
-                    c[2 * r] = _mm512_dpbusd_epi32(c[2 * r], b, l0);
-                    c[2 * r + 1] = _mm512_dpbusd_epi32(c[2 * r + 1], b, l1);
+                    c[2 * r] = _mm512_dpbusd_epi32(c[2 * r], b, w0);
+                    c[2 * r + 1] = _mm512_dpbusd_epi32(c[2 * r + 1], b, w1);
                 }
             }
         }
-        for r in 0..MR {
-            let p = acc[r].as_mut_ptr();
-            _mm512_storeu_si512(p as *mut _, c[2 * r]);
-            _mm512_storeu_si512(p.add(16) as *mut _, c[2 * r + 1]);
+        let mask = |n: usize| -> __mmask16 { if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as u16 } };
+        let k = [mask(nl), mask(nl.saturating_sub(16))];
+        let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
+        let hi = _mm512_set1_ps((rq.hi - rq.zero) as f32);
+        let zero = _mm512_set1_epi32(rq.zero);
+        let d = dst.as_mut_ptr();
+        for h in 0..2 {
+            let at = l0 + 16 * h;
+            // Masked-off lanes are neither read nor written (the addresses of
+            // an empty second half may lie past the end: wrapping arithmetic).
+            let comp = _mm512_maskz_loadu_epi32(k[h], rq.comp.as_ptr().wrapping_add(at));
+            let m = _mm512_maskz_loadu_ps(k[h], rq.mul.as_ptr().wrapping_add(at));
+            let a = _mm512_maskz_loadu_ps(k[h], rq.add.as_ptr().wrapping_add(at));
+            for r in 0..nr {
+                let b = requant16(_mm512_sub_epi32(c[2 * r + h], comp), m, a, lo, hi, zero);
+                _mm_mask_storeu_epi8(d.wrapping_add(r * ld + 16 * h) as *mut i8, k[h], b);
+            }
         }
     }
 
-    /// `depthwise_row` on 16 channels per register: bytes widened to int32,
-    /// multiplied by the taps, summed; requantized as `Requant::run` does.
+    /// One output row of a depthwise conv2d, 16 channels per register: pixel
+    /// ox's tap t reads `c` bytes at `input + first + ox * step + taps[t]`,
+    /// widened to int32, multiplied by the taps, summed; requantized as
+    /// `Requant::run` does into `dst` (`c` bytes per pixel).
+    ///
+    /// # Safety
+    /// AVX-512; those reads within one allocation; `w` holds `taps.len() * c`
+    /// values and `q.requant`'s vectors `c`.
+    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-    pub unsafe fn depthwise_row(ptrs: &[*const u8], area: usize, c: usize, taps: &[i32], q: &QLinear, dst: &mut [u8]) {
+    pub unsafe fn depthwise_row(input: *const u8, first: usize, step: usize, taps: &[usize], c: usize, w: &[i32], q: &QLinear, dst: &mut [u8]) {
         let rq = &q.requant;
         let ow = dst.len() / c;
         let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
@@ -416,12 +451,11 @@ mod x86 {
             let m = _mm512_maskz_loadu_ps(k, rq.mul.as_ptr().add(c0));
             let a = _mm512_maskz_loadu_ps(k, rq.add.as_ptr().add(c0));
             for ox in 0..ow {
-                let pp = ptrs.as_ptr().add(ox * area);
+                let at = input.add(first + ox * step + c0);
                 let mut s = _mm512_setzero_si512();
-                for t in 0..area {
-                    let x = _mm_maskz_loadu_epi8(k, (*pp.add(t)).add(c0) as *const i8);
-                    let x = _mm_xor_si128(x, flip);
-                    let wv = _mm512_maskz_loadu_epi32(k, taps.as_ptr().add(t * c + c0));
+                for (t, &off) in taps.iter().enumerate() {
+                    let x = _mm_xor_si128(_mm_maskz_loadu_epi8(k, at.add(off) as *const i8), flip);
+                    let wv = _mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0));
                     s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(x), wv));
                 }
                 let b = requant16(_mm512_sub_epi32(s, comp), m, a, lo, hi, zero);

@@ -391,7 +391,10 @@ mod x86 {
         let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
         let mut lp = lanes;
         for &off in taps {
-            let p: [*const u8; MR] = std::array::from_fn(|r| input.add(rows[r] + off));
+            let mut p = [input; MR];
+            for (pr, &row) in p.iter_mut().zip(rows) {
+                *pr = input.add(row + off);
+            }
             for qd in 0..cq {
                 let w0 = _mm512_loadu_si512(lp as *const _);
                 let w1 = _mm512_loadu_si512(lp.add(64) as *const _);
@@ -450,16 +453,43 @@ mod x86 {
             let comp = _mm512_maskz_loadu_epi32(k, rq.comp.as_ptr().add(c0));
             let m = _mm512_maskz_loadu_ps(k, rq.mul.as_ptr().add(c0));
             let a = _mm512_maskz_loadu_ps(k, rq.add.as_ptr().add(c0));
-            for ox in 0..ow {
-                let at = input.add(first + ox * step + c0);
-                let mut s = _mm512_setzero_si512();
-                for (t, &off) in taps.iter().enumerate() {
-                    let x = _mm_xor_si128(_mm_maskz_loadu_epi8(k, at.add(off) as *const i8), flip);
-                    let wv = _mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0));
-                    s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(x), wv));
+            // (Macros, not closures: the body stays in this function's
+            // target features.)
+            macro_rules! store {
+                ($ox:expr, $s:expr) => {{
+                    let b = requant16(_mm512_sub_epi32($s, comp), m, a, lo, hi, zero);
+                    _mm_mask_storeu_epi8(dst.as_mut_ptr().add($ox * c + c0) as *mut i8, k, b);
+                }};
+            }
+            macro_rules! tap {
+                ($at:expr, $off:expr, $wv:expr, $s:expr) => {{
+                    let x = _mm_xor_si128(_mm_maskz_loadu_epi8(k, $at.add($off) as *const i8), flip);
+                    _mm512_add_epi32($s, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(x), $wv))
+                }};
+            }
+            if let Ok(offs) = <&[usize; 9]>::try_from(taps) {
+                // 3x3: the taps' weights stay in registers along the row.
+                let mut wv = [_mm512_setzero_si512(); 9];
+                for (t, v) in wv.iter_mut().enumerate() {
+                    *v = _mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0));
                 }
-                let b = requant16(_mm512_sub_epi32(s, comp), m, a, lo, hi, zero);
-                _mm_mask_storeu_epi8(dst.as_mut_ptr().add(ox * c + c0) as *mut i8, k, b);
+                for ox in 0..ow {
+                    let at = input.add(first + ox * step + c0);
+                    let mut s = _mm512_setzero_si512();
+                    for t in 0..9 {
+                        s = tap!(at, offs[t], wv[t], s);
+                    }
+                    store!(ox, s);
+                }
+            } else {
+                for ox in 0..ow {
+                    let at = input.add(first + ox * step + c0);
+                    let mut s = _mm512_setzero_si512();
+                    for (t, &off) in taps.iter().enumerate() {
+                        s = tap!(at, off, _mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0)), s);
+                    }
+                    store!(ox, s);
+                }
             }
             c0 += 16;
         }

@@ -355,9 +355,30 @@ pub fn quantize_linear(x: &Tensor, s: &Tensor, z: &Tensor, out: &mut [u8]) -> Re
     if s.data_type != x.data_type {
         return Err(internal("quantizeLinear scale type"));
     }
+    // float32 to 8 bits in float32 arithmetic (vectorizes): the quotient
+    // rounded to an integer; where it is at most 2^24 in magnitude, adding the
+    // zero point (|zp| < 2^8) is exact as in float64, beyond it both saturate.
+    macro_rules! go8 {
+        ($Z:ty) => {{
+            let (lo, hi) = (<$Z>::MIN as f32, <$Z>::MAX as f32);
+            blockwise::<f32, f32, $Z, $Z>(x, s, z, out, |v, sc, zp| {
+                let q = (v / sc).round_ties_even();
+                let zp = zp as f32;
+                // Plain compares and selects (vectorize; `clamp` and the
+                // saturating float-to-8-bit cast do not).
+                let t = q + zp;
+                let t = if t > hi { hi } else { t };
+                let t = if t < lo { lo } else { t };
+                let r = if q.is_nan() { zp } else { t };
+                // SAFETY: r is finite and within the 8-bit range (clamped
+                // above, or the zero point).
+                unsafe { r.to_int_unchecked::<i32>() as $Z }
+            })
+        }};
+    }
     match (x.data_type, z.data_type) {
-        (DataType::Float32, DataType::Int8) => go!(f32, i8),
-        (DataType::Float32, DataType::Uint8) => go!(f32, u8),
+        (DataType::Float32, DataType::Int8) => go8!(i8),
+        (DataType::Float32, DataType::Uint8) => go8!(u8),
         (DataType::Float32, DataType::Int32) => go!(f32, i32),
         (DataType::Float16, DataType::Int8) => go!(f16, i8),
         (DataType::Float16, DataType::Uint8) => go!(f16, u8),
@@ -377,9 +398,15 @@ pub fn dequantize_linear(x: &Tensor, s: &Tensor, z: &Tensor, out: &mut [u8]) -> 
     if z.data_type != x.data_type {
         return Err(internal("dequantizeLinear zeroPoint type"));
     }
+    // 8 bits: the difference exact in int32 as in int64.
+    macro_rules! go8 {
+        ($X:ty) => {{
+            blockwise::<$X, f32, $X, f32>(x, s, z, out, |v, sc, zp| (v as i32 - zp as i32) as f32 * sc)
+        }};
+    }
     match (x.data_type, s.data_type) {
-        (DataType::Int8, DataType::Float32) => go!(i8, f32),
-        (DataType::Uint8, DataType::Float32) => go!(u8, f32),
+        (DataType::Int8, DataType::Float32) => go8!(i8),
+        (DataType::Uint8, DataType::Float32) => go8!(u8),
         (DataType::Int32, DataType::Float32) => go!(i32, f32),
         (DataType::Int8, DataType::Float16) => go!(i8, f16),
         (DataType::Uint8, DataType::Float16) => go!(u8, f16),
@@ -457,6 +484,42 @@ mod tests {
                     assert_eq!(y[k * inner + j], if e { acc } else { next }, "column {j} row {k} exclusive {e} reversed {r}");
                     acc = next;
                 }
+            }
+        }
+    }
+
+    /// The float32 fast paths against the float64 definitions
+    /// (`quantize_value`, `dequantize_value`) at every SIMD level: ties, NaN,
+    /// infinities, values around saturation and around 2^24, both 8-bit types.
+    #[test]
+    fn eight_bit_paths_match_the_definitions() {
+        let mut x = vec![0.5f32, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30];
+        x.extend([16777216.0f32, 16777215.0, -16777216.0, -16777217.0, 127.5, 128.5, 254.5, 255.5, -128.5, -127.5, 300.0, -300.0]);
+        x.extend((0..200).map(|i| (i as f32 - 100.0) * 1.37 + 0.25));
+        for (t, lo, hi) in [(DataType::Int8, -128.0, 127.0), (DataType::Uint8, 0.0, 255.0)] {
+            for (scale, zero) in [(1.0f32, 0i64), (0.5, 3), (0.037, if t == DataType::Int8 { -7 } else { 131 }), (3.0, 0)] {
+                let sb = bytes(&[scale]);
+                let zb = if t == DataType::Int8 { bytes(&[zero as i8]) } else { bytes(&[zero as u8]) };
+                let st = Tensor { data: &sb, shape: &[1], data_type: DataType::Float32 };
+                let zt = Tensor { data: &zb, shape: &[1], data_type: t };
+                let want: Vec<i64> = x.iter().map(|&v| quantize_value(v, scale, zero as f64, lo, hi) as i64).collect();
+                crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
+                    let got: Vec<i64> = if t == DataType::Int8 {
+                        run::<f32, i8>(&x, &[x.len()], DataType::Float32, x.len(), |a, o| quantize_linear(a, &st, &zt, o)).iter().map(|&v| v as i64).collect()
+                    } else {
+                        run::<f32, u8>(&x, &[x.len()], DataType::Float32, x.len(), |a, o| quantize_linear(a, &st, &zt, o)).iter().map(|&v| v as i64).collect()
+                    };
+                    assert_eq!(got, want, "{t} scale {scale} zero {zero} at {l:?}");
+                    let q: Vec<u8> = (0..=255u8).collect();
+                    let got: Vec<f32> = if t == DataType::Int8 {
+                        let qi: Vec<i8> = q.iter().map(|&v| v as i8).collect();
+                        run::<i8, f32>(&qi, &[256], t, 256, |a, o| dequantize_linear(a, &st, &zt, o))
+                    } else {
+                        run::<u8, f32>(&q, &[256], t, 256, |a, o| dequantize_linear(a, &st, &zt, o))
+                    };
+                    let want: Vec<f32> = q.iter().map(|&v| dequantize_value(if t == DataType::Int8 { v as i8 as i64 } else { v as i64 }, scale, zero)).collect();
+                    assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "dequantize {t} at {l:?}");
+                });
             }
         }
     }

@@ -285,6 +285,7 @@ impl FusedOp {
                 super::quant::QKind::Conv2d(..) => "conv2d (quantized)",
                 super::quant::QKind::Matmul => "matmul (quantized)",
                 super::quant::QKind::Add { .. } => "add (quantized)",
+                super::quant::QKind::MaxPool(_) => "maxPool2d (quantized)",
             },
         }
     }

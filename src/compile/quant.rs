@@ -75,6 +75,10 @@ pub enum QKind {
     /// then rounded like every output. `b_flip`/`b_zero` are input 1's
     /// (`QLinear::flip`/`x_zero` input 0's).
     Add { b_flip: u8, b_zero: i32 },
+    /// maxPool2d on the 8-bit tensor (quantization-agnostic, `agnostic`); its
+    /// windows within the padded input. `QLinear::flip` reads the bytes as
+    /// unsigned for the comparison.
+    MaxPool(crate::ops::pooling::Pool2d),
 }
 
 /// The weights in the kernels' layout, packed at build.
@@ -154,6 +158,7 @@ pub fn layouts(g: &mut Graph) -> usize {
             Op::Fused(FusedOp::Quantized { op: q, .. }) if op.outputs.len() == 1 => match (&q.0.kind, &q.0.weights) {
                 (QKind::Conv2d(..), QWeights::ConvNhwc { .. } | QWeights::DepthwiseNhwc { .. }) if op.inputs.len() == 1 => &[0],
                 (QKind::Add { .. }, _) if op.inputs.len() == 2 => &[0, 1],
+                (QKind::MaxPool(_), _) if op.inputs.len() == 1 => &[0],
                 _ => &[],
             },
             _ => &[],
@@ -368,7 +373,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
         return None;
     }
     if remove.len() == 1 {
-        if let Some(rw) = agnostic(g, uses, p, i, &yq) {
+        if let Some(rw) = agnostic(g, uses, p, i, &yq, nhwc) {
             return Some(rw);
         }
     }
@@ -479,7 +484,11 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
 /// itself, exactly (the operators only move or select values, Q and DQ are
 /// monotonic, and `Q(DQ(v)) == v` with equal parameters). Seed 003 calls these
 /// operators quantization-agnostic.
-fn agnostic(g: &Graph, uses: &Uses, p: usize, q: usize, yq: &PerTensor) -> Option<Rewrite> {
+///
+/// With the channels-last kernels (`nhwc`), a maxPool2d whose windows stay
+/// within the padded input becomes `QKind::MaxPool` (either layout, so that a
+/// ResNet stem's output need not turn nchw for it).
+fn agnostic(g: &Graph, uses: &Uses, p: usize, q: usize, yq: &PerTensor, nhwc: bool) -> Option<Rewrite> {
     let op = &g.operators[p];
     let movable = match &op.op {
         Op::Pool2d(pool) => pool.kind == crate::ops::pooling::PoolKind::Max,
@@ -494,6 +503,23 @@ fn agnostic(g: &Graph, uses: &Uses, p: usize, q: usize, yq: &PerTensor) -> Optio
     let same = xq.scale.to_bits() == yq.scale.to_bits() && xq.zero == yq.zero && xq.signed == yq.signed;
     if !same {
         return None;
+    }
+    if let (Op::Pool2d(pool), true) = (&op.op, nhwc) {
+        let (xs, ys) = (&desc(g, x).shape, &desc(g, out).shape);
+        let [pt, pb, pl, pr] = pool.padding;
+        let fits = |o: usize, i: usize, s: usize, k: usize, d: usize, pad: usize| o == 0 || (o - 1) * s + (k - 1) * d < i + pad;
+        if pool.layout == InputLayout::Nchw
+            && xs.len() == 4
+            && ys.len() == 4
+            && pool.window.iter().all(|&k| k > 0)
+            && fits(ys[2], xs[2], pool.strides[0], pool.window[0], pool.dilations[0], pt + pb)
+            && fits(ys[3], xs[3], pool.strides[1], pool.window[1], pool.dilations[1], pl + pr)
+        {
+            let requant = Requant { comp: Vec::new(), mul: Vec::new(), add: Vec::new(), zero: 0, lo: 0, hi: 255, per_row: false };
+            let qop = QLinear { kind: QKind::MaxPool(*pool), flip: xq.flip(), x_zero: 0, weights: QWeights::None, requant };
+            let op = Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() });
+            return Some(Rewrite { at: q, op: Operator { op, inputs: vec![x], outputs: vec![out] }, remove: vec![q, p] });
+        }
     }
     Some(Rewrite { at: q, op: Operator { op: op.op.clone(), inputs: vec![x], outputs: vec![out] }, remove: vec![q, p] })
 }
@@ -532,6 +558,7 @@ fn add(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor, lo: i64
 mod tests {
     use super::super::testing::{execute, ops, Builder};
     use super::super::Passes;
+    use super::QKind;
     use crate::engine::cpu::kernels::qgemm;
     use crate::engine::cpu::CpuEngine;
     use crate::graph::builder::Graph;
@@ -916,6 +943,53 @@ mod tests {
             }
             crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
                 assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 7)), want, "{l:?}");
+            });
+            with_nhwc(Some(true), || check(&g, 0.05));
+        }
+    }
+
+    /// A ResNet stem: conv 7x7 stride 2 -> maxPool2d 3x3 stride 2 (padding 1,
+    /// and a padding-free 2x2 one) -> conv 1x1, 8-bit throughout, int8 and uint8:
+    /// the pools run channels-last between the convolutions, bit for bit the
+    /// nchw plan at every level, within one unit of the unfused graph (the
+    /// convolutions' rounding; maxPool2d is exact on 8 bits).
+    #[test]
+    fn max_pool_runs_channels_last() {
+        use crate::compile::fused::FusedOp;
+        use crate::ops::pooling::{Pool2dOptions, PoolKind};
+        use crate::ops::Op;
+        for t in [DataType::Uint8, DataType::Int8] {
+            let mut b = Builder::new();
+            let x = b.input("x", &[2, 3, 21, 21]);
+            let zero = if t == DataType::Int8 { -20 } else { 90 };
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, zero, t);
+            let w = dq_weights(&mut b, &[16, 3, 7, 7], 0, DataType::Int8, -127, 127, 0);
+            let opts = Conv2dOptions { padding: Some(vec![3; 4]), strides: Some(vec![2, 2]), ..Default::default() };
+            let y = b.b.conv2d(xd, w, None, &opts).unwrap();
+            let (_, yd) = qdq(&mut b, y, 0.05, zero, t);
+            let pool = Pool2dOptions { window_dimensions: Some(vec![3, 3]), strides: Some(vec![2, 2]), padding: Some(vec![1; 4]), ..Default::default() };
+            let m = b.b.pool2d(PoolKind::Max, yd, &pool).unwrap();
+            let (_, md) = qdq(&mut b, m, 0.05, zero, t);
+            let pool2 = Pool2dOptions { window_dimensions: Some(vec![2, 2]), strides: Some(vec![1, 1]), ..Default::default() };
+            let m2 = b.b.pool2d(PoolKind::Max, md, &pool2).unwrap();
+            let (_, m2d) = qdq(&mut b, m2, 0.05, zero, t);
+            let w2 = dq_weights(&mut b, &[8, 16, 1, 1], 0, DataType::Int8, -127, 127, 0);
+            let z = b.b.conv2d(m2d, w2, None, &Default::default()).unwrap();
+            let g = finish(&mut b, z, u8_out(Act::None));
+            let fused = with_nhwc(Some(true), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL));
+            let pools: Vec<_> = fused
+                .operators
+                .iter()
+                .filter_map(|o| match &o.op {
+                    Op::Fused(FusedOp::Quantized { op, layout, .. }) if matches!(op.0.kind, QKind::MaxPool(_)) => Some(*layout),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(pools.len(), 2, "{:?}", ops(&fused));
+            assert!(pools.iter().all(|l| l.inputs[0] && l.output), "{pools:?}");
+            let want = with_nhwc(Some(false), || execute(&g, Passes::ALL, 3));
+            crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
+                assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 3)), want, "{t} {l:?}");
             });
             with_nhwc(Some(true), || check(&g, 0.05));
         }

@@ -25,7 +25,8 @@ use super::qgemm::{self, Acc, Chan, SharedOut, MR, NR};
 use super::{simd, Tensor};
 use crate::compile::quant::{QLayout, QLinear};
 use crate::error::{Result, WebnnError};
-use crate::ops::conv::Conv2dAttrs;
+use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
+use crate::ops::pooling::{Pool2d, PoolKind};
 
 fn internal(what: &str) -> WebnnError {
     WebnnError::Operation(format!("internal: quantized nhwc operator: {what}"))
@@ -162,9 +163,19 @@ struct Geometry {
 impl Geometry {
     /// Checks that every tap of every output pixel reads `span` bytes inside a
     /// padded image: the bound the kernels' unchecked reads rely on.
-    fn new(a: &Conv2dAttrs, [kh, kw]: [usize; 2], p: &Padded, oh: usize, ow: usize, span: usize) -> Result<Geometry> {
+    ///
+    /// `rows`: one tap per kernel row (its `kw` taps, adjacent at dilation 1,
+    /// read as one run of `kw * cs` bytes: `span`), else one per tap.
+    fn new(a: &Conv2dAttrs, [kh, kw]: [usize; 2], p: &Padded, oh: usize, ow: usize, span: usize, rows: bool) -> Result<Geometry> {
         let ([sh, sw], [dh, dw], cs) = (a.strides, a.dilations, p.cs);
-        let taps: Vec<usize> = (0..kh * kw).map(|t| ((t / kw) * dh * p.wp + (t % kw) * dw) * cs).collect();
+        if rows && dw != 1 {
+            return Err(internal("kernel rows need dilation 1"));
+        }
+        let taps: Vec<usize> = if rows {
+            (0..kh).map(|ky| ky * dh * p.wp * cs).collect()
+        } else {
+            (0..kh * kw).map(|t| ((t / kw) * dh * p.wp + (t % kw) * dw) * cs).collect()
+        };
         let g = Geometry { taps, step_x: sw * cs, step_y: sh * p.wp * cs, ow };
         if oh > 0 && ow > 0 {
             let last = g.pixel(oh * ow - 1) + g.taps.last().copied().unwrap_or(0) + span;
@@ -220,7 +231,14 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
     if m == 0 || o == 0 || n == 0 {
         return finish_output(tmp, out, out_shape);
     }
-    let geo = Geometry::new(a, kernel, &src, oh, ow, cs)?;
+    // At dilation 1 a kernel row's taps are adjacent pixels: one run of
+    // `kw * cs` bytes, in the weights' k order (tap-major).
+    let merged = a.dilations[1] == 1;
+    let (geo, cq) = if merged {
+        (Geometry::new(a, kernel, &src, oh, ow, kernel[1] * cs, true)?, kernel[1] * cs / 4)
+    } else {
+        (Geometry::new(a, kernel, &src, oh, ow, cs, false)?, cs / 4)
+    };
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,
@@ -253,23 +271,23 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
             #[cfg(target_arch = "x86_64")]
             if vnni {
                 // SAFETY: VNNI checked (`qgemm::vnni`); every row offset plus
-                // every tap offset plus `cs` lies within `input` (`Geometry::new`
-                // checked the last pixel's last tap; offsets grow with both);
-                // `lanes` holds the block's `area * cs / 4` quads; `d` rows of `o`
-                // bytes hold `nl` lanes each, the last `nl` bytes long; the
-                // requantization vectors hold `o >= l0 + nl` values.
+                // every tap offset plus `4 * cq` lies within `input`
+                // (`Geometry::new` checked the last pixel's last tap; offsets grow
+                // with both); `lanes` holds the block's `taps * cq` = `area * cs /
+                // 4` quads; `d` rows of `o` bytes hold `nl` lanes each, the last
+                // `nl` bytes long; the requantization vectors hold `o >= l0 + nl`
+                // values.
                 unsafe {
-                    let c4 = cs / 4;
                     if q.flip == 0 {
-                        x86::tile_store::<false>(input.as_ptr(), &rows, &geo.taps, c4, lanes.as_ptr(), rq, l0, nl, nr, d, o)
+                        x86::tile_store::<false>(input.as_ptr(), &rows, &geo.taps, cq, lanes.as_ptr(), rq, l0, nl, nr, d, o)
                     } else {
-                        x86::tile_store::<true>(input.as_ptr(), &rows, &geo.taps, c4, lanes.as_ptr(), rq, l0, nl, nr, d, o)
+                        x86::tile_store::<true>(input.as_ptr(), &rows, &geo.taps, cq, lanes.as_ptr(), rq, l0, nl, nr, d, o)
                     }
                 }
                 continue;
             }
             let _ = vnni;
-            simd::dispatch(|| tile_portable(input, &rows, &geo.taps, cs / 4, lanes, q.flip, &mut acc));
+            simd::dispatch(|| tile_portable(input, &rows, &geo.taps, cq, lanes, q.flip, &mut acc));
             rq.store(&acc, r0, nr, l0, nl, d, o);
         }
     });
@@ -316,7 +334,7 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
     if oh * ow == 0 || c == 0 || n == 0 {
         return finish_output(tmp, out, out_shape);
     }
-    let geo = Geometry::new(a, kernel, &src, oh, ow, c)?;
+    let geo = Geometry::new(a, kernel, &src, oh, ow, c, false)?;
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,
@@ -354,6 +372,61 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
     );
     finish_output(tmp, out, out_shape)
 }
+
+/// maxPool2d on 8-bit bytes (`QKind::MaxPool`): the padding is the type's
+/// minimum (raw byte `flip`: 0 for uint8, 0x80 for int8), which a window's
+/// maximum never takes from it unless the window holds nothing else, as the
+/// float operator's -infinity would quantize to that minimum.
+pub fn max_pool(q: &QLinear, p: &Pool2d, x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let [n, c, _, _] = dims4(x.shape)?;
+    let [on, o, oh, ow] = dims4(out_shape)?;
+    if on != n || o != c || p.kind != PoolKind::Max {
+        return Err(internal("maxPool2d shapes"));
+    }
+    let attrs = Conv2dAttrs {
+        padding: p.padding,
+        strides: p.strides,
+        dilations: p.dilations,
+        groups: c,
+        input_layout: InputLayout::Nchw,
+        filter_layout: Conv2dFilterLayout::Oihw,
+        has_bias: false,
+    };
+    let mut owned = Vec::new();
+    let src = padded(x, layout.inputs[0], c, &attrs, q.flip, &mut owned)?;
+    let mut tmp = output_nhwc(out, layout.output)?;
+    if oh * ow == 0 || c == 0 || n == 0 {
+        return finish_output(tmp, out, out_shape);
+    }
+    let geo = Geometry::new(&attrs, p.window, &src, oh, ow, c, false)?;
+    let dst: &mut [u8] = match tmp.as_mut() {
+        Some(t) => t,
+        None => out,
+    };
+    let image = src.image();
+    dst.par_chunks_mut(ow * c).enumerate().for_each(|(row, d)| {
+        let (img, oy) = (row / oh, row % oh);
+        let input = &src.data[img * image..(img + 1) * image];
+        max_row_at_level(input, geo.pixel(oy * ow), geo.step_x, &geo.taps, c, q.flip, d);
+    });
+    finish_output(tmp, out, out_shape)
+}
+
+/// One output row of `max_pool`: pixel ox's window at `first + ox * step`.
+#[inline(always)]
+fn max_row(input: &[u8], first: usize, step: usize, taps: &[usize], c: usize, flip: u8, d: &mut [u8]) {
+    for (ox, px) in d.chunks_exact_mut(c).enumerate() {
+        let at = first + ox * step;
+        px.fill(flip);
+        for &off in taps {
+            for (v, &x) in px.iter_mut().zip(&input[at + off..at + off + c]) {
+                *v = if (x ^ flip) > (*v ^ flip) { x } else { *v };
+            }
+        }
+    }
+}
+
+simd::at_level!(fn max_row_at_level[](input: &[u8], first: usize, step: usize, taps: &[usize], c: usize, flip: u8, d: &mut [u8]) => max_row);
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {

@@ -286,6 +286,7 @@ impl FusedOp {
                 super::quant::QKind::Matmul => "matmul (quantized)",
                 super::quant::QKind::Add { .. } => "add (quantized)",
                 super::quant::QKind::MaxPool(_) => "maxPool2d (quantized)",
+                super::quant::QKind::GlobalAverage => "averagePool2d (quantized)",
             },
         }
     }

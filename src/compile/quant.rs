@@ -79,6 +79,8 @@ pub enum QKind {
     /// windows within the padded input. `QLinear::flip` reads the bytes as
     /// unsigned for the comparison.
     MaxPool(crate::ops::pooling::Pool2d),
+    /// averagePool2d over whole planes (`global_average`), output [N, C, 1, 1].
+    GlobalAverage,
 }
 
 /// The weights in the kernels' layout, packed at build.
@@ -158,7 +160,7 @@ pub fn layouts(g: &mut Graph) -> usize {
             Op::Fused(FusedOp::Quantized { op: q, .. }) if op.outputs.len() == 1 => match (&q.0.kind, &q.0.weights) {
                 (QKind::Conv2d(..), QWeights::ConvNhwc { .. } | QWeights::DepthwiseNhwc { .. }) if op.inputs.len() == 1 => &[0],
                 (QKind::Add { .. }, _) if op.inputs.len() == 2 => &[0, 1],
-                (QKind::MaxPool(_), _) if op.inputs.len() == 1 => &[0],
+                (QKind::MaxPool(_) | QKind::GlobalAverage, _) if op.inputs.len() == 1 => &[0],
                 _ => &[],
             },
             _ => &[],
@@ -380,6 +382,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
     if op.op == Op::Binary(BinaryKind::Add) {
         return add(g, uses, p, out, &yq, lo, hi, remove);
     }
+    if let Op::Pool2d(pool) = &op.op {
+        return global_average(g, uses, p, *pool, out, &yq, lo, hi, remove);
+    }
     // The input: DQ of an 8-bit tensor, per tensor.
     let (xq_id, xq) = dequantized(g, uses, op.inputs[0])?;
     let x_zero = xq.unsigned_zero() as i64;
@@ -548,6 +553,44 @@ fn add(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor, lo: i64
         op: Operator {
             op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
             inputs: vec![a, b],
+            outputs: vec![out],
+        },
+        remove,
+    })
+}
+
+/// `DQ(x) -> averagePool2d over whole planes -> [activation] -> Q` (the
+/// global average pool of CNN heads): int32 sums per channel, requantized with
+/// `sx / (count * sy)`, the zero point's `count * zx` taken out.
+#[allow(clippy::too_many_arguments)]
+fn global_average(g: &Graph, uses: &Uses, p: usize, pool: crate::ops::pooling::Pool2d, out: OperandId, yq: &PerTensor, lo: i64, hi: i64, mut remove: Vec<usize>) -> Option<Rewrite> {
+    let op = &g.operators[p];
+    let (x, xq) = dequantized(g, uses, *op.inputs.first()?)?;
+    let (xs, ys) = (&desc(g, x).shape, &desc(g, out).shape);
+    let global = pool.kind == crate::ops::pooling::PoolKind::Average
+        && pool.layout == InputLayout::Nchw
+        && xs.len() == 4
+        && ys.len() == 4
+        && ys[2] == 1
+        && ys[3] == 1
+        && pool.window == [xs[2], xs[3]]
+        && pool.padding == [0; 4];
+    let count = xs[2] * xs[3];
+    if !global || count == 0 || count > MAX_K * 128 {
+        return None;
+    }
+    let c = xs[1];
+    let comp = i32::try_from(count as i64 * xq.unsigned_zero() as i64).ok()?;
+    let m = (xq.scale as f64 / (count as f64 * yq.scale as f64)) as f32;
+    let requant = Requant { comp: vec![comp; c], mul: vec![m; c], add: vec![0.0; c], zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: false };
+    let qop = QLinear { kind: QKind::GlobalAverage, flip: xq.flip(), x_zero: xq.unsigned_zero(), weights: QWeights::None, requant };
+    remove.push(p);
+    let at = remove[0];
+    Some(Rewrite {
+        at,
+        op: Operator {
+            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
+            inputs: vec![x],
             outputs: vec![out],
         },
         remove,
@@ -992,6 +1035,33 @@ mod tests {
                 assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 3)), want, "{t} {l:?}");
             });
             with_nhwc(Some(true), || check(&g, 0.05));
+        }
+    }
+
+    /// A CNN head: conv 1x1 (channels-last output) -> global averagePool2d ->
+    /// Q, both 8-bit types, with a relu: fused, within one unit of the unfused
+    /// graph, the nhwc and nchw inputs bit for bit alike; a pool that is not
+    /// global stays float.
+    #[test]
+    fn global_average_pool_fuses() {
+        use crate::ops::pooling::{Pool2dOptions, PoolKind};
+        for t in [DataType::Uint8, DataType::Int8] {
+            for global in [true, false] {
+                let mut b = Builder::new();
+                let x = b.input("x", &[2, 12, 7, 7]);
+                let zero = if t == DataType::Int8 { 5 } else { 120 };
+                let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, zero, t);
+                let w = dq_weights(&mut b, &[40, 12, 1, 1], 0, DataType::Int8, -127, 127, 0);
+                let y = b.b.conv2d(xd, w, None, &Default::default()).unwrap();
+                let (_, yd) = qdq(&mut b, y, 0.04, zero, t);
+                let window = if global { vec![7, 7] } else { vec![3, 3] };
+                let p = b.b.pool2d(PoolKind::Average, yd, &Pool2dOptions { window_dimensions: Some(window), ..Default::default() }).unwrap();
+                let g = finish(&mut b, p, Out { scale: 0.01, zero: 3, t: DataType::Uint8, act: Act::Relu });
+                let n = with_nhwc(Some(true), || check(&g, 0.01));
+                assert_eq!(n, if global { 2 } else { 1 }, "{t} global {global}");
+                let want = with_nhwc(Some(false), || execute(&g, Passes::ALL, 5));
+                assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 5)), want);
+            }
         }
     }
 

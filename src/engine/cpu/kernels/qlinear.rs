@@ -23,6 +23,7 @@ pub fn run(q: &QLinear, layout: QLayout, x: &Tensor, out: &mut [u8], out_shape: 
         (QKind::Conv2d(a, kernel), QWeights::ConvNhwc { packed, cs }) => qnhwc::conv(q, a, *kernel, packed, *cs, x, layout, out, out_shape),
         (QKind::Conv2d(a, kernel), QWeights::DepthwiseNhwc { taps }) => qnhwc::depthwise(q, a, *kernel, taps, x, layout, out, out_shape),
         (QKind::MaxPool(p), QWeights::None) => qnhwc::max_pool(q, p, x, layout, out, out_shape),
+        (QKind::GlobalAverage, QWeights::None) => qnhwc::global_average(q, x, layout.inputs[0], out),
         _ if layout != QLayout::default() => Err(internal("channels-last tensors on an nchw kernel")),
         (QKind::Conv2d(a, kernel), QWeights::Conv { groups, k }) => conv(q, a, *kernel, groups, *k, x, out, out_shape),
         (QKind::Conv2d(a, kernel), QWeights::Depthwise { taps }) => depthwise(q, a, *kernel, taps, x, out, out_shape),

@@ -412,6 +412,44 @@ pub fn max_pool(q: &QLinear, p: &Pool2d, x: &Tensor, layout: QLayout, out: &mut 
     finish_output(tmp, out, out_shape)
 }
 
+/// averagePool2d over whole planes (`QKind::GlobalAverage`): per image and
+/// channel the int32 sum of the bytes (read unsigned), requantized. The output
+/// ([N, C, 1, 1]) is the same bytes in either layout.
+pub fn global_average(q: &QLinear, x: &Tensor, nhwc: bool, out: &mut [u8]) -> Result<()> {
+    let [n, c, h, w] = dims4(x.shape)?;
+    let rq = &q.requant;
+    let hw = h * w;
+    if out.len() != n * c || x.data.len() != n * c * hw || rq.comp.len() != c || rq.mul.len() != c || rq.add.len() != c || hw > (i32::MAX / 255) as usize {
+        return Err(internal("averagePool2d shapes"));
+    }
+    if c == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(c).zip(x.data.par_chunks((c * hw).max(1))).for_each(|(dst, img)| {
+        let mut sums = vec![0i32; c];
+        sum_planes_at_level(img, c, hw, nhwc, q.flip, &mut sums);
+        rq.run(&sums, Chan::Many(&rq.comp, &rq.mul, &rq.add), dst);
+    });
+    Ok(())
+}
+
+#[inline(always)]
+fn sum_planes(img: &[u8], c: usize, hw: usize, nhwc: bool, flip: u8, sums: &mut [i32]) {
+    if nhwc {
+        for px in img.chunks_exact(c) {
+            for (s, &v) in sums.iter_mut().zip(px) {
+                *s += (v ^ flip) as i32;
+            }
+        }
+    } else {
+        for (s, plane) in sums.iter_mut().zip(img.chunks_exact(hw.max(1))) {
+            *s = plane.iter().map(|&v| (v ^ flip) as i32).sum();
+        }
+    }
+}
+
+simd::at_level!(fn sum_planes_at_level[](img: &[u8], c: usize, hw: usize, nhwc: bool, flip: u8, sums: &mut [i32]) => sum_planes);
+
 /// One output row of `max_pool`: pixel ox's window at `first + ox * step`.
 #[inline(always)]
 fn max_row(input: &[u8], first: usize, step: usize, taps: &[usize], c: usize, flip: u8, d: &mut [u8]) {

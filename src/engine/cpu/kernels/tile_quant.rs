@@ -306,6 +306,30 @@ fn blockwise<X: Element, S: Element, Z: Element, Y: Element>(
         return Err(internal("quantization shapes"));
     }
     let blocks: Vec<usize> = x.shape.iter().zip(s.shape).map(|(&n, &m)| n / m).collect();
+    // Trailing dimensions the scale does not vary along: each run of their
+    // elements (contiguous) shares one scale, mapped in pieces of `PIECE`
+    // whatever the last dimension's length (a per-tensor scale is one run).
+    let suffix = s.shape.iter().rev().take_while(|&&m| m == 1).count();
+    if suffix > 0 {
+        const PIECE: usize = 16384;
+        let run = product(&x.shape[rank - suffix..]).max(1);
+        let (outer, s_outer) = (&x.shape[..rank - suffix], &s.shape[..rank - suffix]);
+        dst.par_chunks_mut(PIECE).enumerate().for_each(|(i, ys)| {
+            let mut at = i * PIECE;
+            let mut ys = ys;
+            while !ys.is_empty() {
+                let (r, off) = (at / run, at % run);
+                let n = (run - off).min(ys.len());
+                let k = source_row(r, outer, s_outer, |d, i| i / blocks[d]);
+                let (sc, zp) = (ss[k], zs[k]);
+                let (head, rest) = ys.split_at_mut(n);
+                super::simd::map_slice(&xs[at..at + n], head, &|v| f(v, sc, zp));
+                ys = rest;
+                at += n;
+            }
+        });
+        return Ok(());
+    }
     let (outer, w) = split_last(x.shape);
     let (s_outer, sw) = split_last(s.shape);
     let last_block = blocks.last().copied().unwrap_or(1);
@@ -520,6 +544,29 @@ mod tests {
                     let want: Vec<f32> = q.iter().map(|&v| dequantize_value(if t == DataType::Int8 { v as i8 as i64 } else { v as i64 }, scale, zero)).collect();
                     assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "dequantize {t} at {l:?}");
                 });
+            }
+        }
+    }
+
+    /// Scales constant along trailing dimensions (per channel [C, 1, 1], per
+    /// tensor, a block of two along axis 0): each element against the
+    /// definition with its own block's scale and zero point.
+    #[test]
+    fn scales_along_leading_axes() {
+        let shape = [4usize, 3, 5];
+        let x: Vec<f32> = (0..60).map(|i| (i as f32 * 0.77).sin() * 9.0).collect();
+        for sshape in [vec![4usize, 1, 1], vec![1, 3, 1], vec![1, 1, 1], vec![2, 1, 1], vec![4, 3, 1]] {
+            let n: usize = sshape.iter().product();
+            let sc: Vec<f32> = (0..n).map(|i| 0.05 + 0.03 * i as f32).collect();
+            let zp: Vec<u8> = (0..n).map(|i| (100 + 7 * i) as u8).collect();
+            let (sb, zb) = (bytes(&sc), bytes(&zp));
+            let st = Tensor { data: &sb, shape: &sshape, data_type: DataType::Float32 };
+            let zt = Tensor { data: &zb, shape: &sshape, data_type: DataType::Uint8 };
+            let got: Vec<u8> = run(&x, &shape, DataType::Float32, 60, |t, o| quantize_linear(t, &st, &zt, o));
+            for (i, &g) in got.iter().enumerate() {
+                let c = [i / 15, (i / 5) % 3, i % 5];
+                let k = (0..3).fold(0, |k, d| k * sshape[d] + c[d] / (shape[d] / sshape[d]));
+                assert_eq!(g as f64, quantize_value(x[i], sc[k], zp[k] as f64, 0.0, 255.0), "{sshape:?} [{i}]");
             }
         }
     }

@@ -98,22 +98,32 @@ pub fn vnni() -> bool {
 pub type Acc = [[i32; NR]; MR];
 
 /// One tile: `rows` a packed row block, `lanes` a packed lane block, both of
-/// `k4` quads. Panics on short blocks (callers pass whole blocks).
-pub fn tile(rows: &[u8], lanes: &[u8], k4: usize, unsigned: Unsigned, use_vnni: bool, acc: &mut Acc) {
+/// `k4` quads; only the first `used` rows' sums are wanted (the VNNI kernel
+/// skips the others: a batch-1 matmul has one row). Panics on short blocks
+/// (callers pass whole blocks).
+pub fn tile(rows: &[u8], lanes: &[u8], k4: usize, unsigned: Unsigned, use_vnni: bool, used: usize, acc: &mut Acc) {
     let rows = &rows[..k4 * MR * 4];
     let lanes = &lanes[..k4 * NR * 4];
     #[cfg(target_arch = "x86_64")]
     if use_vnni {
+        let (r, l) = (rows.as_ptr(), lanes.as_ptr());
         // SAFETY: `use_vnni` comes from `vnni()`, which checked the features; the
         // slices above hold exactly the bytes the kernel reads.
         unsafe {
-            match unsigned {
-                Unsigned::Rows => x86::tile_vnni::<true>(rows.as_ptr(), lanes.as_ptr(), k4, acc),
-                Unsigned::Lanes => x86::tile_vnni::<false>(rows.as_ptr(), lanes.as_ptr(), k4, acc),
+            match (unsigned, used) {
+                (Unsigned::Rows, 1) => x86::tile_vnni::<true, 1>(r, l, k4, acc),
+                (Unsigned::Rows, 2) => x86::tile_vnni::<true, 2>(r, l, k4, acc),
+                (Unsigned::Rows, 3 | 4) => x86::tile_vnni::<true, 4>(r, l, k4, acc),
+                (Unsigned::Rows, _) => x86::tile_vnni::<true, MR>(r, l, k4, acc),
+                (Unsigned::Lanes, 1) => x86::tile_vnni::<false, 1>(r, l, k4, acc),
+                (Unsigned::Lanes, 2) => x86::tile_vnni::<false, 2>(r, l, k4, acc),
+                (Unsigned::Lanes, 3 | 4) => x86::tile_vnni::<false, 4>(r, l, k4, acc),
+                (Unsigned::Lanes, _) => x86::tile_vnni::<false, MR>(r, l, k4, acc),
             }
         }
         return;
     }
+    let _ = used;
     let _ = use_vnni;
     simd::dispatch(|| match unsigned {
         Unsigned::Rows => tile_portable::<true>(rows, lanes, k4, acc),
@@ -196,14 +206,15 @@ pub(crate) mod x86 {
     /// `UR`: the rows hold the unsigned bytes (broadcast as `vpdpbusd`'s first
     /// source), else the lanes do.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn tile_vnni<const UR: bool>(rows: *const u8, lanes: *const u8, k4: usize, acc: &mut Acc) {
+    /// Rows `R..MR` of `acc` are left as they were.
+    pub unsafe fn tile_vnni<const UR: bool, const R: usize>(rows: *const u8, lanes: *const u8, k4: usize, acc: &mut Acc) {
         let mut c = [_mm512_setzero_si512(); 2 * MR];
         for q in 0..k4 {
             let lp = lanes.add(q * NR * 4);
             let l0 = _mm512_loadu_si512(lp as *const _);
             let l1 = _mm512_loadu_si512(lp.add(64) as *const _);
             let rp = rows.add(q * MR * 4);
-            for r in 0..MR {
+            for r in 0..R {
                 let b = _mm512_set1_epi32((rp.add(r * 4) as *const i32).read_unaligned());
                 if UR {
                     c[2 * r] = _mm512_dpbusd_epi32(c[2 * r], b, l0);
@@ -214,7 +225,7 @@ pub(crate) mod x86 {
                 }
             }
         }
-        for r in 0..MR {
+        for r in 0..R {
             let p = acc[r].as_mut_ptr();
             _mm512_storeu_si512(p as *mut _, c[2 * r]);
             _mm512_storeu_si512(p.add(16) as *mut _, c[2 * r + 1]);
@@ -371,11 +382,13 @@ mod tests {
                     }
                 }
                 for v in [false, vnni()] {
-                    let mut acc = [[0; NR]; MR];
-                    tile(&rows, &lanes, k4(k), unsigned, v, &mut acc);
-                    for r in 0..MR {
-                        for l in 0..NR {
-                            assert_eq!(acc[r][l] as i64, want[r][l], "k {k} {unsigned:?} vnni {v} at ({r}, {l})");
+                    for used in [1, 2, 3, 5, MR] {
+                        let mut acc = [[0; NR]; MR];
+                        tile(&rows, &lanes, k4(k), unsigned, v, used, &mut acc);
+                        for r in 0..used {
+                            for l in 0..NR {
+                                assert_eq!(acc[r][l] as i64, want[r][l], "k {k} {unsigned:?} vnni {v} used {used} at ({r}, {l})");
+                            }
                         }
                     }
                 }

@@ -159,9 +159,9 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
             interleave_at_level(rows, p, k, l0, nl, flip, lanes);
             let mut acc: Acc = [[0; NR]; MR];
             for rb in chunk * per_chunk..((chunk + 1) * per_chunk).min(row_blocks) {
-                qgemm::tile(&groups[gi][rb * rbb..(rb + 1) * rbb], lanes, k4, Unsigned::Lanes, vnni, &mut acc);
                 let r0 = rb * MR;
                 let nr = MR.min(og - r0);
+                qgemm::tile(&groups[gi][rb * rbb..(rb + 1) * rbb], lanes, k4, Unsigned::Lanes, vnni, nr, &mut acc);
                 let ch0 = gi * og + r0;
                 let at = (img * o + ch0) * p + l0;
                 // SAFETY: this task alone writes rows ch0..ch0+nr, pixels l0..l0+nl
@@ -474,7 +474,7 @@ fn matmul(q: &QLinear, packed: &[u8], k: usize, n: usize, x: &Tensor, out: &mut 
             qgemm::pack_into(rows, MR, nr, k, |r, kk| x.data[(r0 + r) * k + kk] ^ q.flip);
             let mut acc: Acc = [[0; NR]; MR];
             for lb in chunk * per_chunk..((chunk + 1) * per_chunk).min(lane_blocks) {
-                qgemm::tile(rows, &packed[lb * lbb..(lb + 1) * lbb], k4, Unsigned::Rows, vnni, &mut acc);
+                qgemm::tile(rows, &packed[lb * lbb..(lb + 1) * lbb], k4, Unsigned::Rows, vnni, nr, &mut acc);
                 let l0 = lb * NR;
                 let nl = NR.min(n - l0);
                 // SAFETY: this task alone writes rows r0..r0+nr, columns l0..l0+nl.

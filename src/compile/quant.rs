@@ -473,15 +473,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
     let requant = Requant { comp, mul, add, zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row };
     let qop = QLinear { kind, flip: xq.flip(), x_zero: x_zero as i32, weights: packed, requant };
     remove.push(p);
-    Some(Rewrite {
-        at: i,
-        op: Operator {
-            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
-            inputs: vec![xq_id],
-            outputs: vec![out],
-        },
-        remove,
-    })
+    Some(quantized(qop, vec![xq_id], out, i, remove))
 }
 
 /// `DQ(x) -> maxPool2d | reshape | transpose -> Q` with Q's parameters equal
@@ -522,8 +514,7 @@ fn agnostic(g: &Graph, uses: &Uses, p: usize, q: usize, yq: &PerTensor, nhwc: bo
         {
             let requant = Requant { comp: Vec::new(), mul: Vec::new(), add: Vec::new(), zero: 0, lo: 0, hi: 255, per_row: false };
             let qop = QLinear { kind: QKind::MaxPool(*pool), flip: xq.flip(), x_zero: 0, weights: QWeights::None, requant };
-            let op = Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() });
-            return Some(Rewrite { at: q, op: Operator { op, inputs: vec![x], outputs: vec![out] }, remove: vec![q, p] });
+            return Some(quantized(qop, vec![x], out, q, vec![q, p]));
         }
     }
     Some(Rewrite { at: q, op: Operator { op: op.op.clone(), inputs: vec![x], outputs: vec![out] }, remove: vec![q, p] })
@@ -547,16 +538,7 @@ fn add(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor, lo: i64
     let requant = Requant { comp: vec![0], mul: vec![ma, mb], add: vec![0.0], zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: true };
     let qop = QLinear { kind: QKind::Add { b_flip, b_zero }, flip: a_flip, x_zero: a_zero, weights: QWeights::None, requant };
     remove.push(p);
-    let at = remove[0];
-    Some(Rewrite {
-        at,
-        op: Operator {
-            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
-            inputs: vec![a, b],
-            outputs: vec![out],
-        },
-        remove,
-    })
+    Some(quantized(qop, vec![a, b], out, remove[0], remove))
 }
 
 /// `DQ(x) -> averagePool2d over whole planes -> [activation] -> Q` (the
@@ -585,16 +567,13 @@ fn global_average(g: &Graph, uses: &Uses, p: usize, pool: crate::ops::pooling::P
     let requant = Requant { comp: vec![comp; c], mul: vec![m; c], add: vec![0.0; c], zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: false };
     let qop = QLinear { kind: QKind::GlobalAverage, flip: xq.flip(), x_zero: xq.unsigned_zero(), weights: QWeights::None, requant };
     remove.push(p);
-    let at = remove[0];
-    Some(Rewrite {
-        at,
-        op: Operator {
-            op: Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() }),
-            inputs: vec![x],
-            outputs: vec![out],
-        },
-        remove,
-    })
+    Some(quantized(qop, vec![x], out, remove[0], remove))
+}
+
+/// The rewrite that puts `qop` (layouts still nchw: `layouts` decides) at `at`.
+fn quantized(qop: QLinear, inputs: Vec<OperandId>, out: OperandId, at: usize, remove: Vec<usize>) -> Rewrite {
+    let op = Op::Fused(FusedOp::Quantized { op: QuantizedOp(Arc::new(qop)), layout: QLayout::default(), epilogue: Epilogue::default() });
+    Rewrite { at, op: Operator { op, inputs, outputs: vec![out] }, remove }
 }
 
 #[cfg(test)]
@@ -927,6 +906,32 @@ mod tests {
         }
     }
 
+    /// The layouts of the quantized operators of `kind` in `g`'s plan with the
+    /// nhwc kernels.
+    fn nhwc_layouts(g: &Graph, kind: impl Fn(&QKind) -> bool) -> Vec<super::QLayout> {
+        use crate::compile::fused::FusedOp;
+        use crate::ops::Op;
+        let fused = with_nhwc(Some(true), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL));
+        fused
+            .operators
+            .iter()
+            .filter_map(|o| match &o.op {
+                Op::Fused(FusedOp::Quantized { op, layout, .. }) if kind(&op.0.kind) => Some(*layout),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `g` on the nhwc kernels gives the nchw kernels' outputs bit for bit at
+    /// every SIMD level; returns them.
+    fn nhwc_matches_nchw(g: &Graph, seed: u64) -> Vec<Vec<f64>> {
+        let want = with_nhwc(Some(false), || execute(g, Passes::ALL, seed));
+        crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
+            assert_eq!(with_nhwc(Some(true), || execute(g, Passes::ALL, seed)), want, "{l:?}");
+        });
+        want
+    }
+
     /// A MobileNetV2-style block and a ResNet-style tail on a batch of two:
     /// 1x1 expand (relu6) -> depthwise 3x3 (stride 1, relu) -> 1x1 project ->
     /// residual add with the block's input -> 3x3 stride 2 (dilation 2 in one
@@ -939,8 +944,6 @@ mod tests {
     #[test]
     fn channels_last_chain_matches_the_nchw_kernels() {
         use super::super::testing::execute_on;
-        use crate::compile::fused::FusedOp;
-        use crate::ops::Op;
         for (x_t, dil) in [(DataType::Uint8, 1), (DataType::Int8, 2)] {
             let mut b = Builder::new();
             let x = b.input("x", &[2, 16, 12, 12]);
@@ -967,26 +970,13 @@ mod tests {
             let t = conv(&mut b, sd, 16, 24, 3, opts, Act::Relu, 0.05);
             let z = conv(&mut b, t, 24, 24, 3, Conv2dOptions { groups: 24, strides: Some(vec![2, 2]), ..pads(1) }, Act::None, 0.05);
             let g = b.b.build(&[("y".into(), z)]).unwrap();
-            let fused = with_nhwc(Some(true), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL));
-            let layouts: Vec<_> = fused
-                .operators
-                .iter()
-                .filter_map(|o| match &o.op {
-                    Op::Fused(FusedOp::Quantized { layout, .. }) => Some(*layout),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(layouts.len(), 6, "{:?}", ops(&fused));
+            let layouts = nhwc_layouts(&g, |_| true);
+            assert_eq!(layouts.len(), 6);
             // Every quantized operator but the last writes nhwc.
             assert_eq!(layouts.iter().filter(|l| l.output).count(), 5, "{layouts:?}");
             assert!(layouts.iter().any(|l| l.inputs[0] != l.inputs[1]), "{layouts:?}");
-            let want = with_nhwc(Some(false), || execute(&g, Passes::ALL, 7));
-            for threads in [1, 2] {
-                assert_eq!(with_nhwc(Some(true), || execute_on(&g, Passes::ALL, threads, 7)), want, "{threads} threads");
-            }
-            crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
-                assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 7)), want, "{l:?}");
-            });
+            let want = nhwc_matches_nchw(&g, 7);
+            assert_eq!(with_nhwc(Some(true), || execute_on(&g, Passes::ALL, 2, 7)), want, "2 threads");
             with_nhwc(Some(true), || check(&g, 0.05));
         }
     }
@@ -998,9 +988,7 @@ mod tests {
     /// convolutions' rounding; maxPool2d is exact on 8 bits).
     #[test]
     fn max_pool_runs_channels_last() {
-        use crate::compile::fused::FusedOp;
         use crate::ops::pooling::{Pool2dOptions, PoolKind};
-        use crate::ops::Op;
         for t in [DataType::Uint8, DataType::Int8] {
             let mut b = Builder::new();
             let x = b.input("x", &[2, 3, 21, 21]);
@@ -1019,21 +1007,10 @@ mod tests {
             let w2 = dq_weights(&mut b, &[8, 16, 1, 1], 0, DataType::Int8, -127, 127, 0);
             let z = b.b.conv2d(m2d, w2, None, &Default::default()).unwrap();
             let g = finish(&mut b, z, u8_out(Act::None));
-            let fused = with_nhwc(Some(true), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL));
-            let pools: Vec<_> = fused
-                .operators
-                .iter()
-                .filter_map(|o| match &o.op {
-                    Op::Fused(FusedOp::Quantized { op, layout, .. }) if matches!(op.0.kind, QKind::MaxPool(_)) => Some(*layout),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(pools.len(), 2, "{:?}", ops(&fused));
+            let pools = nhwc_layouts(&g, |k| matches!(k, QKind::MaxPool(_)));
+            assert_eq!(pools.len(), 2);
             assert!(pools.iter().all(|l| l.inputs[0] && l.output), "{pools:?}");
-            let want = with_nhwc(Some(false), || execute(&g, Passes::ALL, 3));
-            crate::engine::cpu::kernels::simd::tests::at_each_level(|l| {
-                assert_eq!(with_nhwc(Some(true), || execute(&g, Passes::ALL, 3)), want, "{t} {l:?}");
-            });
+            nhwc_matches_nchw(&g, 3);
             with_nhwc(Some(true), || check(&g, 0.05));
         }
     }

@@ -39,12 +39,32 @@ fn dims4(s: &[usize]) -> Result<[usize; 4]> {
     }
 }
 
-/// A zeroed byte buffer of `len`, or an OperationError when memory is short.
-fn scratch(len: usize) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
+thread_local! {
+    /// Scratch buffers of this thread's earlier calls (`scratch`, `recycle`):
+    /// reused, a padded copy or a transposed output costs a fill and a copy, not
+    /// fresh zero pages from the kernel each compute. At most `POOLED` kept.
+    static POOL: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+const POOLED: usize = 4;
+
+/// A buffer of `len` bytes set to `fill` (from this thread's pool when it has
+/// one), or an OperationError when memory is short.
+fn scratch(len: usize, fill: u8) -> Result<Vec<u8>> {
+    let mut v = POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default();
+    v.clear();
     v.try_reserve_exact(len).map_err(|_| WebnnError::Operation(format!("quantized operator: cannot allocate {len} bytes of scratch")))?;
-    v.resize(len, 0);
+    v.resize(len, fill);
     Ok(v)
+}
+
+/// Returns a `scratch` buffer to this thread's pool.
+fn recycle(v: Vec<u8>) {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < POOLED && v.capacity() > 0 {
+            p.push(v);
+        }
+    });
 }
 
 /// nchw bytes (`n` images of `c` planes of `hw`) to nhwc with `cs >= c` bytes
@@ -53,10 +73,7 @@ pub fn to_nhwc(x: &[u8], n: usize, c: usize, hw: usize, cs: usize, pad: u8) -> R
     if x.len() != n * c * hw || cs < c {
         return Err(internal("to_nhwc sizes"));
     }
-    let mut out = scratch(n * hw * cs)?;
-    if cs > c {
-        out.fill(pad);
-    }
+    let mut out = scratch(n * hw * cs, pad)?;
     if hw == 0 || cs == 0 {
         return Ok(out);
     }
@@ -129,8 +146,7 @@ fn padded<'a>(x: &'a Tensor, nhwc: bool, cs: usize, a: &Conv2dAttrs, pad: u8, ow
         return Err(internal("channels"));
     }
     let image = hp * wp * cs;
-    *owned = scratch(n * image)?;
-    owned.fill(pad);
+    *owned = scratch(n * image, pad)?;
     if image > 0 {
         owned.par_chunks_mut(image).zip(x.data.par_chunks((c * h * w).max(1))).for_each(|(dst, src)| {
             for y in 0..h {
@@ -199,14 +215,16 @@ fn output_nhwc(out: &mut [u8], nhwc: bool) -> Result<Option<Vec<u8>>> {
     if nhwc {
         Ok(None)
     } else {
-        Ok(Some(scratch(out.len())?))
+        Ok(Some(scratch(out.len(), 0)?))
     }
 }
 
 fn finish_output(tmp: Option<Vec<u8>>, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
     let Some(tmp) = tmp else { return Ok(()) };
     let [n, c, h, w] = dims4(out_shape)?;
-    to_nchw(&tmp, n, c, h * w, out)
+    let r = to_nchw(&tmp, n, c, h * w, out);
+    recycle(tmp);
+    r
 }
 
 /// conv2d, one group: `packed` the filter as `qgemm` lanes over k = taps x
@@ -291,6 +309,7 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
             rq.store(&acc, r0, nr, l0, nl, d, o);
         }
     });
+    recycle(owned);
     finish_output(tmp, out, out_shape)
 }
 
@@ -370,6 +389,7 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
             })
         },
     );
+    recycle(owned);
     finish_output(tmp, out, out_shape)
 }
 
@@ -409,6 +429,7 @@ pub fn max_pool(q: &QLinear, p: &Pool2d, x: &Tensor, layout: QLayout, out: &mut 
         let input = &src.data[img * image..(img + 1) * image];
         max_row_at_level(input, geo.pixel(oy * ow), geo.step_x, &geo.taps, c, q.flip, d);
     });
+    recycle(owned);
     finish_output(tmp, out, out_shape)
 }
 

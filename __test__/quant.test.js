@@ -263,6 +263,14 @@ async function run (t, device, context, builder, outputs, inputs) {
   return r.outputs
 }
 
+/** `run`, then each output against `expected[name]` (`{ values, type }`) within
+ * one unit (`assertQuantized`). */
+async function runExpecting (t, device, context, builder, outputs, inputs, expected) {
+  const got = await run(t, device, context, builder, outputs, inputs)
+  if (!got) return
+  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+}
+
 /** Asserts each element within 1 unit of the reference and a quarter of the
  * reference strictly inside the type's range. */
 function assertQuantized (t, got, expected, type, what) {
@@ -367,9 +375,7 @@ for (const spec of CONVS) {
       outputs[name] = qz(b, y, p)
       t.deepEqual(outputs[name].shape, c.y.shape)
     })
-    const got = await run(t, device, context, b, outputs, inputs)
-    if (!got) return
-    for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+    await runExpecting(t, device, context, b, outputs, inputs, expected)
   })
 }
 
@@ -402,9 +408,7 @@ for (const spec of MATMULS) {
       if (act === 'relu') out = b.relu(out)
       outputs[name] = qz(b, out, p)
     }
-    const got = await run(t, device, context, b, outputs, inputs)
-    if (!got) return
-    for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+    await runExpecting(t, device, context, b, outputs, inputs, expected)
   })
 }
 
@@ -431,9 +435,7 @@ deviceTest('DQ -> gemm (int8 B per column, int32 C) -> Q, with and without bTran
     if (withC) options.c = dq(b, constant(b, 'int32', [nn], c.q), c.p)
     outputs[name] = qz(b, b.gemm(dq(b, b.input(`a${n}`, { dataType: type, dimensions: a.shape }), a.p), dq(b, constant(b, 'int8', w.shape, w.q), w.p), options), p)
   }
-  const got = await run(t, device, context, b, outputs, inputs)
-  if (!got) return
-  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
 })
 
 // ---------------------------------------------------------------------------
@@ -572,9 +574,7 @@ deviceTest('DQ + DQ -> add (-> relu) -> Q, uint8 and int8, different input param
     if (act === 'relu') out = b.relu(out)
     outputs[name] = qz(b, out, p)
   }
-  const got = await run(t, device, context, b, outputs, inputs)
-  if (!got) return
-  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
 })
 
 deviceTest('DQ -> maxPool2d / averagePool2d / global averagePool2d -> Q', async (t, device, context) => {
@@ -601,9 +601,7 @@ deviceTest('DQ -> maxPool2d / averagePool2d / global averagePool2d -> Q', async 
     expected[`global_${type}`] = { values: quantizeRef(gp.values, gp.shape, pg), type }
     outputs[`global_${type}`] = qz(b, b.averagePool2d(xd), pg)
   }
-  const got = await run(t, device, context, b, outputs, inputs)
-  if (!got) return
-  for (const [name, e] of Object.entries(expected)) assertQuantized(t, got[name], e.values, e.type, name)
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
 })
 
 // ---------------------------------------------------------------------------

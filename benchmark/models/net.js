@@ -391,6 +391,11 @@ function toOnnx (net) {
       default: throw new Error(`toOnnx: unknown op ${nd.op}`)
     }
   }
+  return onnxGraph(net, initializers, nodes)
+}
+
+/** `../onnx.js` model() arguments for `net`'s inputs and float32 outputs (opset 17). */
+function onnxGraph (net, initializers, nodes) {
   return {
     inputs: net.inputs,
     outputs: net.outputs.map((o) => ({ name: o, dataType: 'float32', shape: net.shape(o) })),
@@ -410,4 +415,4 @@ function inputData (net) {
   })
 }
 
-module.exports = { Net, toWebnn, toOnnx, rng, count, toHalf, halfValue, inputData }
+module.exports = { Net, toWebnn, toOnnx, onnxGraph, rng, count, toHalf, halfValue, inputData }

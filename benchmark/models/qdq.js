@@ -36,7 +36,7 @@
 //   (ONNX opset 17: per-axis DequantizeLinear needs 13, LayerNormalization 17).
 //   The float operators are written by net.js's own toWebnn / toOnnx, one node at
 //   a time, so that a quantized model's float ops are the float model's exactly.
-const { Net, count, toWebnn: netToWebnn, toOnnx: netToOnnx } = require('./net.js')
+const { Net, count, onnxGraph, toWebnn: netToWebnn, toOnnx: netToOnnx } = require('./net.js')
 
 const QRANGE = { uint8: [0, 255], int8: [-128, 127], int32: [-2147483648, 2147483647] }
 const ARRAY = { uint8: Uint8Array, int8: Int8Array, int32: Int32Array }
@@ -430,13 +430,7 @@ function toOnnx (qnet) {
     }
     for (const n of part.nodes) nodes.push({ ...n, inputs: n.inputs.map((x) => rename.get(x) || x) })
   }
-  return {
-    inputs: qnet.inputs,
-    outputs: qnet.outputs.map((o) => ({ name: o, dataType: 'float32', shape: qnet.shape(o) })),
-    initializers,
-    nodes,
-    opset: 17
-  }
+  return onnxGraph(qnet, initializers, nodes)
 }
 
 module.exports = { foldBatchNorm, calibrate, quantizeStatic, quantizeWeights, toWebnn, toOnnx, activationParams, roundHalfEven }

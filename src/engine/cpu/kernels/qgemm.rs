@@ -82,6 +82,15 @@ pub fn pack_lanes(n: usize, k: usize, at: impl Fn(usize, usize) -> u8) -> Vec<u8
     out
 }
 
+/// How to split `inner` blocks into chunks when there are `tasks` tasks
+/// otherwise: whole (one chunk) when the tasks already give every thread 4,
+/// else into enough chunks for that. Returns (chunks, blocks per chunk).
+pub fn split(tasks: usize, inner: usize) -> (usize, usize) {
+    let threads = rayon::current_num_threads().max(1);
+    let chunks = if tasks >= 4 * threads { 1 } else { inner.min((4 * threads).div_ceil(tasks.max(1))).max(1) };
+    (chunks, inner.div_ceil(chunks))
+}
+
 /// Whether this CPU runs the VNNI tile at the current SIMD level.
 pub fn vnni() -> bool {
     #[cfg(target_arch = "x86_64")]

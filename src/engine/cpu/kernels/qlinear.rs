@@ -48,6 +48,8 @@ pub fn add(q: &QLinear, layout: QLayout, a: &Tensor, b: &Tensor, out: &mut [u8],
         let n = dst.len();
         add_at_level(&sides, &a[start..start + n], &b[start..start + n], &q.requant, dst)
     });
+    qnhwc::recycle(ca);
+    qnhwc::recycle(cb);
     Ok(())
 }
 
@@ -62,7 +64,7 @@ fn data_in<'a>(x: &'a Tensor, nhwc: bool, want_nhwc: bool, shape: &[usize], owne
         _ => return Err(internal("add layouts on a tensor not of rank 4")),
     };
     if want_nhwc {
-        *owned = qnhwc::to_nhwc(x.data, n, c, h * w, c, 0)?;
+        *owned = qnhwc::to_nhwc(x.data, [n, c, h, w])?;
     } else {
         *owned = vec![0; x.data.len()];
         qnhwc::to_nchw(x.data, n, c, h * w, owned)?;
@@ -127,10 +129,8 @@ fn conv(q: &QLinear, a: &Conv2dAttrs, [kh, kw]: [usize; 2], groups: &[Vec<u8>], 
     let k4 = qgemm::k4(k);
     // Tasks: (image, group, lane block, chunk of row blocks); split the rows only
     // when there are few pixel blocks.
-    let threads = rayon::current_num_threads().max(1);
     let base = n * ng * lane_blocks;
-    let chunks = if base >= 4 * threads { 1 } else { row_blocks.min((4 * threads).div_ceil(base.max(1))).max(1) };
-    let per_chunk = row_blocks.div_ceil(chunks);
+    let (chunks, per_chunk) = qgemm::split(base, row_blocks);
     let vnni = qgemm::vnni();
     let shared = SharedOut(out.as_mut_ptr(), out.len());
     let plane = g.h * g.w;
@@ -459,9 +459,7 @@ fn matmul(q: &QLinear, packed: &[u8], k: usize, n: usize, x: &Tensor, out: &mut 
     let lane_blocks = n.div_ceil(NR);
     let lbb = qgemm::lanes_block_bytes(k);
     let k4 = qgemm::k4(k);
-    let threads = rayon::current_num_threads().max(1);
-    let chunks = if row_blocks >= 4 * threads { 1 } else { lane_blocks.min((4 * threads).div_ceil(row_blocks)).max(1) };
-    let per_chunk = lane_blocks.div_ceil(chunks);
+    let (chunks, per_chunk) = qgemm::split(row_blocks, lane_blocks);
     let vnni = qgemm::vnni();
     let shared = SharedOut(out.as_mut_ptr(), out.len());
     (0..row_blocks * chunks).into_par_iter().for_each_init(

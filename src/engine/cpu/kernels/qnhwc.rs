@@ -58,7 +58,7 @@ fn scratch(len: usize, fill: u8) -> Result<Vec<u8>> {
 }
 
 /// Returns a `scratch` buffer to this thread's pool.
-fn recycle(v: Vec<u8>) {
+pub fn recycle(v: Vec<u8>) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < POOLED && v.capacity() > 0 {
@@ -67,31 +67,9 @@ fn recycle(v: Vec<u8>) {
     });
 }
 
-/// nchw bytes (`n` images of `c` planes of `hw`) to nhwc with `cs >= c` bytes
-/// per pixel, channels `c..cs` set to `pad`.
-pub fn to_nhwc(x: &[u8], n: usize, c: usize, hw: usize, cs: usize, pad: u8) -> Result<Vec<u8>> {
-    if x.len() != n * c * hw || cs < c {
-        return Err(internal("to_nhwc sizes"));
-    }
-    let mut out = scratch(n * hw * cs, pad)?;
-    if hw == 0 || cs == 0 {
-        return Ok(out);
-    }
-    // Blocks of 64 pixels of one image: each reads 64 bytes of every plane.
-    const PX: usize = 64;
-    let blocks = hw.div_ceil(PX);
-    out.par_chunks_mut(hw * cs).zip(x.par_chunks(c * hw)).for_each(|(dst, src)| {
-        for b in 0..blocks {
-            let (p0, p1) = (b * PX, (b * PX + PX).min(hw));
-            for ch in 0..c {
-                let plane = &src[ch * hw + p0..ch * hw + p1];
-                for (i, &v) in plane.iter().enumerate() {
-                    dst[(p0 + i) * cs + ch] = v;
-                }
-            }
-        }
-    });
-    Ok(out)
+/// nchw bytes of `shape` to nhwc (a `scratch` buffer).
+pub fn to_nhwc(x: &[u8], shape: [usize; 4]) -> Result<Vec<u8>> {
+    padded_bytes(x, false, shape, shape[1], [0; 4], 0)
 }
 
 /// nhwc bytes (`c` per pixel) to nchw.
@@ -116,7 +94,7 @@ pub fn to_nchw(x: &[u8], n: usize, c: usize, hw: usize, out: &mut [u8]) -> Resul
 /// `[n][hp][wp][cs]`, the border (and channels `c..cs`) the zero point, so that
 /// every tap of every output pixel reads inside it: output pixel (oy, ox)
 /// starts at `(oy * sh * wp + ox * sw) * cs`, tap (ky, kx) adds
-/// `(ky * dh * wp + kx * dw) * cs` (`tap_offsets`).
+/// `(ky * dh * wp + kx * dw) * cs` (`Geometry`).
 struct Padded<'a> {
     data: &'a [u8],
     hp: usize,
@@ -142,13 +120,22 @@ fn padded<'a>(x: &'a Tensor, nhwc: bool, cs: usize, a: &Conv2dAttrs, pad: u8, ow
     if nhwc && hp == h && wp == w {
         return Ok(Padded { data: x.data, hp, wp, cs });
     }
-    if cs < c {
-        return Err(internal("channels"));
+    *owned = padded_bytes(x.data, nhwc, [n, c, h, w], cs, a.padding, pad)?;
+    Ok(Padded { data: owned, hp, wp, cs })
+}
+
+/// `x` (nhwc when `nhwc`, else nchw, of `shape`) as nhwc images padded by
+/// `[top, bottom, left, right]` with `cs >= c` bytes per pixel, the border and
+/// channels `c..cs` set to `pad` (a `scratch` buffer).
+fn padded_bytes(x: &[u8], nhwc: bool, [n, c, h, w]: [usize; 4], cs: usize, [pt, pb, pl, pr]: [usize; 4], pad: u8) -> Result<Vec<u8>> {
+    if cs < c || x.len() != n * c * h * w || (nhwc && cs != c) {
+        return Err(internal("padded input sizes"));
     }
-    let image = hp * wp * cs;
-    *owned = scratch(n * image, pad)?;
+    let wp = w + pl + pr;
+    let image = (h + pt + pb) * wp * cs;
+    let mut out = scratch(n * image, pad)?;
     if image > 0 {
-        owned.par_chunks_mut(image).zip(x.data.par_chunks((c * h * w).max(1))).for_each(|(dst, src)| {
+        out.par_chunks_mut(image).zip(x.par_chunks((c * h * w).max(1))).for_each(|(dst, src)| {
             for y in 0..h {
                 let row = &mut dst[((y + pt) * wp + pl) * cs..((y + pt) * wp + pl + w) * cs];
                 if nhwc {
@@ -163,13 +150,15 @@ fn padded<'a>(x: &'a Tensor, nhwc: bool, cs: usize, a: &Conv2dAttrs, pad: u8, ow
             }
         });
     }
-    Ok(Padded { data: owned, hp, wp, cs })
+    Ok(out)
 }
 
 /// Where the taps of a convolution read in a `Padded` image.
 struct Geometry {
     /// Bytes from an output pixel's first tap to tap t.
     taps: Vec<usize>,
+    /// Bytes each tap reads: a pixel (`cs`), or a kernel row's `kw` pixels.
+    span: usize,
     /// Bytes between horizontally / vertically adjacent output pixels.
     step_x: usize,
     step_y: usize,
@@ -182,7 +171,7 @@ impl Geometry {
     ///
     /// `rows`: one tap per kernel row (its `kw` taps, adjacent at dilation 1,
     /// read as one run of `kw * cs` bytes: `span`), else one per tap.
-    fn new(a: &Conv2dAttrs, [kh, kw]: [usize; 2], p: &Padded, oh: usize, ow: usize, span: usize, rows: bool) -> Result<Geometry> {
+    fn new(a: &Conv2dAttrs, [kh, kw]: [usize; 2], p: &Padded, oh: usize, ow: usize, rows: bool) -> Result<Geometry> {
         let ([sh, sw], [dh, dw], cs) = (a.strides, a.dilations, p.cs);
         if rows && dw != 1 {
             return Err(internal("kernel rows need dilation 1"));
@@ -192,9 +181,10 @@ impl Geometry {
         } else {
             (0..kh * kw).map(|t| ((t / kw) * dh * p.wp + (t % kw) * dw) * cs).collect()
         };
-        let g = Geometry { taps, step_x: sw * cs, step_y: sh * p.wp * cs, ow };
+        let span = if rows { kw * cs } else { cs };
+        let g = Geometry { taps, span, step_x: sw * cs, step_y: sh * p.wp * cs, ow };
         if oh > 0 && ow > 0 {
-            let last = g.pixel(oh * ow - 1) + g.taps.last().copied().unwrap_or(0) + span;
+            let last = g.pixel(oh * ow - 1) + g.taps.last().copied().unwrap_or(0) + g.span;
             if kh == 0 || kw == 0 || last > p.image() || (oh - 1) * sh + (kh - 1) * dh >= p.hp || (ow - 1) * sw + (kw - 1) * dw >= p.wp {
                 return Err(internal("taps outside the padded input"));
             }
@@ -251,21 +241,15 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
     }
     // At dilation 1 a kernel row's taps are adjacent pixels: one run of
     // `kw * cs` bytes, in the weights' k order (tap-major).
-    let merged = a.dilations[1] == 1;
-    let (geo, cq) = if merged {
-        (Geometry::new(a, kernel, &src, oh, ow, kernel[1] * cs, true)?, kernel[1] * cs / 4)
-    } else {
-        (Geometry::new(a, kernel, &src, oh, ow, cs, false)?, cs / 4)
-    };
+    let geo = Geometry::new(a, kernel, &src, oh, ow, a.dilations[1] == 1)?;
+    let cq = geo.span / 4;
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,
     };
     let row_blocks = m.div_ceil(MR);
-    let threads = rayon::current_num_threads().max(1);
     let base = n * row_blocks;
-    let chunks = if base >= 4 * threads { 1 } else { lane_blocks.min((4 * threads).div_ceil(base)).max(1) };
-    let per_chunk = lane_blocks.div_ceil(chunks);
+    let (chunks, per_chunk) = qgemm::split(base, lane_blocks);
     let vnni = qgemm::vnni();
     let shared = SharedOut(dst.as_mut_ptr(), dst.len());
     let image = src.image();
@@ -353,7 +337,7 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
     if oh * ow == 0 || c == 0 || n == 0 {
         return finish_output(tmp, out, out_shape);
     }
-    let geo = Geometry::new(a, kernel, &src, oh, ow, c, false)?;
+    let geo = Geometry::new(a, kernel, &src, oh, ow, false)?;
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,
@@ -418,7 +402,7 @@ pub fn max_pool(q: &QLinear, p: &Pool2d, x: &Tensor, layout: QLayout, out: &mut 
     if oh * ow == 0 || c == 0 || n == 0 {
         return finish_output(tmp, out, out_shape);
     }
-    let geo = Geometry::new(&attrs, p.window, &src, oh, ow, c, false)?;
+    let geo = Geometry::new(&attrs, p.window, &src, oh, ow, false)?;
     let dst: &mut [u8] = match tmp.as_mut() {
         Some(t) => t,
         None => out,

@@ -785,7 +785,8 @@ class ML {
    * of the CRD (deviceType 'cpu' | 'gpu', which clients still pass; 'npu' too), or
    * createContext(gpuDevice). `numThreads` is Chromium's non-standard option;
    * `pinThreads`, `keepAwake`, `prewake` and `earlyWake` are this implementation's
-   * CPU scheduling switches (booleans, on by default; docs/CONFIG.md).
+   * CPU scheduling switches (booleans, on by default; docs/CONFIG.md);
+   * `dynamicQuantization` (off by default) computes 8-bit-weight matmuls in int8.
    * The device: deviceType 'gpu' (or a GPUDevice) is the GPU engine; 'cpu' is the
    * CPU engine; 'npu', or no deviceType with `accelerated: true` given explicitly
    * or powerPreference 'high-performance', is the GPU engine where a hardware
@@ -804,13 +805,14 @@ class ML {
       const flag = (name) => member(name, true, Boolean)
       const accelerated = member('accelerated', undefined, Boolean)
       const deviceType = member('deviceType', undefined, (v) => toEnum(v, DEVICE_TYPES, 'createContext: options.deviceType'))
+      const dynamicQuantization = member('dynamicQuantization', false, Boolean)
       const earlyWake = flag('earlyWake')
       const keepAwake = flag('keepAwake')
       const numThreads = member('numThreads', 0, (v) => toUint32(v, 'createContext: options.numThreads'))
       const pinThreads = flag('pinThreads')
       const powerPreference = member('powerPreference', 'default', (v) => toEnum(v, POWER_PREFERENCES, 'createContext: options.powerPreference'))
       const prewake = flag('prewake')
-      const cpuOptions = { numThreads, pinThreads, keepAwake, prewake, earlyWake }
+      const cpuOptions = { numThreads, pinThreads, keepAwake, prewake, earlyWake, dynamicQuantization }
       if (deviceType === 'gpu') return openGpu(powerPreference, false)
       const preferAccelerated = deviceType === 'npu' ||
         (deviceType === undefined && accelerated !== false && (accelerated === true || powerPreference === 'high-performance'))

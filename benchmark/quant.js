@@ -10,7 +10,8 @@
 //   --act int8), calibrated with MinMax on 4 seeded inputs run through webnn-node's
 //   float32 model.
 // - bert-w8: the 2-layer BERT encoder with every matmul weight int8 per output
-//   channel through DequantizeLinear, activations float.
+//   channel through DequantizeLinear, activations float; bert-w8-dynamic: the same
+//   on a context with `dynamicQuantization: true` (int8 matmuls, opt-in).
 //
 // Outputs first: on 8 seeded inputs, the classifiers' top-1 agreement (webnn-node
 // vs onnxruntime-node, and each vs webnn-node's float32 model) and the largest
@@ -39,7 +40,11 @@ try {
 const MODELS = [
   { name: 'mobilenetv2-qdq', make: () => require('./models/mobilenetv2.js')(), mode: 'static' },
   { name: 'resnet50-qdq', make: () => require('./models/resnet50.js')(), mode: 'static' },
-  { name: 'bert-w8', make: () => require('./models/bert.js')(), mode: 'weights' }
+  { name: 'bert-w8', make: () => require('./models/bert.js')(), mode: 'weights' },
+  // The same model on a context with the opt-in `dynamicQuantization` (index.d.ts):
+  // its 8-bit-weight matmuls computed in int8 on activations quantized per row at
+  // run time, as onnxruntime's MatMulNBits does by default.
+  { name: 'bert-w8-dynamic', make: () => require('./models/bert.js')(), mode: 'weights', options: { dynamicQuantization: true } }
 ]
 const ITERS = 20
 const WARMUP = 3
@@ -61,8 +66,8 @@ function seededInputs (fnet, n, seed) {
 
 /** A graph built on a new context of `threads`; run(data?) computes it (the
  * timed runs reuse the views each compute() returns). */
-async function setupWebnn (g, write, threads) {
-  const context = await ml.createContext({ numThreads: threads })
+async function setupWebnn (g, write, threads, options = {}) {
+  const context = await ml.createContext({ numThreads: threads, ...options })
   const t0 = performance.now()
   const builder = new MLGraphBuilder(context)
   const graph = await builder.build(write(g, builder))
@@ -153,7 +158,7 @@ async function main () {
     const data = net.inputData(fnet)
 
     for (const threads of threadList) {
-      const wq = await setupWebnn(qnet, qdq.toWebnn, threads)
+      const wq = await setupWebnn(qnet, qdq.toWebnn, threads, m.options)
       const wf = await setupWebnn(fnet, net.toWebnn, threads)
       const oq = ort ? await setupOrt(bytes, qnet, threads) : null
       const of = ortFloat ? await setupOrt(floatBytes, fnet, threads) : null

@@ -71,8 +71,37 @@ function newOps () {
   return { bytes, inputs: [{ name: 'x', dataType: 'float32', shape: [3, 4], data: x }] }
 }
 
+/**
+ * A quantized model as onnxruntime's quantizers write it (benchmark/models/qdq.js):
+ * `static`, MobileNetV2 in QDQ form (int8 per-channel weights, uint8 activations
+ * calibrated on 2 seeded inputs through webnn-node's float32 model); else every
+ * weight int8 per channel through DequantizeLinear (weight-only). `outputScale`: the
+ * output's quantization scale, where it has one.
+ */
+async function quantized (net, statically) {
+  const qdq = require('../../benchmark/models/qdq.js')
+  const fnet = qdq.foldBatchNorm(net)
+  let qnet
+  if (statically) {
+    const calibration = [0, 1].map((k) => fnet.inputs.map((i) => {
+      const r = rng(500 + k)
+      return Float32Array.from({ length: i.shape.reduce((a, b) => a * b, 1) }, () => r() * 4 - 2)
+    }))
+    qnet = qdq.quantizeStatic(fnet, await qdq.calibrate(fnet, calibration, { threads: 1 }))
+  } else {
+    qnet = qdq.quantizeWeights(fnet)
+  }
+  return {
+    bytes: model(qdq.toOnnx(qnet)),
+    inputs: fnet.inputs.map((i, k) => ({ ...i, data: inputData(fnet)[k] })),
+    outputScale: qnet.outputParam ? qnet.outputParam.scale[0] : null
+  }
+}
+
 const MODELS = {
   mobilenetv2: () => fromNet(require('../../benchmark/models/mobilenetv2.js')()),
+  'mobilenetv2-qdq': () => quantized(require('../../benchmark/models/mobilenetv2.js')(), true),
+  'encoder-w8': () => quantized(require('../../benchmark/models/bert.js')({ layers: 1, seq: 32 }), false),
   encoder: () => fromNet(require('../../benchmark/models/bert.js')({ layers: 1, seq: 32 })),
   newops: newOps
 }

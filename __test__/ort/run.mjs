@@ -18,7 +18,7 @@ const ort = version.startsWith('1.20')
   ? await import(new URL('../../node_modules/onnxruntime-web-1.20/dist/ort.all.bundle.min.mjs', import.meta.url))
   : await import('onnxruntime-web/all')
 const { MODELS } = require('./models.js')
-const { bytes, inputs } = MODELS[modelName]()
+const { bytes, inputs, outputScale = null } = await MODELS[modelName]()
 
 ort.env.wasm.numThreads = 1
 // 1.20's bundle cannot fetch its WebAssembly from a file URL in Node: hand it over.
@@ -52,6 +52,8 @@ try {
 // magnitude (elements near zero would otherwise dominate), the worst over outputs.
 let maxRel = 0
 let worst = null
+// maxUnits: for a quantized output, the largest difference in units of its scale.
+let maxUnits = 0
 for (const name of Object.keys(want)) {
   const a = got[name].data
   const b = want[name].data
@@ -60,6 +62,7 @@ for (const name of Object.keys(want)) {
   for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(Number(b[i])))
   for (let i = 0; i < a.length; i++) {
     const d = Math.abs(Number(a[i]) - Number(b[i])) / Math.max(scale, 1e-30)
+    if (outputScale) maxUnits = Math.max(maxUnits, Math.abs(Number(a[i]) - Number(b[i])) / outputScale)
     if (!(d <= maxRel)) { maxRel = d; worst = { name, i, got: Number(a[i]), want: Number(b[i]), scale } }
   }
 }
@@ -71,5 +74,5 @@ for (let k = 0; k < Number(iterations); k++) {
   times.push(performance.now() - s)
 }
 times.sort((a, b) => a - b)
-process.stdout.write(JSON.stringify({ model: modelName, device, version, provider, reference, maxRel, worst, createMs, medianMs: times.length ? times[times.length >> 1] : null }) + '\n')
+process.stdout.write(JSON.stringify({ model: modelName, device, version, provider, reference, maxRel, maxUnits, outputScale, worst, createMs, medianMs: times.length ? times[times.length >> 1] : null }) + '\n')
 process.exit(0)

@@ -154,6 +154,7 @@ pub struct CpuContextOptions {
     pub keep_awake: bool,
     pub prewake: bool,
     pub early_wake: bool,
+    pub dynamic_quantization: bool,
 }
 
 #[napi]
@@ -172,6 +173,7 @@ impl NativeContext {
             keep_awake: o.keep_awake,
             prewake: o.prewake,
             early_wake: o.early_wake,
+            dynamic_quant: o.dynamic_quantization,
         };
         match device {
             "cpu" => Ok(NativeContext {

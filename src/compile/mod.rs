@@ -89,6 +89,11 @@ pub struct Passes {
     /// Quantized patterns (dequantizeLinear -> conv2d / matmul / gemm ->
     /// quantizeLinear) computed on integers (`quant`).
     pub quant: bool,
+    /// matmul / gemm whose weights are dequantizeLinear of a constant 8-bit
+    /// tensor computed in int8 on activations quantized at run time
+    /// (`quant::dynamic`): not the float definition, so only where the context
+    /// asks for it (`MLContextOptions.dynamicQuantization`); off in `ALL`.
+    pub dynamic_quant: bool,
     /// Not a pass over the graph but a choice of the CPU plan's buffers: a
     /// conv2d's output may take the buffer of the residual its epilogue adds
     /// (off only with the other passes).
@@ -96,9 +101,9 @@ pub struct Passes {
 }
 
 impl Passes {
-    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true, quant: true, in_place: true };
+    pub const ALL: Passes = Passes { fold: true, bn_fold: true, bias: true, epilogue: true, chain: true, prepack: true, widen: true, quant: true, dynamic_quant: false, in_place: true };
     pub const NONE: Passes =
-        Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false, quant: false, in_place: false };
+        Passes { fold: false, bn_fold: false, bias: false, epilogue: false, chain: false, prepack: false, widen: false, quant: false, dynamic_quant: false, in_place: false };
 
     /// `Passes::NONE` where `config::CPU_PASSES` says so, else `Passes::ALL`.
     pub fn from_env() -> Passes {
@@ -128,6 +133,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
     // Before folding: the quantized weights' dequantizeLinear must still be there.
     pass("quant", passes.quant, &mut g, &|g| {
         if quant::run(g) > 0 {
+            dce::run(g);
+        }
+    });
+    pass("qdynamic", passes.quant && passes.dynamic_quant, &mut g, &|g| {
+        if quant::dynamic(g) > 0 {
             dce::run(g);
         }
     });

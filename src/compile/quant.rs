@@ -81,6 +81,10 @@ pub enum QKind {
     MaxPool(crate::ops::pooling::Pool2d),
     /// averagePool2d over whole planes (`global_average`), output [N, C, 1, 1].
     GlobalAverage,
+    /// matmul / gemm on float32 activations quantized per row at run time
+    /// (`dynamic`): float32 input and output, `Requant`'s `comp` the weights'
+    /// column sums, `mul` their scales (times alpha), `add` the bias.
+    DynamicMatmul,
 }
 
 /// The weights in the kernels' layout, packed at build.
@@ -425,44 +429,8 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
             (QKind::Conv2d(a.clone(), [kh, kw]), (packed, sums, w.scale), o, bias, per_row, 1.0f32)
         }
         Op::Matmul | Op::Gemm(_) => {
-            let (b_t, alpha, beta, c) = match &op.op {
-                Op::Gemm(GemmOptions { a_transpose: false, b_transpose, alpha, beta, has_c }) => {
-                    (*b_transpose, *alpha, *beta, has_c.then(|| op.inputs[2]))
-                }
-                Op::Matmul => (false, 1.0, 1.0, None),
-                _ => return None,
-            };
-            let bshape = desc(g, op.inputs[1]).shape.clone();
-            if bshape.len() != 2 {
-                return None;
-            }
-            let (k, n) = if b_t { (bshape[1], bshape[0]) } else { (bshape[0], bshape[1]) };
-            if k > MAX_K {
-                return None;
-            }
-            let w = weights(g, uses, op.inputs[1], if b_t { 0 } else { 1 })?;
-            let at = |kk: usize, l: usize| if b_t { w.w[l * k + kk] } else { w.w[kk * n + l] };
-            let sums = (0..n).map(|l| (0..k).map(|kk| at(kk, l) as i64).sum()).collect();
-            let packed = qgemm::pack_lanes(n, k, |kk, l| at(kk, l) as u8);
-            // gemm's c: a constant along N (or one value), times beta.
-            let bias = match c {
-                None => None,
-                Some(c) => {
-                    let cs = desc(g, c).shape.clone();
-                    let v = float_constant(g, uses, c)?;
-                    let along_n = match cs.as_slice() {
-                        [] => true,
-                        [m] => *m == n || *m == 1,
-                        [r, m] => *r == 1 && (*m == n || *m == 1),
-                        _ => false,
-                    };
-                    if !along_n {
-                        return None;
-                    }
-                    Some((0..n).map(|l| beta * if v.len() == 1 { v[0] } else { v[l] }).collect())
-                }
-            };
-            (QKind::Matmul, (QWeights::Lanes { packed, k, n }, sums, w.scale), n, bias, false, alpha)
+            let w = matmul_weights(g, uses, op)?;
+            (QKind::Matmul, (QWeights::Lanes { packed: w.packed, k: w.k, n: w.n }, w.sums, w.scale), w.n, w.bias, false, w.alpha)
         }
         _ => return None,
     };
@@ -474,6 +442,98 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
     let qop = QLinear { kind, flip: xq.flip(), x_zero: x_zero as i32, weights: packed, requant };
     remove.push(p);
     Some(quantized(qop, vec![xq_id], out, i, remove))
+}
+
+/// The constant 8-bit right operand `DQ(w)` of a matmul or gemm (rank 2, per
+/// output column or per tensor), packed as `qgemm` lanes, and gemm's `c`.
+struct MatmulWeights {
+    k: usize,
+    n: usize,
+    packed: Vec<u8>,
+    /// `sum_k w[k][n]` per column.
+    sums: Vec<i64>,
+    scale: Vec<f32>,
+    /// `beta * c` along N.
+    bias: Option<Vec<f32>>,
+    alpha: f32,
+}
+
+fn matmul_weights(g: &Graph, uses: &Uses, op: &Operator) -> Option<MatmulWeights> {
+    let (b_t, alpha, beta, c) = match &op.op {
+        Op::Gemm(GemmOptions { a_transpose: false, b_transpose, alpha, beta, has_c }) => (*b_transpose, *alpha, *beta, has_c.then(|| op.inputs[2])),
+        Op::Matmul => (false, 1.0, 1.0, None),
+        _ => return None,
+    };
+    let bshape = desc(g, op.inputs[1]).shape.clone();
+    if bshape.len() != 2 {
+        return None;
+    }
+    let (k, n) = if b_t { (bshape[1], bshape[0]) } else { (bshape[0], bshape[1]) };
+    if k > MAX_K {
+        return None;
+    }
+    let w = weights(g, uses, op.inputs[1], if b_t { 0 } else { 1 })?;
+    let at = |kk: usize, l: usize| if b_t { w.w[l * k + kk] } else { w.w[kk * n + l] };
+    let sums = (0..n).map(|l| (0..k).map(|kk| at(kk, l) as i64).sum()).collect();
+    let packed = qgemm::pack_lanes(n, k, |kk, l| at(kk, l) as u8);
+    // gemm's c: a constant along N (or one value), times beta.
+    let bias = match c {
+        None => None,
+        Some(c) => Some(along_n(g, uses, c, n)?.into_iter().map(|v| beta * v).collect()),
+    };
+    Some(MatmulWeights { k, n, packed, sums, scale: w.scale, bias, alpha })
+}
+
+/// A float constant (or DQ of one) of shape `[]`, `[1]`, `[n]`, or those with
+/// leading ones, as `n` values along the last axis.
+fn along_n(g: &Graph, uses: &Uses, c: OperandId, n: usize) -> Option<Vec<f32>> {
+    let cs = &desc(g, c).shape;
+    let (last, lead) = cs.split_last().map_or((1, &[][..]), |(l, r)| (*l, r));
+    if !(lead.iter().all(|&d| d == 1) && (last == n || last == 1)) {
+        return None;
+    }
+    let v = float_constant(g, uses, c)?;
+    Some((0..n).map(|l| if v.len() == 1 { v[0] } else { v[l] }).collect())
+}
+
+/// `Passes::dynamic_quant` (the context's `dynamicQuantization`): each matmul
+/// or gemm (A not transposed, float32, rank >= 2) whose right operand is
+/// `DQ(w)` of a constant 8-bit rank-2 `w` (`matmul_weights`' conditions) becomes
+/// `QKind::DynamicMatmul`, computed in int8 on its activations quantized per
+/// row at run time (`engine::cpu::kernels::qdyn`), with a following add of a
+/// constant along N taken in as its bias. Runs after `run` (statically
+/// quantized patterns keep their own kernels) and before folding. Returns how
+/// many it rewrote.
+pub fn dynamic(g: &mut Graph) -> usize {
+    rewrite_all(g, |g, uses, i| {
+        let op = &g.operators[i];
+        let (x, y) = (op.inputs[0], op.outputs[0]);
+        if !matches!(op.op, Op::Matmul | Op::Gemm(_)) || desc(g, x).data_type != DataType::Float32 || desc(g, x).shape.len() < 2 {
+            return None;
+        }
+        let w = matmul_weights(g, uses, op)?;
+        let (mut out, mut remove, mut bias) = (y, vec![i], w.bias);
+        if bias.is_none() {
+            if let Some(j) = uses.sole_reader(y) {
+                let add = &g.operators[j];
+                if add.op == Op::Binary(BinaryKind::Add) && desc(g, add.outputs[0]).shape == desc(g, y).shape {
+                    let c = if add.inputs[0] == y { add.inputs[1] } else { add.inputs[0] };
+                    if let Some(v) = along_n(g, uses, c, w.n) {
+                        bias = Some(v);
+                        out = add.outputs[0];
+                        remove.push(j);
+                    }
+                }
+            }
+        }
+        let comp = w.sums.iter().map(|&s| i32::try_from(s).ok()).collect::<Option<Vec<i32>>>()?;
+        let mul = w.scale.iter().map(|&s| s * w.alpha).collect();
+        let add = bias.unwrap_or_else(|| vec![0.0; w.n]);
+        let requant = Requant { comp, mul, add, zero: 0, lo: 0, hi: 0, per_row: false };
+        let qop = QLinear { kind: QKind::DynamicMatmul, flip: 0, x_zero: 0, weights: QWeights::Lanes { packed: w.packed, k: w.k, n: w.n }, requant };
+        let at = *remove.iter().max()?;
+        Some(quantized(qop, vec![x], out, at, remove))
+    })
 }
 
 /// `DQ(x) -> maxPool2d | reshape | transpose -> Q` with Q's parameters equal

@@ -95,6 +95,11 @@ pub fn execute_with(g: &Graph, passes: Passes, inputs: &[Vec<f64>]) -> Vec<Vec<f
     run_with(g, passes, 1, false, inputs)
 }
 
+/// `execute_with` on an engine of `threads` threads, run on its pool.
+pub fn execute_on_with(g: &Graph, passes: Passes, threads: usize, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    run_with(g, passes, threads, true, inputs)
+}
+
 fn run_with(g: &Graph, passes: Passes, threads: usize, pooled: bool, values: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let engine = CpuEngine::new(threads).unwrap();
     let plan = engine.compile_with(g.clone(), passes).unwrap();

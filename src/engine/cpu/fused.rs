@@ -58,6 +58,9 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
             matmul::gemm_fused(a, b, Some(c), options, &epi, out, out_shape)
         }
         (FusedOp::Chain(_), [x]) => chain(x, &epi, out),
+        (FusedOp::Quantized { op, .. }, [x]) if op.0.kind == crate::compile::quant::QKind::DynamicMatmul => {
+            super::kernels::qdyn::matmul(&op.0, x, &epi, out)
+        }
         (FusedOp::Quantized { op, layout, .. }, [x]) if epi.is_empty() => super::kernels::qlinear::run(&op.0, *layout, x, out, out_shape),
         (FusedOp::Quantized { op, layout, .. }, [a, b]) if epi.is_empty() => super::kernels::qlinear::add(&op.0, *layout, a, b, out, out_shape),
         (FusedOp::Subsample { strides, .. }, [x]) if epi.is_empty() => movement::subsample_nchw(x, *strides, out, out_shape),

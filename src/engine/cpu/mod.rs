@@ -103,11 +103,14 @@ pub struct CpuOptions {
     /// Tell the caller's thread shortly before a compute ends (`early.rs`,
     /// binding/wake.rs), where the pool leaves it a core.
     pub early_wake: bool,
+    /// Compute matmul / gemm with 8-bit constant weights in int8 on activations
+    /// quantized at run time (`Passes::dynamic_quant`).
+    pub dynamic_quant: bool,
 }
 
 impl Default for CpuOptions {
     fn default() -> Self {
-        CpuOptions { threads: 0, pin_threads: true, keep_awake: true, prewake: true, early_wake: true }
+        CpuOptions { threads: 0, pin_threads: true, keep_awake: true, prewake: true, early_wake: true, dynamic_quant: false }
     }
 }
 
@@ -179,7 +182,7 @@ impl CpuEngine {
 
 impl Engine for CpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
-        Ok(self.compile_with(graph, Passes::from_env())?)
+        Ok(self.compile_with(graph, Passes { dynamic_quant: self.options.dynamic_quant, ..Passes::from_env() })?)
     }
 
     fn prepare(&self) {

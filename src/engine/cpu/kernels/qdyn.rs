@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use super::element::{as_elems, as_elems_mut};
 use super::qgemm::{self, Acc, Unsigned, MR, NR};
+use super::simd;
 use super::Tensor;
 use crate::compile::quant::{QLinear, QWeights};
 use crate::engine::cpu::epilogue::{Bias, Epi};
@@ -40,6 +41,8 @@ pub struct RowQ {
 
 /// Quantizes `x` into `dst` (the same length) as uint8 over `[min(x, 0),
 /// max(x, 0)]`. A row with a NaN or an infinity gets zeros and a NaN scale.
+/// (Inlined into `simd::dispatch` callers: vectorized at their level.)
+#[inline(always)]
 pub fn quantize_row(x: &[f32], dst: &mut [u8]) -> RowQ {
     const W: usize = 16;
     let (mut lo, mut hi, mut probe) = ([0f32; W], [0f32; W], [0f32; W]);
@@ -129,13 +132,15 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
     rows.par_chunks_mut(rbb).zip(params.par_chunks_mut(MR)).enumerate().for_each_init(
         || vec![0u8; k4 * 4],
         |tmp, (rb, (block, ps))| {
-            for (r, p) in ps.iter_mut().enumerate().take(MR.min(m - rb * MR)) {
-                let row = &xs[(rb * MR + r) * k..][..k];
-                *p = quantize_row(row, &mut tmp[..k]);
-                for (qd, quad) in tmp.chunks_exact(4).enumerate() {
-                    block[qd * MR * 4 + r * 4..][..4].copy_from_slice(quad);
+            simd::dispatch(|| {
+                for (r, p) in ps.iter_mut().enumerate().take(MR.min(m - rb * MR)) {
+                    let row = &xs[(rb * MR + r) * k..][..k];
+                    *p = quantize_row(row, &mut tmp[..k]);
+                    for (qd, quad) in tmp.chunks_exact(4).enumerate() {
+                        block[qd * MR * 4 + r * 4..][..4].copy_from_slice(quad);
+                    }
                 }
-            }
+            })
         },
     );
     // Tasks over runs of lane blocks (about four per thread); each walks its
@@ -166,9 +171,11 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
                         let RowQ { scale, zero } = params[row];
                         // SAFETY: this task alone writes columns c0..c1 of every row.
                         let d = unsafe { shared.slice(row * n + l0, nl) };
-                        for l in 0..nl {
-                            d[l] = sums[l].wrapping_sub(zero * comp[l]) as f32 * (scale * mul[l]) + add[l];
-                        }
+                        simd::dispatch(|| {
+                            for l in 0..nl {
+                                d[l] = sums[l].wrapping_sub(zero * comp[l]) as f32 * (scale * mul[l]) + add[l];
+                            }
+                        });
                     }
                 }
             }

@@ -41,7 +41,7 @@ pub struct RowQ {
 
 /// Quantizes `x` into `dst` (the same length) as uint8 over `[min(x, 0),
 /// max(x, 0)]`. A row with a NaN or an infinity gets zeros and a NaN scale.
-/// (Inlined into `simd::dispatch` callers: vectorized at their level.)
+/// (Inlined into `quantize_rows_at_level`: vectorized at its level.)
 #[inline(always)]
 pub fn quantize_row(x: &[f32], dst: &mut [u8]) -> RowQ {
     const W: usize = 16;
@@ -78,6 +78,40 @@ pub fn quantize_row(x: &[f32], dst: &mut [u8]) -> RowQ {
     }
     RowQ { scale, zero: zero as i32 }
 }
+
+/// Quantizes `xs` (whole rows of `k`) into the packed row block `block`, each
+/// row's parameters into `ps` (one per row); `tmp` holds `k4 * 4` bytes whose
+/// tail past `k` stays zero.
+#[inline(always)]
+fn quantize_rows(xs: &[f32], k: usize, block: &mut [u8], ps: &mut [RowQ], tmp: &mut [u8]) {
+    for (r, (p, row)) in ps.iter_mut().zip(xs.chunks_exact(k)).enumerate() {
+        *p = quantize_row(row, &mut tmp[..k]);
+        for (qd, quad) in tmp.chunks_exact(4).enumerate() {
+            block[qd * MR * 4 + r * 4..][..4].copy_from_slice(quad);
+        }
+    }
+}
+
+simd::at_level!(fn quantize_rows_at_level[](xs: &[f32], k: usize, block: &mut [u8], ps: &mut [RowQ], tmp: &mut [u8]) => quantize_rows);
+
+/// One tile's rows (`ps`, one per row) into float32: element (r, l) of the
+/// output at `at + r * n + l`, `l` below `comp.len()`. The caller's task alone
+/// writes those elements.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn store_tile(acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], out: SharedF32, at: usize, n: usize) {
+    let nl = comp.len().min(mul.len()).min(add.len());
+    for (r, (p, sums)) in ps.iter().zip(acc).enumerate() {
+        // SAFETY: the caller's task alone writes these elements (bounds
+        // checked by `slice`).
+        let d = unsafe { out.slice(at + r * n, nl) };
+        for l in 0..nl {
+            d[l] = sums[l].wrapping_sub(p.zero * comp[l]) as f32 * (p.scale * mul[l]) + add[l];
+        }
+    }
+}
+
+simd::at_level!(fn store_tile_at_level[](acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], out: SharedF32, at: usize, n: usize) => store_tile);
 
 /// A float32 output shared by tasks writing disjoint runs of it.
 #[derive(Clone, Copy)]
@@ -132,15 +166,8 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
     rows.par_chunks_mut(rbb).zip(params.par_chunks_mut(MR)).enumerate().for_each_init(
         || vec![0u8; k4 * 4],
         |tmp, (rb, (block, ps))| {
-            simd::dispatch(|| {
-                for (r, p) in ps.iter_mut().enumerate().take(MR.min(m - rb * MR)) {
-                    let row = &xs[(rb * MR + r) * k..][..k];
-                    *p = quantize_row(row, &mut tmp[..k]);
-                    for (qd, quad) in tmp.chunks_exact(4).enumerate() {
-                        block[qd * MR * 4 + r * 4..][..4].copy_from_slice(quad);
-                    }
-                }
-            })
+            let used = MR.min(m - rb * MR);
+            quantize_rows_at_level(&xs[rb * MR * k..(rb * MR + used) * k], k, block, &mut ps[..used], tmp);
         },
     );
     // Tasks over runs of lane blocks (about four per thread); each walks its
@@ -166,17 +193,8 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
                 for rb in g0..g1 {
                     let used = MR.min(m - rb * MR);
                     qgemm::tile(&rows[rb * rbb..(rb + 1) * rbb], lanes, k4, Unsigned::Rows, vnni, used, &mut acc);
-                    for (r, sums) in acc.iter().enumerate().take(used) {
-                        let row = rb * MR + r;
-                        let RowQ { scale, zero } = params[row];
-                        // SAFETY: this task alone writes columns c0..c1 of every row.
-                        let d = unsafe { shared.slice(row * n + l0, nl) };
-                        simd::dispatch(|| {
-                            for l in 0..nl {
-                                d[l] = sums[l].wrapping_sub(zero * comp[l]) as f32 * (scale * mul[l]) + add[l];
-                            }
-                        });
-                    }
+                    // This task alone writes columns c0..c1 of every row.
+                    store_tile_at_level(&acc, &params[rb * MR..rb * MR + used], comp, mul, add, shared, rb * MR * n + l0, n);
                 }
             }
             if !epi.is_empty() {

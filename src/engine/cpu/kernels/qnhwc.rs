@@ -343,6 +343,7 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
         None => out,
     };
     let image = src.image();
+    let vnni = qgemm::vnni();
     // One task per output row of an image.
     dst.par_chunks_mut(ow * c).enumerate().for_each_init(
         || vec![0i32; c],
@@ -351,11 +352,18 @@ pub fn depthwise(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], taps: &[i32],
             let input = &src.data[img * image..(img + 1) * image];
             let first = geo.pixel(oy * ow);
             #[cfg(target_arch = "x86_64")]
-            if simd::level() == simd::Level::Avx512 {
-                // SAFETY: the level says AVX-512 is there; pixel (oy, ox)'s tap t
-                // reads `c` bytes at `first + ox * step_x + taps[t]`, within
-                // `input` (`Geometry::new`); `d` holds `ow * c` bytes.
-                unsafe { x86::depthwise_row(input.as_ptr(), first, geo.step_x, &geo.taps, c, taps, q, d) };
+            if vnni {
+                // SAFETY: `qgemm::vnni` says AVX-512 (with VNNI) is there; pixel
+                // (oy, ox)'s tap t reads `c` bytes at `first + ox * step_x +
+                // taps[t]`, within `input` (`Geometry::new`); `d` holds `ow * c`
+                // bytes.
+                unsafe {
+                    if q.flip == 0 {
+                        x86::depthwise_row::<false>(input.as_ptr(), first, geo.step_x, &geo.taps, c, taps, q, d)
+                    } else {
+                        x86::depthwise_row::<true>(input.as_ptr(), first, geo.step_x, &geo.taps, c, taps, q, d)
+                    }
+                };
                 return;
             }
             simd::dispatch(|| {
@@ -554,8 +562,14 @@ mod x86 {
     /// AVX-512; those reads within one allocation; `w` holds `taps.len() * c`
     /// values and `q.requant`'s vectors `c`.
     #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-    pub unsafe fn depthwise_row(input: *const u8, first: usize, step: usize, taps: &[usize], c: usize, w: &[i32], q: &QLinear, dst: &mut [u8]) {
+    ///
+    /// Each tap is one `vpdpwssd`: the input bytes widened to int32 lanes
+    /// (high halves zero) times the weights' low 16 bits (the high halves
+    /// masked to zero), so each lane's pair sum is `x * w`. `FLIP`: the input
+    /// is int8, read as unsigned through `q.flip` (without it the widening
+    /// load needs no XOR).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")]
+    pub unsafe fn depthwise_row<const FLIP: bool>(input: *const u8, first: usize, step: usize, taps: &[usize], c: usize, w: &[i32], q: &QLinear, dst: &mut [u8]) {
         let rq = &q.requant;
         let ow = dst.len() / c;
         let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
@@ -579,15 +593,17 @@ mod x86 {
             }
             macro_rules! tap {
                 ($at:expr, $off:expr, $wv:expr, $s:expr) => {{
-                    let x = _mm_xor_si128(_mm_maskz_loadu_epi8(k, $at.add($off) as *const i8), flip);
-                    _mm512_add_epi32($s, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(x), $wv))
+                    let x = _mm_maskz_loadu_epi8(k, $at.add($off) as *const i8);
+                    let x = if FLIP { _mm_xor_si128(x, flip) } else { x };
+                    _mm512_dpwssd_epi32($s, _mm512_cvtepu8_epi32(x), $wv)
                 }};
             }
+            let low = _mm512_set1_epi32(0xffff);
             if let Ok(offs) = <&[usize; 9]>::try_from(taps) {
                 // 3x3: the taps' weights stay in registers along the row.
                 let mut wv = [_mm512_setzero_si512(); 9];
                 for (t, v) in wv.iter_mut().enumerate() {
-                    *v = _mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0));
+                    *v = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0)), low);
                 }
                 for ox in 0..ow {
                     let at = input.add(first + ox * step + c0);
@@ -602,7 +618,7 @@ mod x86 {
                     let at = input.add(first + ox * step + c0);
                     let mut s = _mm512_setzero_si512();
                     for (t, &off) in taps.iter().enumerate() {
-                        s = tap!(at, off, _mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0)), s);
+                        s = tap!(at, off, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, w.as_ptr().add(t * c + c0)), low), s);
                     }
                     store!(ox, s);
                 }

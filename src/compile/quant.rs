@@ -1,4 +1,5 @@
-//! Quantized patterns fused into integer operators (CPU pipeline).
+//! Quantized patterns fused into integer operators (CPU pipeline; the GPU
+//! pipeline takes conv2d, matmul and gemm, `Target::Gpu`).
 //!
 //! A quantized model reaches WebNN as a float graph wrapped in
 //! dequantizeLinear (DQ) and quantizeLinear (Q): `DQ(x) -> conv2d(DQ(w), bias)
@@ -101,6 +102,20 @@ pub enum QWeights {
     Lanes { packed: Vec<u8>, k: usize, n: usize },
     /// Element-wise operators: none.
     None,
+    /// The GPU kernels' weights (`Target::Gpu`): `w - zeroPoint` unpacked, one
+    /// row of `k` per output channel (conv2d: the oihw filter's `[O, K]`, K =
+    /// input channels per group x kernel area; matmul/gemm: B as `[N, K]`).
+    Plain { w: Vec<i8>, k: usize },
+}
+
+/// Which engine's kernels `find` prepares a quantized operator for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The CPU kernels (`qgemm` and `qnhwc` with `nhwc`).
+    Cpu { nhwc: bool },
+    /// The GPU kernels (`engine::gpu::families::quantized`): conv2d, matmul and
+    /// gemm only (`QWeights::Plain`), besides the agnostic rewrites.
+    Gpu,
 }
 
 /// A fused quantized operator: 8-bit input, 8-bit output.
@@ -143,7 +158,12 @@ impl std::fmt::Debug for QuantizedOp {
 
 pub fn run(g: &mut Graph) -> usize {
     let nhwc = nhwc_kernels();
-    rewrite_all(g, |g, uses, i| find(g, uses, i, nhwc))
+    rewrite_all(g, |g, uses, i| find(g, uses, i, Target::Cpu { nhwc }))
+}
+
+/// `run` for the GPU engine's kernels (`Target::Gpu`).
+pub fn run_gpu(g: &mut Graph) -> usize {
+    rewrite_all(g, |g, uses, i| find(g, uses, i, Target::Gpu))
 }
 
 /// Chooses the 8-bit tensors stored channels-last: those of rank 4 with a
@@ -348,7 +368,8 @@ fn activation_bounds(op: &Op) -> Option<(Option<f32>, Option<f32>)> {
     }
 }
 
-fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
+pub(crate) fn find(g: &mut Graph, uses: &Uses, i: usize, target: Target) -> Option<Rewrite> {
+    let (nhwc, gpu) = (target == Target::Cpu { nhwc: true }, target == Target::Gpu);
     let q = &g.operators[i];
     if q.op != Op::QuantizeLinear {
         return None;
@@ -379,6 +400,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
             return Some(rw);
         }
     }
+    if gpu && !matches!(op.op, Op::Conv2d(_) | Op::Matmul | Op::Gemm(_)) {
+        return None;
+    }
     if op.op == Op::Binary(BinaryKind::Add) {
         return add(g, uses, p, out, &yq, lo, hi, remove);
     }
@@ -402,7 +426,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
             let depthwise = a.groups == cin && o == cin && ig == 1;
             let sums: Vec<i64> = w.w.chunks(k).map(|f| f.iter().map(|&v| v as i64).sum()).collect();
             let area = kh * kw;
-            let packed = if depthwise && nhwc {
+            let packed = if gpu {
+                QWeights::Plain { w: w.w.clone(), k }
+            } else if depthwise && nhwc {
                 QWeights::DepthwiseNhwc { taps: (0..area * o).map(|i| w.w[(i % o) * area + i / o] as i32).collect() }
             } else if depthwise {
                 QWeights::Depthwise { taps: w.w.iter().map(|&v| v as i32).collect() }
@@ -443,7 +469,11 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
             let w = weights(g, uses, op.inputs[1], if b_t { 0 } else { 1 })?;
             let at = |kk: usize, l: usize| if b_t { w.w[l * k + kk] } else { w.w[kk * n + l] };
             let sums = (0..n).map(|l| (0..k).map(|kk| at(kk, l) as i64).sum()).collect();
-            let packed = qgemm::pack_lanes(n, k, |kk, l| at(kk, l) as u8);
+            let packed = if gpu {
+                QWeights::Plain { w: (0..n * k).map(|i| at(i % k, i / k)).collect(), k }
+            } else {
+                QWeights::Lanes { packed: qgemm::pack_lanes(n, k, |kk, l| at(kk, l) as u8), k, n }
+            };
             // gemm's c: a constant along N (or one value), times beta.
             let bias = match c {
                 None => None,
@@ -462,7 +492,7 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
                     Some((0..n).map(|l| beta * if v.len() == 1 { v[0] } else { v[l] }).collect())
                 }
             };
-            (QKind::Matmul, (QWeights::Lanes { packed, k, n }, sums, w.scale), n, bias, false, alpha)
+            (QKind::Matmul, (packed, sums, w.scale), n, bias, false, alpha)
         }
         _ => return None,
     };

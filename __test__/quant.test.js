@@ -499,7 +499,7 @@ if (devices.includes('gpu')) {
     t.is(r.stdout.trim(), 'ok')
     const counts = (stderr) => [...stderr.matchAll(/(\d+) quantized operators on integer kernels/g)].map((m) => Number(m[1]))
     t.deepEqual(counts(r.stderr), [5], r.stderr)
-    const off = await child({ WEBNN_CPU_PASSES: 'off' })
+    const off = await child({ WEBNN_CPU_PASSES: 'none' })
     t.is(off.stdout.trim(), 'ok', off.stderr)
     t.deepEqual(counts(off.stderr), [0], off.stderr)
   })

@@ -1088,4 +1088,63 @@ mod tests {
         assert_eq!(execute_on(&g, Passes::ALL, 1, 5), execute_on(&g, Passes::ALL, 2, 5));
         let _ = qgemm::vnni();
     }
+
+    /// The GPU target fuses conv2d (every shape), matmul and gemm into
+    /// `QWeights::Plain` operators (and leaves add to the float path); where a
+    /// GPU adapter exists, its integer kernels give the CPU kernels' bytes (same
+    /// integer sums and requantization; a driver that contracts the
+    /// multiply-add into an fma may move a value within an ulp of a .5 boundary:
+    /// one unit, rarely).
+    #[test]
+    fn gpu_kernels_match_the_cpu_kernels() {
+        use super::super::testing::execute_gpu;
+        use crate::compile::fused::FusedOp;
+        use crate::ops::Op;
+        let pads = |p: usize| Conv2dOptions { padding: Some(vec![p; 4]), ..Default::default() };
+        let mut graphs = vec![
+            conv_case(16, 24, 9, 1, Default::default(), DataType::Uint8, u8_out(Act::None), true),
+            conv_case(5, 7, 8, 3, pads(1), DataType::Int8, u8_out(Act::Relu), true),
+            conv_case(8, 40, 11, 3, Conv2dOptions { strides: Some(vec![2, 2]), padding: Some(vec![0, 1, 2, 1]), ..Default::default() }, DataType::Uint8, u8_out(Act::Clamp(0.0, 6.0)), false),
+            conv_case(3, 16, 15, 7, Conv2dOptions { strides: Some(vec![2, 2]), ..pads(3) }, DataType::Int8, u8_out(Act::None), true),
+            conv_case(6, 9, 10, 3, Conv2dOptions { dilations: Some(vec![2, 2]), ..pads(2) }, DataType::Uint8, u8_out(Act::None), true),
+            conv_case(12, 24, 8, 3, Conv2dOptions { groups: 3, ..pads(1) }, DataType::Int8, u8_out(Act::Relu), true),
+            conv_case(24, 24, 12, 3, Conv2dOptions { groups: 24, ..pads(1) }, DataType::Uint8, u8_out(Act::Relu), true),
+            conv_case(16, 16, 13, 3, Conv2dOptions { groups: 16, strides: Some(vec![2, 2]), ..pads(1) }, DataType::Int8, u8_out(Act::None), true),
+            conv_case(8, 16, 16, 1, Default::default(), DataType::Int8, Out { scale: 0.05, zero: -5, t: DataType::Int8, act: Act::Relu }, true),
+            matmul_case(&[9, 70], 40, None, u8_out(Act::None)),
+            matmul_case(&[2, 17, 33], 65, None, u8_out(Act::Relu)),
+            matmul_case(&[3, 13], 7, None, u8_out(Act::None)),
+            matmul_case(&[6, 20], 12, Some(GemmOptions { has_c: true, b_transpose: true, alpha: 0.5, beta: 2.0, ..Default::default() }), u8_out(Act::None)),
+        ];
+        // Not fused on the GPU: a quantized add.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 8, 5, 5]);
+        let y = b.input("y", &[1, 8, 5, 5]);
+        let (_, xd) = qdq(&mut b, x, 0.02, 128, DataType::Uint8);
+        let (_, yd) = qdq(&mut b, y, 0.03, 100, DataType::Uint8);
+        let s = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
+        graphs.push(finish(&mut b, s, u8_out(Act::None)));
+        let (mut total, mut same) = (0, 0);
+        for (n, g) in graphs.iter().enumerate() {
+            let fused = crate::compile::gpu_pipeline(g.clone(), Passes::ALL, &|_| true);
+            let plain = fused
+                .operators
+                .iter()
+                .filter(|o| matches!(&o.op, Op::Fused(FusedOp::Quantized { op, .. }) if matches!(op.0.weights, super::QWeights::Plain { .. })))
+                .count();
+            let quantized = fused.operators.iter().filter(|o| matches!(o.op, Op::Fused(_))).count();
+            let last = n == graphs.len() - 1;
+            assert_eq!((plain, quantized), if last { (0, 0) } else { (1, 1) }, "graph {n}: {:?}", ops(&fused));
+            for seed in [3, 4] {
+                let Some(gpu) = execute_gpu(g, seed) else { return };
+                let cpu = execute(g, Passes::ALL, seed);
+                for (a, b) in cpu[0].iter().zip(&gpu[0]) {
+                    assert!((a - b).abs() <= 0.05 * 1.0001, "graph {n}: cpu {a} gpu {b}");
+                    same += (a == b) as usize;
+                }
+                total += cpu[0].len();
+            }
+        }
+        assert!(same * 1000 >= total * 999, "{same} of {total} identical");
+    }
 }

@@ -332,7 +332,12 @@ const CONVS = [
   { name: '3x3 groups 3 (3 channels each), strides 2, padding 1', c: 9, h: 9, w: 8, o: 6, k: 3, padding: [1, 1, 1, 1], strides: [2, 2], groups: 3 },
   { name: 'depthwise multiplier 2 (6 -> 12), dilations 2, padding 2', c: 6, h: 8, w: 7, o: 12, k: 3, padding: [2, 2, 2, 2], dilations: [2, 2], groups: 6 },
   { name: 'depthwise 5x5 strides 2, dilations 2, padding [4, 3, 4, 3]', c: 7, h: 11, w: 12, o: 7, k: 5, padding: [4, 3, 4, 3], strides: [2, 2], dilations: [2, 2], groups: 7 },
-  { name: '1x1 strides 2, 13 -> 9 channels, batch 2', n: 2, c: 13, h: 7, w: 7, o: 9, k: 1, strides: [2, 2] }
+  { name: '1x1 strides 2, 13 -> 9 channels, batch 2', n: 2, c: 13, h: 7, w: 7, o: 9, k: 1, strides: [2, 2] },
+  // Planes of a multiple of 4 pixels and a multiple of 4 output channels (per
+  // group): the GPU's 4 pixels x 4 channels tile.
+  { name: '3x3 padding 1, 8x8 planes, 6 -> 12 channels, batch 2', n: 2, c: 6, h: 8, w: 8, o: 12, k: 3, padding: [1, 1, 1, 1] },
+  { name: '1x1 on 6x6 planes, 12 -> 16 channels', c: 12, h: 6, w: 6, o: 16, k: 1 },
+  { name: '3x3 groups 2 (4 -> 8 channels each), strides 2, padding [1, 0, 1, 0]', c: 8, h: 9, w: 9, o: 16, k: 3, padding: [1, 0, 1, 0], strides: [2, 2], groups: 2 }
 ]
 
 // [activation type, activation, output range taken before the activation

@@ -337,7 +337,10 @@ const CONVS = [
   // group): the GPU's 4 pixels x 4 channels tile.
   { name: '3x3 padding 1, 8x8 planes, 6 -> 12 channels, batch 2', n: 2, c: 6, h: 8, w: 8, o: 12, k: 3, padding: [1, 1, 1, 1] },
   { name: '1x1 on 6x6 planes, 12 -> 16 channels', c: 12, h: 6, w: 6, o: 16, k: 1 },
-  { name: '3x3 groups 2 (4 -> 8 channels each), strides 2, padding [1, 0, 1, 0]', c: 8, h: 9, w: 9, o: 16, k: 3, padding: [1, 0, 1, 0], strides: [2, 2], groups: 2 }
+  { name: '3x3 groups 2 (4 -> 8 channels each), strides 2, padding [1, 0, 1, 0]', c: 8, h: 9, w: 9, o: 16, k: 3, padding: [1, 0, 1, 0], strides: [2, 2], groups: 2 },
+  // A long K over few outputs: the GPU splits K across a workgroup.
+  { name: '3x3 padding 1, 32 -> 10 channels on 5x5', c: 32, h: 5, w: 5, o: 10, k: 3, padding: [1, 1, 1, 1] },
+  { name: '1x1 on 3x3 planes, 260 -> 6 channels', c: 260, h: 3, w: 3, o: 6, k: 1 }
 ]
 
 // [activation type, activation, output range taken before the activation
@@ -399,7 +402,8 @@ const MATMULS = [
   { name: 'matmul batched [2, M, K] x [K, N]', a: [2, 7, 16], n: 10 },
   { name: 'matmul [M, K] x [K, N], K 13 and N 7 (not multiples of 4)', a: [9, 13], n: 7 },
   { name: 'matmul batched [3, 2, M, K] x [K, N], K 6', a: [3, 2, 5, 6], n: 5 },
-  { name: 'matmul [1, K] x [K, N], K 3', a: [1, 3], n: 9 }
+  { name: 'matmul [1, K] x [K, N], K 3', a: [1, 3], n: 9 },
+  { name: 'matmul [M, K] x [K, N], K 300 (long K, few outputs)', a: [3, 300], n: 6 }
 ]
 
 for (const spec of MATMULS) {

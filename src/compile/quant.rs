@@ -1115,6 +1115,9 @@ mod tests {
             matmul_case(&[2, 17, 33], 65, None, u8_out(Act::Relu)),
             matmul_case(&[3, 13], 7, None, u8_out(Act::None)),
             matmul_case(&[6, 20], 12, Some(GemmOptions { has_c: true, b_transpose: true, alpha: 0.5, beta: 2.0, ..Default::default() }), u8_out(Act::None)),
+            // Long K over few outputs (the GPU splits K across a workgroup).
+            conv_case(36, 8, 6, 3, pads(1), DataType::Uint8, u8_out(Act::Relu), true),
+            matmul_case(&[2, 260], 9, None, u8_out(Act::None)),
         ];
         // Not fused on the GPU: a quantized add.
         let mut b = Builder::new();

@@ -33,7 +33,7 @@ use std::fmt::Write;
 use crate::compile::fused::FusedOp;
 use crate::compile::quant::{QKind, QLayout, QLinear, QWeights};
 use crate::engine::gpu::plan::{padded, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
-use crate::engine::gpu::wgsl::MAIN_HEAD;
+use crate::engine::gpu::wgsl::{MAIN_HEAD, WORKGROUP};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::Op;
@@ -151,7 +151,10 @@ impl Geometry {
     /// Which product kernel computes it.
     fn kernel(&self) -> Kernel {
         let plane = self.oh * self.ow;
-        if self.matmul && self.o % 4 == 0 && self.n >= 4 {
+        let words = (self.n * self.o * plane).div_ceil(4);
+        if words < SPLIT_MAX_WORDS && self.cig4() * self.kh * self.kw >= SPLIT_MIN_K4 {
+            Kernel::Split { pointwise: self.pointwise() }
+        } else if self.matmul && self.o % 4 == 0 && self.n >= 4 {
             Kernel::MatmulTile
         } else if !self.matmul && plane % 4 == 0 && (self.o / self.groups) % 4 == 0 {
             Kernel::ConvTile { pointwise: self.pointwise() }
@@ -172,6 +175,11 @@ enum Kernel {
     /// One invocation per output word, its 4 elements decomposed one by one:
     /// any shape.
     Words { pointwise: bool },
+    /// `Words` with the K loop split across a workgroup of 64 invocations per
+    /// output word and the int32 sums added in workgroup memory (exact: the
+    /// same sums in another order): few outputs over a long K, which one
+    /// invocation per word would leave mostly sequential.
+    Split { pointwise: bool },
     /// 4 pixels (one output word of a plane) x 4 output channels of one group
     /// per invocation (16 sums: each input word read once for 4 channels, each
     /// weight word once for 4 pixels): planes of a multiple of 4 pixels, a
@@ -182,6 +190,11 @@ enum Kernel {
     /// multiple of 4, at least 4 rows.
     MatmulTile,
 }
+
+/// `Kernel::Split` where fewer output words than this meet at least this many
+/// K steps (K / 4 x kernel area).
+const SPLIT_MAX_WORDS: usize = 16384;
+const SPLIT_MIN_K4: usize = 64;
 
 // Parameter words of the product kernel.
 const P_T: usize = 0; // output elements
@@ -332,7 +345,95 @@ fn kernel_wgsl(k: Kernel) -> String {
         Kernel::Words { pointwise } => product_wgsl(pointwise),
         Kernel::ConvTile { pointwise } => conv_tile_wgsl(pointwise),
         Kernel::MatmulTile => matmul_tile_wgsl(),
+        Kernel::Split { pointwise } => split_wgsl(pointwise),
     }
+}
+
+/// The 4 elements of output word g: their channels, output pixels, input and
+/// weight offsets, and zeroed sums.
+fn word_elements() -> String {
+    format!(
+        "  var ch: array<u32, 4>;
+  var oy: array<u32, 4>;
+  var ox: array<u32, 4>;
+  var xb: array<u32, 4>;
+  var wb: array<u32, 4>;
+  var acc: array<i32, 4>;
+  for (var e = 0u; e < 4u; e = e + 1u) {{
+    let f = min(g * 4u + e, p[{P_T}] - 1u);
+    let x_ = f % p[{P_OW}];
+    let t = f / p[{P_OW}];
+    let y_ = t % p[{P_OH}];
+    let t2 = t / p[{P_OH}];
+    let c = t2 % p[{P_O}];
+    let n = t2 / p[{P_O}];
+    ch[e] = c;
+    oy[e] = y_;
+    ox[e] = x_;
+    wb[e] = c * p[{P_K4T}];
+    xb[e] = (n * p[{P_G}] + c / p[{P_COG}]) * p[{P_CIG4}] * p[{P_IHW}];
+    acc[e] = 0i;
+  }}
+  let xm = p[{P_XM}];
+"
+    )
+}
+
+/// `Kernel::Split`: workgroup g computes output word g; invocation li takes
+/// the K steps li, li + 64, ...
+pub(super) fn split_wgsl(pointwise: bool) -> String {
+    let mut s = product_head(if pointwise { "conv2d/matmul split-K pointwise" } else { "conv2d/matmul split-K" });
+    if !pointwise {
+        s.push_str(&tap_fn());
+    }
+    let _ = write!(
+        s,
+        "var<workgroup> red: array<vec4<i32>, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{
+  let g = wg.y * nwg.x + wg.x;
+  if (g >= p[{P_WORDS_OUT}]) {{ return; }}
+{elements}  let area = p[{P_KH}] * p[{P_KW}];
+  let k4t = p[{P_K4T}];
+  let steps = (k4t + 63u) / 64u;
+  for (var it = 0u; it < steps; it = it + 1u) {{
+    let kk = it * 64u + li;
+    if (kk < k4t) {{
+      let j = kk / area;
+      let r = kk - j * area;
+      let ky = r / p[{P_KW}];
+      let kx = r - ky * p[{P_KW}];
+      let xj = j * p[{P_IHW}];
+      for (var e = 0u; e < 4u; e = e + 1u) {{
+        let xv = {x};
+        acc[e] = acc[e] + dot4I8Packed(xv, w4[wb[e] + kk]);
+      }}
+    }}
+  }}
+  red[li] = vec4<i32>(acc[0], acc[1], acc[2], acc[3]);
+  workgroupBarrier();
+  for (var h = 32u; h > 0u; h = h >> 1u) {{
+    if (li < h) {{
+      red[li] = red[li] + red[li + h];
+    }}
+    workgroupBarrier();
+  }}
+  if (li == 0u) {{
+    let sums = red[0];
+    var word = 0u;
+    for (var e = 0u; e < 4u; e = e + 1u) {{
+      if (g * 4u + e < p[{P_T}]) {{
+        word = word | (requant(sums[e], ch[e]) << (8u * e));
+      }}
+    }}
+    out[g] = word;
+  }}
+}}
+",
+        elements = word_elements(),
+        x = tap(pointwise, "xb[e]", "oy[e]", "ox[e]")
+    );
+    s
 }
 
 /// `Kernel::ConvTile`: invocation g is pixel quad `g % p[P_Q1]` of output
@@ -444,29 +545,7 @@ pub(super) fn product_wgsl(pointwise: bool) -> String {
     let _ = write!(
         s,
         "{MAIN_HEAD}  if (g >= p[{P_WORDS_OUT}]) {{ return; }}
-  var ch: array<u32, 4>;
-  var oy: array<u32, 4>;
-  var ox: array<u32, 4>;
-  var xb: array<u32, 4>;
-  var wb: array<u32, 4>;
-  var acc: array<i32, 4>;
-  for (var e = 0u; e < 4u; e = e + 1u) {{
-    let f = min(g * 4u + e, p[{P_T}] - 1u);
-    let x_ = f % p[{P_OW}];
-    let t = f / p[{P_OW}];
-    let y_ = t % p[{P_OH}];
-    let t2 = t / p[{P_OH}];
-    let c = t2 % p[{P_O}];
-    let n = t2 / p[{P_O}];
-    ch[e] = c;
-    oy[e] = y_;
-    ox[e] = x_;
-    wb[e] = c * p[{P_K4T}];
-    xb[e] = (n * p[{P_G}] + c / p[{P_COG}]) * p[{P_CIG4}] * p[{P_IHW}];
-    acc[e] = 0i;
-  }}
-  let xm = p[{P_XM}];
-{loops}  var word = 0u;
+{elements}{loops}  var word = 0u;
   for (var e = 0u; e < 4u; e = e + 1u) {{
     if (g * 4u + e < p[{P_T}]) {{
       word = word | (requant(acc[e], ch[e]) << (8u * e));
@@ -475,7 +554,8 @@ pub(super) fn product_wgsl(pointwise: bool) -> String {
   out[g] = word;
 }}
 ",
-        loops = k_loops(pointwise, &body)
+        loops = k_loops(pointwise, &body),
+        elements = word_elements()
     );
     s
 }
@@ -575,7 +655,7 @@ fn product_params(q: &QLinear, geo: &Geometry, x_t: DataType, total: usize) -> R
     p[P_HI] = ((r.hi - r.zero) as f32).to_bits();
     p[P_ZERO] = r.zero as u32;
     let (tiles, q1, q2) = match geo.kernel() {
-        Kernel::Words { .. } => (0, 0, 0),
+        Kernel::Words { .. } | Kernel::Split { .. } => (0, 0, 0),
         Kernel::ConvTile { .. } => {
             let (pq, cq) = (geo.oh * geo.ow / 4, geo.o / 4);
             (geo.n * cq * pq, pq, cq)
@@ -628,7 +708,12 @@ fn lower_q(q: &QLinear, geo: &Geometry, x: Operand, y: Operand) -> Result<Loweri
     }
     let wbuf = l.local(Local::Data(wp));
     let rq = l.local(Local::Data(requant_table(q, w, *k)?));
-    let invocations = if let Kernel::Words { .. } = kernel { total.div_ceil(4) } else { params[P_TILES] as usize };
+    let invocations = match kernel {
+        Kernel::Words { .. } => total.div_ceil(4),
+        // One workgroup (`WORKGROUP` invocations) per output word.
+        Kernel::Split { .. } => total.div_ceil(4).checked_mul(WORKGROUP as usize).ok_or_else(|| internal("size"))?,
+        _ => params[P_TILES] as usize,
+    };
     l.steps.push(Lowered::Dispatch {
         wgsl: kernel_wgsl(kernel),
         reads: vec![xw, wbuf, rq],
@@ -647,7 +732,7 @@ mod tests {
     #[test]
     fn quantized_kernels_are_valid_wgsl() {
         validate(&pack_wgsl());
-        for k in [Kernel::Words { pointwise: false }, Kernel::Words { pointwise: true }, Kernel::ConvTile { pointwise: false }, Kernel::ConvTile { pointwise: true }, Kernel::MatmulTile] {
+        for k in [Kernel::Words { pointwise: false }, Kernel::Words { pointwise: true }, Kernel::ConvTile { pointwise: false }, Kernel::ConvTile { pointwise: true }, Kernel::MatmulTile, Kernel::Split { pointwise: false }, Kernel::Split { pointwise: true }] {
             validate(&kernel_wgsl(k));
         }
     }

@@ -325,7 +325,22 @@ const CONVS = [
   { name: 'depthwise 3x3 padding 1', c: 16, h: 8, w: 8, o: 16, k: 3, padding: [1, 1, 1, 1], groups: 16 },
   { name: 'depthwise 3x3 strides 2, padding 1', c: 24, h: 9, w: 9, o: 24, k: 3, padding: [1, 1, 1, 1], strides: [2, 2], groups: 24 },
   { name: '3x3 groups 2', c: 8, h: 6, w: 6, o: 6, k: 3, groups: 2 },
-  { name: '7x7 strides 2, padding 3', c: 3, h: 18, w: 18, o: 8, k: 7, padding: [3, 3, 3, 3], strides: [2, 2] }
+  { name: '7x7 strides 2, padding 3', c: 3, h: 18, w: 18, o: 8, k: 7, padding: [3, 3, 3, 3], strides: [2, 2] },
+  // Channel counts that are not multiples of 4 (the GPU packs 4 channels a word),
+  // uneven padding, groups of 3 channels, a depthwise multiplier, batches.
+  { name: '3x3 odd channels 5 -> 7, padding [1, 0, 2, 1], batch 2', n: 2, c: 5, h: 7, w: 6, o: 7, k: 3, padding: [1, 0, 2, 1] },
+  { name: '3x3 groups 3 (3 channels each), strides 2, padding 1', c: 9, h: 9, w: 8, o: 6, k: 3, padding: [1, 1, 1, 1], strides: [2, 2], groups: 3 },
+  { name: 'depthwise multiplier 2 (6 -> 12), dilations 2, padding 2', c: 6, h: 8, w: 7, o: 12, k: 3, padding: [2, 2, 2, 2], dilations: [2, 2], groups: 6 },
+  { name: 'depthwise 5x5 strides 2, dilations 2, padding [4, 3, 4, 3]', c: 7, h: 11, w: 12, o: 7, k: 5, padding: [4, 3, 4, 3], strides: [2, 2], dilations: [2, 2], groups: 7 },
+  { name: '1x1 strides 2, 13 -> 9 channels, batch 2', n: 2, c: 13, h: 7, w: 7, o: 9, k: 1, strides: [2, 2] },
+  // Planes of a multiple of 4 pixels and a multiple of 4 output channels (per
+  // group): the GPU's 4 pixels x 4 channels tile.
+  { name: '3x3 padding 1, 8x8 planes, 6 -> 12 channels, batch 2', n: 2, c: 6, h: 8, w: 8, o: 12, k: 3, padding: [1, 1, 1, 1] },
+  { name: '1x1 on 6x6 planes, 12 -> 16 channels', c: 12, h: 6, w: 6, o: 16, k: 1 },
+  { name: '3x3 groups 2 (4 -> 8 channels each), strides 2, padding [1, 0, 1, 0]', c: 8, h: 9, w: 9, o: 16, k: 3, padding: [1, 0, 1, 0], strides: [2, 2], groups: 2 },
+  // A long K over few outputs: the GPU splits K across a workgroup.
+  { name: '3x3 padding 1, 32 -> 10 channels on 5x5', c: 32, h: 5, w: 5, o: 10, k: 3, padding: [1, 1, 1, 1] },
+  { name: '1x1 on 3x3 planes, 260 -> 6 channels', c: 260, h: 3, w: 3, o: 6, k: 1 }
 ]
 
 // [activation type, activation, output range taken before the activation
@@ -341,7 +356,7 @@ function convCase (rng, spec, xType, { floatType = 'float32', xOptions = {}, fil
   const groups = spec.groups || 1
   const cg = spec.c / groups
   const fanIn = cg * spec.k * spec.k
-  const x = activation(rng, [1, spec.c, spec.h, spec.w], xType, xOptions)
+  const x = activation(rng, [spec.n || 1, spec.c, spec.h, spec.w], xType, xOptions)
   if (floatType === 'float16') x.p = param(x.p.rawScale, x.p.zp, x.p.shape, x.type, 'float16')
   x.values = dequantizeRef(x.q, x.shape, x.p)
   const f = weights(rng, [spec.o, cg, spec.k, spec.k], 0, fanIn, { floatType, ...filterOptions })
@@ -384,7 +399,11 @@ for (const spec of CONVS) {
 
 const MATMULS = [
   { name: 'matmul [M, K] x [K, N]', a: [5, 24], n: 12 },
-  { name: 'matmul batched [2, M, K] x [K, N]', a: [2, 7, 16], n: 10 }
+  { name: 'matmul batched [2, M, K] x [K, N]', a: [2, 7, 16], n: 10 },
+  { name: 'matmul [M, K] x [K, N], K 13 and N 7 (not multiples of 4)', a: [9, 13], n: 7 },
+  { name: 'matmul batched [3, 2, M, K] x [K, N], K 6', a: [3, 2, 5, 6], n: 5 },
+  { name: 'matmul [1, K] x [K, N], K 3', a: [1, 3], n: 9 },
+  { name: 'matmul [M, K] x [K, N], K 300 (long K, few outputs)', a: [3, 300], n: 6 }
 ]
 
 for (const spec of MATMULS) {
@@ -437,6 +456,98 @@ deviceTest('DQ -> gemm (int8 B per column, int32 C) -> Q, with and without bTran
   }
   await runExpecting(t, device, context, b, outputs, inputs, expected)
 })
+
+deviceTest('DQ -> gemm with alpha and beta (C float32 [1, N] and a DQ scalar), K 10 -> Q', async (t, device, context) => {
+  const rng = mulberry32(301)
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  const [m, k, nn] = [5, 10, 11]
+  for (const [n, [type, alpha, beta, scalarC]] of [['uint8', 0.75, 1.5, false], ['int8', 1.25, 0.5, true], ['int8', 0.5, 2, false]].entries()) {
+    const a = activation(rng, [m, k], type)
+    const w = weights(rng, [k, nn], 1, k)
+    const cParam = perTensor(0.1, 0, 0, 'int32')
+    const cv = scalarC ? Array.from(dequantizeRef([3], [], cParam)) : Array.from({ length: nn }, () => Math.fround(rng() - 0.5))
+    const y = matmulRef(a.values, a.shape, w.values, [k, nn])
+    y.values = y.values.map((v, i) => alpha * v + beta * cv[scalarC ? 0 : i % nn])
+    const p = outputParam(y.values, 2, type)
+    const name = `${type}_alpha${alpha}_beta${beta}${scalarC ? '_scalar' : ''}`
+    expected[name] = { values: quantizeRef(y.values, y.shape, p), type }
+    inputs[`a${n}`] = VIEW[type].from(a.q)
+    const c = scalarC
+      ? dq(b, constant(b, 'int32', [], [3]), cParam)
+      : b.constant({ dataType: 'float32', dimensions: [1, nn] }, Float32Array.from(cv))
+    const options = { alpha, beta, c }
+    outputs[name] = qz(b, b.gemm(dq(b, b.input(`a${n}`, { dataType: type, dimensions: a.shape }), a.p), dq(b, constant(b, 'int8', w.shape, w.q), w.p), options), p)
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+// ---------------------------------------------------------------------------
+// The GPU engine's integer kernels: the patterns above are fused there (the
+// build reports how many quantized operators it made; none with the passes
+// off), and the fused GPU and CPU kernels agree (same integer sums, same
+// requantization: bit for bit, unless the driver contracts the multiply-add).
+
+if (devices.includes('gpu')) {
+  const { execFile } = require('node:child_process')
+  const path = require('node:path')
+  const child = (env) => new Promise((resolve) => {
+    execFile(process.execPath, [path.join(__dirname, 'quant', 'fusion-child.js'), 'gpu'], { env: { ...process.env, WEBNN_LOG: 'info', ...env }, timeout: 100000 },
+      (error, stdout, stderr) => resolve({ error, stdout, stderr }))
+  })
+
+  test('gpu: conv2d, depthwise, grouped, matmul and gemm QDQ patterns fuse into integer kernels (none with the passes off)', async (t) => {
+    const r = await child({})
+    if (r.error) {
+      if (!requireGpu && /NotSupportedError/.test(r.stderr)) { t.log(`no gpu device: ${r.stderr.split('\n')[0]}`); t.pass(); return }
+      t.fail(`${r.error}\n${r.stderr}`)
+      return
+    }
+    t.is(r.stdout.trim(), 'ok')
+    const counts = (stderr) => [...stderr.matchAll(/(\d+) quantized operators on integer kernels/g)].map((m) => Number(m[1]))
+    t.deepEqual(counts(r.stderr), [5], r.stderr)
+    const off = await child({ WEBNN_CPU_PASSES: 'none' })
+    t.is(off.stdout.trim(), 'ok', off.stderr)
+    t.deepEqual(counts(off.stderr), [0], off.stderr)
+  })
+
+  if (devices.includes('cpu')) {
+    test('gpu and cpu fused kernels agree bit for bit (convolutions of every shape above, matmul, gemm)', async (t) => {
+      const ctx = {}
+      for (const device of ['cpu', 'gpu']) {
+        ctx[device] = await deviceContext(t, device)
+        if (!ctx[device]) { t.pass(); return }
+      }
+      let total = 0
+      let same = 0
+      let worst = 0
+      for (const [n, spec] of CONVS.entries()) {
+        for (const type of ['uint8', 'int8']) {
+          const got = {}
+          const c = convCase(mulberry32(700 + n), spec, type)
+          const p = outputParam(c.y.values.map(ACT.relu), 4, type)
+          for (const device of ['cpu', 'gpu']) {
+            const b = new MLGraphBuilder(ctx[device])
+            const x = b.input('x', { dataType: type, dimensions: c.x.shape })
+            got[device] = (await run(t, device, ctx[device], b, { q: qz(b, b.relu(c.build(b, x)), p) }, { x: VIEW[type].from(c.x.q) })).q
+          }
+          for (let i = 0; i < got.cpu.length; i++) {
+            const d = Math.abs(got.cpu[i] - got.gpu[i])
+            worst = Math.max(worst, d)
+            same += d === 0
+          }
+          total += got.cpu.length
+          assertQuantized(t, got.gpu, quantizeRef(c.y.values.map(ACT.relu), c.y.shape, p), type, `${spec.name} ${type}`)
+        }
+      }
+      t.log(`${same} of ${total} elements identical, at most ${worst} unit apart`)
+      t.true(worst <= 1)
+      t.true(same >= total * 0.999, `only ${same} of ${total} elements identical`)
+    })
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Chains a fusing engine must not fuse as it fuses the above (or must handle),

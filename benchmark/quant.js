@@ -24,6 +24,9 @@
 //   node benchmark/quant.js --only resnet50-qdq --threads 2 --iters 10
 //   node benchmark/quant.js --act int8                      int8 activations
 //   node benchmark/quant.js --ort-float 1                   also time ORT's float32 model
+//   node benchmark/quant.js --device gpu                    webnn-node's quantized and float32
+//                                                           runs on the GPU (onnxruntime-node
+//                                                           stays on the CPU at --threads)
 const { ml, MLGraphBuilder } = require('..')
 const { relError, stats, fmt, ortSessionOptions, arg, machineLine } = require('./stats.js')
 const { model } = require('./onnx.js')
@@ -66,8 +69,8 @@ function seededInputs (fnet, n, seed) {
 
 /** A graph built on a new context of `threads`; run(data?) computes it (the
  * timed runs reuse the views each compute() returns). */
-async function setupWebnn (g, write, threads, options = {}) {
-  const context = await ml.createContext({ numThreads: threads, ...options })
+async function setupWebnn (g, write, threads, device = 'cpu', options = {}) {
+  const context = await ml.createContext(device === 'gpu' ? { deviceType: 'gpu' } : { numThreads: threads, ...options })
   const t0 = performance.now()
   const builder = new MLGraphBuilder(context)
   const graph = await builder.build(write(g, builder))
@@ -131,6 +134,8 @@ async function main () {
   const iters = Number(arg('iters', ITERS))
   const activationType = arg('act', 'uint8')
   const ortFloat = arg('ort-float', '0') === '1' && ort
+  const device = arg('device', 'cpu')
+  if (!['cpu', 'gpu'].includes(device)) throw new Error(`--device: cpu or gpu, not ${device}`)
   const selected = MODELS.filter((m) => !only || only.includes(m.name))
   if (!selected.length) throw new Error(`--only: none of ${only}; models: ${MODELS.map((m) => m.name).join(', ')}`)
 
@@ -158,12 +163,12 @@ async function main () {
     const data = net.inputData(fnet)
 
     for (const threads of threadList) {
-      const wq = await setupWebnn(qnet, qdq.toWebnn, threads, m.options)
-      const wf = await setupWebnn(fnet, net.toWebnn, threads)
+      const wq = await setupWebnn(qnet, qdq.toWebnn, threads, device, m.options)
+      const wf = await setupWebnn(fnet, net.toWebnn, threads, device)
       const oq = ort ? await setupOrt(bytes, qnet, threads) : null
       const of = ortFloat ? await setupOrt(floatBytes, fnet, threads) : null
       if (threads === threadList[0]) {
-        const line = `build ${m.name.padEnd(16)} (${threads} thread${threads > 1 ? 's' : ''}): webnn-node build() ${fmt(wq.buildMs)} (float32 ${fmt(wf.buildMs)})` +
+        const line = `build ${m.name.padEnd(16)} (${device === 'gpu' ? 'webnn-node on the GPU, ort ' : ''}${threads} thread${threads > 1 ? 's' : ''}): webnn-node build() ${fmt(wq.buildMs)} (float32 ${fmt(wf.buildMs)})` +
           (oq ? ` | onnxruntime-node InferenceSession.create ${fmt(oq.createMs)} (+ ${fmt(serializeMs)} writing the ${(bytes.length / 1e6).toFixed(1)} MB ONNX model)` : '')
         buildLines.push(line)
         console.log(line)
@@ -217,6 +222,7 @@ async function main () {
       if (of) await of.release()
       const row = {
         model: m.name,
+        ...(device === 'gpu' ? { webnn: 'gpu' } : {}),
         threads,
         iters,
         'webnn q median': fmt(sq.median),
@@ -233,7 +239,7 @@ async function main () {
     }
   }
   console.log('\n' + machineLine(`onnxruntime-node ${ort ? ort.env.versions.node : 'absent'}`))
-  console.log(`activations ${activationType}; top-1 and units over ${CHECKS} seeded inputs; units = max |webnn - ort| / output scale; rel err = max |a - b| / max |b|`)
+  console.log(`webnn-node on the ${device}; activations ${activationType}; top-1 and units over ${CHECKS} seeded inputs; units = max |webnn - ort| / output scale; rel err = max |a - b| / max |b|`)
   console.table(checks)
   console.log('goal: webnn q/f32 <= 0.5 (quantized >= 2x faster than float32) and q webnn/ort <= 1.0')
   console.table(rows)

@@ -198,12 +198,18 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
 /// it, then epilogue fusion onto conv2d and convTranspose2d (`Op::Fused` with the
 /// stages `stage_ok` accepts: those the GPU kernels apply in their stores), which
 /// saves a dispatch and a pass over memory per activation or residual add.
-/// `config::CPU_PASSES` turns both off.
+/// Before them, the quantized patterns of `quant` that the GPU computes on
+/// integers (conv2d, matmul and gemm, `quant::Target::Gpu`). `config::CPU_PASSES`
+/// turns all off.
 pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stage) -> bool) -> Graph {
     if !passes.bn_fold {
         return g;
     }
     dce::run(&mut g);
+    // While the weights' dequantizeLinear is still there (as on the CPU).
+    if passes.quant && quant::run_gpu(&mut g) > 0 {
+        dce::run(&mut g);
+    }
     bn_fold::run(&mut g);
     if passes.epilogue {
         gpu_epilogue(&mut g, stage_ok);

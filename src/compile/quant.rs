@@ -1,4 +1,5 @@
-//! Quantized patterns fused into integer operators (CPU pipeline).
+//! Quantized patterns fused into integer operators (CPU pipeline; the GPU
+//! pipeline takes conv2d, matmul and gemm, `Target::Gpu`).
 //!
 //! A quantized model reaches WebNN as a float graph wrapped in
 //! dequantizeLinear (DQ) and quantizeLinear (Q): `DQ(x) -> conv2d(DQ(w), bias)
@@ -105,6 +106,20 @@ pub enum QWeights {
     Lanes { packed: Vec<u8>, k: usize, n: usize },
     /// Element-wise operators: none.
     None,
+    /// The GPU kernels' weights (`Target::Gpu`): `w - zeroPoint` unpacked, one
+    /// row of `k` per output channel (conv2d: the oihw filter's `[O, K]`, K =
+    /// input channels per group x kernel area; matmul/gemm: B as `[N, K]`).
+    Plain { w: Vec<i8>, k: usize },
+}
+
+/// Which engine's kernels `find` prepares a quantized operator for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The CPU kernels (`qgemm` and `qnhwc` with `nhwc`).
+    Cpu { nhwc: bool },
+    /// The GPU kernels (`engine::gpu::families::quantized`): conv2d, matmul and
+    /// gemm only (`QWeights::Plain`), besides the agnostic rewrites.
+    Gpu,
 }
 
 /// A fused quantized operator: 8-bit input, 8-bit output.
@@ -147,7 +162,12 @@ impl std::fmt::Debug for QuantizedOp {
 
 pub fn run(g: &mut Graph) -> usize {
     let nhwc = nhwc_kernels();
-    rewrite_all(g, |g, uses, i| find(g, uses, i, nhwc))
+    rewrite_all(g, |g, uses, i| find(g, uses, i, Target::Cpu { nhwc }))
+}
+
+/// `run` for the GPU engine's kernels (`Target::Gpu`).
+pub fn run_gpu(g: &mut Graph) -> usize {
+    rewrite_all(g, |g, uses, i| find(g, uses, i, Target::Gpu))
 }
 
 /// Chooses the 8-bit tensors stored channels-last: those of rank 4 with a
@@ -352,7 +372,8 @@ fn activation_bounds(op: &Op) -> Option<(Option<f32>, Option<f32>)> {
     }
 }
 
-fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
+pub(crate) fn find(g: &mut Graph, uses: &Uses, i: usize, target: Target) -> Option<Rewrite> {
+    let (nhwc, gpu) = (target == Target::Cpu { nhwc: true }, target == Target::Gpu);
     let q = &g.operators[i];
     if q.op != Op::QuantizeLinear {
         return None;
@@ -383,6 +404,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
             return Some(rw);
         }
     }
+    if gpu && !matches!(op.op, Op::Conv2d(_) | Op::Matmul | Op::Gemm(_)) {
+        return None;
+    }
     if op.op == Op::Binary(BinaryKind::Add) {
         return add(g, uses, p, out, &yq, lo, hi, remove);
     }
@@ -406,7 +430,9 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
             let depthwise = a.groups == cin && o == cin && ig == 1;
             let sums: Vec<i64> = w.w.chunks(k).map(|f| f.iter().map(|&v| v as i64).sum()).collect();
             let area = kh * kw;
-            let packed = if depthwise && nhwc {
+            let packed = if gpu {
+                QWeights::Plain { w: w.w.clone(), k }
+            } else if depthwise && nhwc {
                 QWeights::DepthwiseNhwc { taps: (0..area * o).map(|i| w.w[(i % o) * area + i / o] as i32).collect() }
             } else if depthwise {
                 QWeights::Depthwise { taps: w.w.iter().map(|&v| v as i32).collect() }
@@ -430,7 +456,8 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
         }
         Op::Matmul | Op::Gemm(_) => {
             let w = matmul_weights(g, uses, op)?;
-            (QKind::Matmul, (QWeights::Lanes { packed: w.packed, k: w.k, n: w.n }, w.sums, w.scale), w.n, w.bias, false, w.alpha)
+            let packed = if gpu { QWeights::Plain { w: w.w.clone(), k: w.k } } else { QWeights::Lanes { packed: w.lanes(), k: w.k, n: w.n } };
+            (QKind::Matmul, (packed, w.sums, w.scale), w.n, w.bias, false, w.alpha)
         }
         _ => return None,
     };
@@ -449,7 +476,8 @@ fn find(g: &mut Graph, uses: &Uses, i: usize, nhwc: bool) -> Option<Rewrite> {
 struct MatmulWeights {
     k: usize,
     n: usize,
-    packed: Vec<u8>,
+    /// `w - zeroPoint` as `[N][K]`.
+    w: Vec<i8>,
     /// `sum_k w[k][n]` per column.
     sums: Vec<i64>,
     scale: Vec<f32>,
@@ -475,13 +503,20 @@ fn matmul_weights(g: &Graph, uses: &Uses, op: &Operator) -> Option<MatmulWeights
     let w = weights(g, uses, op.inputs[1], if b_t { 0 } else { 1 })?;
     let at = |kk: usize, l: usize| if b_t { w.w[l * k + kk] } else { w.w[kk * n + l] };
     let sums = (0..n).map(|l| (0..k).map(|kk| at(kk, l) as i64).sum()).collect();
-    let packed = qgemm::pack_lanes(n, k, |kk, l| at(kk, l) as u8);
+    let w_nk = (0..n * k).map(|i| at(i % k, i / k)).collect();
     // gemm's c: a constant along N (or one value), times beta.
     let bias = match c {
         None => None,
         Some(c) => Some(along_n(g, uses, c, n)?.into_iter().map(|v| beta * v).collect()),
     };
-    Some(MatmulWeights { k, n, packed, sums, scale: w.scale, bias, alpha })
+    Some(MatmulWeights { k, n, w: w_nk, sums, scale: w.scale, bias, alpha })
+}
+
+impl MatmulWeights {
+    /// The weights as `qgemm` lanes (the CPU kernels' layout).
+    fn lanes(&self) -> Vec<u8> {
+        qgemm::pack_lanes(self.n, self.k, |kk, l| self.w[l * self.k + kk] as u8)
+    }
 }
 
 /// A float constant (or DQ of one) of shape `[]`, `[1]`, `[n]`, or those with
@@ -530,7 +565,7 @@ pub fn dynamic(g: &mut Graph) -> usize {
         let mul = w.scale.iter().map(|&s| s * w.alpha).collect();
         let add = bias.unwrap_or_else(|| vec![0.0; w.n]);
         let requant = Requant { comp, mul, add, zero: 0, lo: 0, hi: 0, per_row: false };
-        let qop = QLinear { kind: QKind::DynamicMatmul, flip: 0, x_zero: 0, weights: QWeights::Lanes { packed: w.packed, k: w.k, n: w.n }, requant };
+        let qop = QLinear { kind: QKind::DynamicMatmul, flip: 0, x_zero: 0, weights: QWeights::Lanes { packed: w.lanes(), k: w.k, n: w.n }, requant };
         let at = *remove.iter().max()?;
         Some(quantized(qop, vec![x], out, at, remove))
     })
@@ -1117,5 +1152,67 @@ mod tests {
         assert_eq!(check(&g, 0.05), 1);
         assert_eq!(execute_on(&g, Passes::ALL, 1, 5), execute_on(&g, Passes::ALL, 2, 5));
         let _ = qgemm::vnni();
+    }
+
+    /// The GPU target fuses conv2d (every shape), matmul and gemm into
+    /// `QWeights::Plain` operators (and leaves add to the float path); where a
+    /// GPU adapter exists, its integer kernels give the CPU kernels' bytes (same
+    /// integer sums and requantization; a driver that contracts the
+    /// multiply-add into an fma may move a value within an ulp of a .5 boundary:
+    /// one unit, rarely).
+    #[test]
+    fn gpu_kernels_match_the_cpu_kernels() {
+        use super::super::testing::execute_gpu;
+        use crate::compile::fused::FusedOp;
+        use crate::ops::Op;
+        let pads = |p: usize| Conv2dOptions { padding: Some(vec![p; 4]), ..Default::default() };
+        let mut graphs = vec![
+            conv_case(16, 24, 9, 1, Default::default(), DataType::Uint8, u8_out(Act::None), true),
+            conv_case(5, 7, 8, 3, pads(1), DataType::Int8, u8_out(Act::Relu), true),
+            conv_case(8, 40, 11, 3, Conv2dOptions { strides: Some(vec![2, 2]), padding: Some(vec![0, 1, 2, 1]), ..Default::default() }, DataType::Uint8, u8_out(Act::Clamp(0.0, 6.0)), false),
+            conv_case(3, 16, 15, 7, Conv2dOptions { strides: Some(vec![2, 2]), ..pads(3) }, DataType::Int8, u8_out(Act::None), true),
+            conv_case(6, 9, 10, 3, Conv2dOptions { dilations: Some(vec![2, 2]), ..pads(2) }, DataType::Uint8, u8_out(Act::None), true),
+            conv_case(12, 24, 8, 3, Conv2dOptions { groups: 3, ..pads(1) }, DataType::Int8, u8_out(Act::Relu), true),
+            conv_case(24, 24, 12, 3, Conv2dOptions { groups: 24, ..pads(1) }, DataType::Uint8, u8_out(Act::Relu), true),
+            conv_case(16, 16, 13, 3, Conv2dOptions { groups: 16, strides: Some(vec![2, 2]), ..pads(1) }, DataType::Int8, u8_out(Act::None), true),
+            conv_case(8, 16, 16, 1, Default::default(), DataType::Int8, Out { scale: 0.05, zero: -5, t: DataType::Int8, act: Act::Relu }, true),
+            matmul_case(&[9, 70], 40, None, u8_out(Act::None)),
+            matmul_case(&[2, 17, 33], 65, None, u8_out(Act::Relu)),
+            matmul_case(&[3, 13], 7, None, u8_out(Act::None)),
+            matmul_case(&[6, 20], 12, Some(GemmOptions { has_c: true, b_transpose: true, alpha: 0.5, beta: 2.0, ..Default::default() }), u8_out(Act::None)),
+            // Long K over few outputs (the GPU splits K across a workgroup).
+            conv_case(36, 8, 6, 3, pads(1), DataType::Uint8, u8_out(Act::Relu), true),
+            matmul_case(&[2, 260], 9, None, u8_out(Act::None)),
+        ];
+        // Not fused on the GPU: a quantized add.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 8, 5, 5]);
+        let y = b.input("y", &[1, 8, 5, 5]);
+        let (_, xd) = qdq(&mut b, x, 0.02, 128, DataType::Uint8);
+        let (_, yd) = qdq(&mut b, y, 0.03, 100, DataType::Uint8);
+        let s = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
+        graphs.push(finish(&mut b, s, u8_out(Act::None)));
+        let (mut total, mut same) = (0, 0);
+        for (n, g) in graphs.iter().enumerate() {
+            let fused = crate::compile::gpu_pipeline(g.clone(), Passes::ALL, &|_| true);
+            let plain = fused
+                .operators
+                .iter()
+                .filter(|o| matches!(&o.op, Op::Fused(FusedOp::Quantized { op, .. }) if matches!(op.0.weights, super::QWeights::Plain { .. })))
+                .count();
+            let quantized = fused.operators.iter().filter(|o| matches!(o.op, Op::Fused(_))).count();
+            let last = n == graphs.len() - 1;
+            assert_eq!((plain, quantized), if last { (0, 0) } else { (1, 1) }, "graph {n}: {:?}", ops(&fused));
+            for seed in [3, 4] {
+                let Some(gpu) = execute_gpu(g, seed) else { return };
+                let cpu = execute(g, Passes::ALL, seed);
+                for (a, b) in cpu[0].iter().zip(&gpu[0]) {
+                    assert!((a - b).abs() <= 0.05 * 1.0001, "graph {n}: cpu {a} gpu {b}");
+                    same += (a == b) as usize;
+                }
+                total += cpu[0].len();
+            }
+        }
+        assert!(same * 1000 >= total * 999, "{same} of {total} identical");
     }
 }

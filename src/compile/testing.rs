@@ -139,3 +139,34 @@ pub fn assert_agree(g: &Graph, rtol: f64) {
     }
 }
 
+
+/// `execute` on the GPU engine (all its passes), with the same seeded inputs;
+/// `None` where no GPU adapter can be opened.
+pub fn execute_gpu(g: &Graph, seed: u64) -> Option<Vec<Vec<f64>>> {
+    use crate::engine::Engine;
+    let engine = crate::engine::gpu::GpuEngine::new(crate::engine::gpu::PowerPreference::Default).ok()?;
+    let mut b = Builder::new();
+    b.state ^= seed.wrapping_mul(0x1234_5678_9abc_def1) | 1;
+    let mut inputs: Vec<Vec<u8>> = g
+        .inputs
+        .iter()
+        .map(|(_, id)| {
+            let v: Vec<f64> = (0..g.operands[*id].desc.element_count()).map(|_| b.next() * 4.0 - 2.0).collect();
+            encode(g.operands[*id].desc.data_type, &v)
+        })
+        .collect();
+    let mut outputs: Vec<Vec<u8>> = g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
+    let plan = engine.compile(g.clone()).unwrap();
+    let bindings = Bindings {
+        inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
+        outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
+        cancel: Default::default(),
+        early: None,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    plan.execute(bindings, Box::new(move |r| {
+        let _ = tx.send(r);
+    }));
+    rx.recv().unwrap().unwrap();
+    Some(g.outputs.iter().zip(&outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect())
+}

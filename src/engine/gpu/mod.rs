@@ -378,11 +378,16 @@ impl Engine for GpuEngine {
         let started = std::time::Instant::now();
         let cached = self.shared.pipelines.lock().map_or(0, |c| c.len());
         let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
+        let quantized = graph
+            .operators
+            .iter()
+            .filter(|o| matches!(o.op, crate::ops::Op::Fused(crate::compile::fused::FusedOp::Quantized { .. })))
+            .count();
         let plan = GpuPlan::new(self.shared.clone(), graph)?;
         log(LogLevel::Info, || {
             let now = self.shared.pipelines.lock().map_or(0, |c| c.len());
             format!(
-                "GPU graph compiled in {} ms ({} new shader pipelines; the driver compiles each once per context)",
+                "GPU graph compiled in {} ms ({} new shader pipelines; the driver compiles each once per context; {quantized} quantized operators on integer kernels)",
                 started.elapsed().as_millis(),
                 now.saturating_sub(cached)
             )

@@ -27,6 +27,7 @@ mod pooling;
 mod gather;
 mod recurrent;
 mod tile_quant;
+mod quantized;
 
 /// A family's entry point.
 pub(super) type Lower = fn(&Op, &[(OperandId, &OperandDesc)], &[(OperandId, &OperandDesc)], &Cx) -> Option<Result<Lowering>>;
@@ -42,4 +43,5 @@ pub(super) const ALL: &[Lower] = &[
     gather::lower,
     recurrent::lower,
     tile_quant::lower,
+    quantized::lower,
 ];

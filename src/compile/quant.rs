@@ -547,7 +547,7 @@ pub fn dynamic(g: &mut Graph) -> usize {
             return None;
         }
         let w = matmul_weights(g, uses, op)?;
-        let (mut out, mut remove, mut bias) = (y, vec![i], w.bias);
+        let (mut out, mut remove, mut bias) = (y, vec![i], w.bias.clone());
         if bias.is_none() {
             if let Some(j) = uses.sole_reader(y) {
                 let add = &g.operators[j];

@@ -287,6 +287,7 @@ impl FusedOp {
                 super::quant::QKind::Add { .. } => "add (quantized)",
                 super::quant::QKind::MaxPool(_) => "maxPool2d (quantized)",
                 super::quant::QKind::GlobalAverage => "averagePool2d (quantized)",
+                super::quant::QKind::Elem(ref e) => e.name(),
             },
         }
     }

@@ -29,6 +29,7 @@ pub mod movement;
 pub mod normalization;
 pub mod pooling;
 pub mod prepacked;
+pub mod qelem;
 pub mod qgemm;
 pub mod qlinear;
 pub mod qnhwc;

@@ -38,13 +38,45 @@
 //!   not a graph output;
 //! - sums must fit int32: K (input channels per group x kernel area, or matmul's
 //!   inner dimension) at most 32768;
-//! - quantization-agnostic operators (maxPool2d, reshape, transpose) between a DQ
-//!   and a Q of equal parameters run on the 8-bit tensor itself (exact).
+//! - quantization-agnostic operators (maxPool2d, reshape, transpose, resample2d
+//!   nearest-neighbor) between a DQ and a Q of equal parameters run on the 8-bit
+//!   tensor itself (exact).
+//!
+//! Element-wise and data-movement patterns (`QKind::Elem`, `elementwise_table`
+//! and `elementwise`; kernels in `engine::cpu::kernels::qelem`), each input a
+//! per-tensor `DQ` of an 8-bit tensor, the output a per-tensor 8-bit `Q`:
+//!
+//! - `DQ(x) -> e1 -> ... -> en -> Q` (n <= 16), each `e` a float32 element-wise
+//!   operator with one data input of the output's shape: a unary operator (not
+//!   isNaN/isInfinite/not), clamp, an activation (elu, gelu, hardSigmoid,
+//!   hardSwish, leakyRelu, linear, softplus, softsign), or a binary operator /
+//!   prelu whose other input is a one-element constant (float32, or DQ of a
+//!   constant) or the same operand (`x * x`); every intermediate read only by the
+//!   next: a 256-entry byte table, each entry computed at build by the unfused
+//!   definition (the kernels' DQ formula, each operator's own CPU kernel, Q's
+//!   formula): bit for bit the unfused graph for one operator (a longer chain,
+//!   which the unfused plan runs as one fused float kernel, within its rounding);
+//! - `concat(DQ(x_i)...) -> [relu | clamp] -> Q` along any axis: input i's
+//!   bytes through the table `clamp(Q(DQ_i(b)))` (a copy where that is the
+//!   identity), exact;
+//! - `DQ(a) * DQ(b) -> [relu | clamp] -> Q`, a and b of the output's shape:
+//!   `(a - za) * (b - zb)` in int32 times `sa * sb / sy`, within one unit (a
+//!   scalar constant operand is a table, above);
+//! - `DQ(x) -> averagePool2d (nchw, not global) -> [relu | clamp] -> Q` whose
+//!   every window covers an input cell, at most 65536 cells: int32 sums over the
+//!   window's input cells (padding excluded, as the float kernel counts), less
+//!   `count * zx`, times `sx / (count * sy)`, within one unit;
+//! - `DQ(x) -> maxPool2d (windows covering an input cell) | reshape | transpose |
+//!   slice | expand | reverse | tile | resample2d nearest-neighbor -> [relu |
+//!   clamp] -> Q` with other parameters (or an activation): the operator on the
+//!   bytes, then the table `clamp(Q(DQ(b)))` (exact: these operators select or
+//!   move values and commute with the monotonic table).
 //!
 //! Anything else stays as written and is computed in float (`Q -> DQ` pairs with
 //! different parameters, per-channel activation scales, non-constant weights,
-//! float16, outputs read twice): no fusion changes what a graph computes beyond
-//! that one unit.
+//! float16, outputs read twice, binary operators with a broadcast tensor,
+//! resample2d linear, nhwc averagePool2d, windows of padding only): no fusion
+//! changes what a graph computes beyond that one unit.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -795,6 +795,76 @@ deviceTest('maxPool2d / transpose / resample2d nearest-neighbor between DQ and Q
   await runExpecting(t, device, context, b, outputs, inputs, expected)
 })
 
+/** nchw / iohw convTranspose2d; padding [top, bottom, left, right]. */
+function convTranspose2dRef (x, [n, c, h, w], f, [, og, kh, kw], bias, { padding = [0, 0, 0, 0], strides = [1, 1], outputPadding = [0, 0], groups = 1 } = {}) {
+  const oh = (h - 1) * strides[0] + kh - padding[0] - padding[1] + outputPadding[0]
+  const ow = (w - 1) * strides[1] + kw - padding[2] - padding[3] + outputPadding[1]
+  const o = og * groups
+  const cg = c / groups
+  const out = new Float64Array(n * o * oh * ow)
+  for (let b = 0; b < n; b++) {
+    for (let oc = 0; oc < o; oc++) {
+      for (let i = 0; i < oh * ow; i++) out[(b * o + oc) * oh * ow + i] = bias ? bias[oc] : 0
+    }
+    for (let ic = 0; ic < c; ic++) {
+      const g = Math.floor(ic / cg)
+      for (let iy = 0; iy < h; iy++) {
+        for (let ix = 0; ix < w; ix++) {
+          const v = x[((b * c + ic) * h + iy) * w + ix]
+          for (let j = 0; j < og; j++) {
+            for (let ky = 0; ky < kh; ky++) {
+              const oy = iy * strides[0] + ky - padding[0]
+              if (oy < 0 || oy >= oh) continue
+              for (let kx = 0; kx < kw; kx++) {
+                const ox = ix * strides[1] + kx - padding[2]
+                if (ox < 0 || ox >= ow) continue
+                out[((b * o + g * og + j) * oh + oy) * ow + ox] += v * f[((ic * og + j) * kh + ky) * kw + kx]
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return { values: out, shape: [n, o, oh, ow] }
+}
+
+deviceTest('DQ -> convTranspose2d (int8 filter per output channel, int32 bias) (-> relu) -> Q', async (t, device, context) => {
+  const rng = mulberry32(750)
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  const specs = [
+    { c: 6, og: 8, k: 3, options: { strides: [2, 2], padding: [1, 1, 1, 1], outputPadding: [1, 1] } },
+    { c: 4, og: 5, k: 2, options: { strides: [2, 2] } },
+    { c: 8, og: 3, k: 3, options: { padding: [1, 1, 1, 1], groups: 2 } }
+  ]
+  for (const [n, spec] of specs.entries()) {
+    for (const [type, act] of [['uint8', 'none'], ['int8', 'relu']]) {
+      const x = activation(rng, [1, spec.c, 5, 6], type)
+      const groups = spec.options.groups || 1
+      const fanIn = (spec.c / groups) * spec.k * spec.k
+      const f = weights(rng, [spec.c, spec.og, spec.k, spec.k], 1, fanIn)
+      const o = spec.og * groups
+      const scales = Array.from({ length: o }, (_, oc) => f.p.scale[oc % spec.og])
+      const bs = bias(rng, x.p.scale[0], scales, fanIn)
+      const y = convTranspose2dRef(x.values, x.shape, f.values, f.shape, bs.values, spec.options)
+      const post = y.values.map(ACT[act])
+      const p = outputParam(post, 4, type)
+      const key = `ct${n}_${type}_${act}`
+      expected[key] = { values: quantizeRef(post, y.shape, p), type }
+      inputs[`x${key}`] = VIEW[type].from(x.q)
+      let out = b.convTranspose2d(dq(b, b.input(`x${key}`, { dataType: type, dimensions: x.shape }), x.p), dq(b, constant(b, 'int8', f.shape, f.q), f.p),
+        { ...spec.options, bias: dq(b, constant(b, 'int32', [o], bs.q), bs.p) })
+      if (act === 'relu') out = b.relu(out)
+      outputs[key] = qz(b, out, p)
+      t.deepEqual(outputs[key].shape, y.shape)
+    }
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
 // ---------------------------------------------------------------------------
 // The reference itself
 

@@ -70,7 +70,12 @@
 //!   slice | expand | reverse | tile | resample2d nearest-neighbor -> [relu |
 //!   clamp] -> Q` with other parameters (or an activation): the operator on the
 //!   bytes, then the table `clamp(Q(DQ(b)))` (exact: these operators select or
-//!   move values and commute with the monotonic table).
+//!   move values and commute with the monotonic table);
+//! - `DQ(x) -> convTranspose2d(DQ(w), bias) -> [relu | clamp] -> Q`, nchw input,
+//!   iohw filter (any strides, dilations, padding, output padding or sizes,
+//!   groups), the weights and bias under conv2d's rules (per channel along the
+//!   filter's output-channel axis, or per tensor), K = I / groups x kernel area
+//!   at most 32768: int32 sums per output pixel, within one unit.
 //!
 //! Anything else stays as written and is computed in float (`Q -> DQ` pairs with
 //! different parameters, per-channel activation scales, non-constant weights,
@@ -145,6 +150,11 @@ pub enum QElem {
     /// on the 8-bit tensor by its own kernel, then `table` (None: the input's
     /// parameters are the output's).
     Move { op: Op, table: Option<ByteTable> },
+    /// convTranspose2d (nchw input, iohw filter) of `kernel` [height, width]:
+    /// `taps` the filter `[I][O / groups][kh][kw]` less its zero point, int32
+    /// sums per output pixel, requantized per output channel (`requant.mul`
+    /// `sx sw[o] / sy`, `requant.add` `bias[o] / sy`).
+    ConvTranspose { attrs: crate::ops::conv::ConvTranspose2dAttrs, kernel: [usize; 2], taps: Vec<i32> },
 }
 
 impl QElem {
@@ -159,6 +169,7 @@ impl QElem {
             QElem::Move { op: Op::Transpose { .. }, .. } => "transpose (quantized)",
             QElem::Move { op: Op::Resample2d { .. }, .. } => "resample2d (quantized)",
             QElem::Move { .. } => "data movement (quantized)",
+            QElem::ConvTranspose { .. } => "convTranspose2d (quantized)",
         }
     }
 }
@@ -762,7 +773,12 @@ fn is_identity(t: &ByteTable) -> bool {
 
 /// A `Requant` that only bounds and offsets (one channel, multiplier `mul`).
 fn requant_one(yq: &PerTensor, lo: i64, hi: i64, mul: f32) -> Requant {
-    Requant { comp: vec![0], mul: vec![mul], add: vec![0.0], zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: true }
+    requant_channels(yq, lo, hi, vec![mul], vec![0.0])
+}
+
+/// A `Requant` with a multiplier and an offset per channel (no compensation).
+fn requant_channels(yq: &PerTensor, lo: i64, hi: i64, mul: Vec<f32>, add: Vec<f32>) -> Requant {
+    Requant { comp: vec![0; mul.len()], mul, add, zero: yq.zero as i32, lo: lo as i32, hi: hi as i32, per_row: true }
 }
 
 /// `DQ(x) -> one or more element-wise operators -> Q` (`element_stage`), x
@@ -857,6 +873,29 @@ fn elementwise(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor,
             }
             let mul = (0..=area).map(|c| if c == 0 { 0.0 } else { (xq.scale as f64 / (c as f64 * yq.scale as f64)) as f32 }).collect();
             (QElem::AveragePool { pool: *pool, mul }, vec![x], xq.flip(), xq.unsigned_zero(), requant_one(yq, lo, hi, 1.0))
+        }
+        Op::ConvTranspose2d(a) if a.input_layout == InputLayout::Nchw && a.filter_layout == crate::ops::conv::ConvTranspose2dFilterLayout::Iohw => {
+            let (x, xq) = dequantized(g, uses, op.inputs[0])?;
+            let xs = &desc(g, x).shape;
+            let [ci, og, kh, kw] = desc(g, op.inputs[1]).shape[..] else { return None };
+            let groups = a.groups;
+            if xs.len() != 4 || ys.len() != 4 || groups == 0 || xs[1] != ci || ci % groups != 0 || ys[1] != og * groups {
+                return None;
+            }
+            if (ci / groups) * kh * kw > MAX_K {
+                return None;
+            }
+            let w = weights(g, uses, op.inputs[1], 1)?;
+            let o = og * groups;
+            let bias = if a.has_bias { Some(float_constant(g, uses, op.inputs[2])?) } else { None };
+            if bias.as_ref().is_some_and(|b| b.len() != o) || w.scale.len() != og {
+                return None;
+            }
+            let mul = (0..o).map(|c| ((xq.scale as f64 * w.scale[c % og] as f64) / yq.scale as f64) as f32).collect();
+            let add = (0..o).map(|c| bias.as_ref().map_or(0.0, |b| (b[c] as f64 / yq.scale as f64) as f32)).collect();
+            let taps = w.w.iter().map(|&v| v as i32).collect();
+            let kind = QElem::ConvTranspose { attrs: a.clone(), kernel: [kh, kw], taps };
+            (kind, vec![x], xq.flip(), xq.unsigned_zero(), requant_channels(yq, lo, hi, mul, add))
         }
         op_kind => {
             let movable = match op_kind {
@@ -1627,6 +1666,50 @@ mod tests {
             } else {
                 check(&g, 4.0 / 255.0);
             }
+        }
+    }
+
+    /// convTranspose2d between DQ and Q (strides, padding, output padding,
+    /// dilations, groups, bias or none, relu): int32 sums within one unit; an
+    /// ohwi filter or an nhwc input stays float.
+    #[test]
+    fn conv_transpose_fuses_within_one_unit() {
+        use crate::ops::conv::{ConvTranspose2dFilterLayout, ConvTranspose2dOptions, InputLayout};
+        let base = ConvTranspose2dOptions::default();
+        let cases = vec![
+            (4, 6, 3, ConvTranspose2dOptions { strides: Some(vec![2, 2]), padding: Some(vec![1; 4]), output_padding: Some(vec![1, 1]), ..base.clone() }),
+            (5, 3, 3, ConvTranspose2dOptions { padding: Some(vec![1; 4]), ..base.clone() }),
+            (4, 2, 2, ConvTranspose2dOptions { strides: Some(vec![2, 2]), groups: 2, ..base.clone() }),
+            (3, 4, 3, ConvTranspose2dOptions { dilations: Some(vec![2, 2]), strides: Some(vec![2, 1]), padding: Some(vec![2, 1, 0, 1]), ..base.clone() }),
+            (6, 8, 4, ConvTranspose2dOptions { strides: Some(vec![2, 2]), padding: Some(vec![1; 4]), output_sizes: Some(vec![11, 12]), ..base.clone() }),
+        ];
+        for (c, og, k, opts) in cases {
+            for (t, act, bias) in [(DataType::Uint8, Act::None, true), (DataType::Int8, Act::Relu, false)] {
+                let mut b = Builder::new();
+                let x = b.input("x", &[2, c, 5, 6]);
+                let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, if t == DataType::Int8 { -3 } else { 128 }, t);
+                let w = dq_weights(&mut b, &[c, og, k, k], 1, DataType::Int8, -127, 127, 0);
+                let bias = bias.then(|| dq_bias(&mut b, og * opts.groups, 4.0 / 255.0 * 0.005));
+                let y = b.b.conv_transpose2d(xd, w, bias, &opts).unwrap();
+                let g = finish(&mut b, y, Out { scale: 0.03, ..u8_out(act) });
+                assert_eq!(check(&g, 0.03), 1, "{opts:?} {t}");
+                let names = ops(&CpuEngine::new(1).unwrap().pipeline(g, Passes::ALL));
+                assert_eq!(count(&names, "convTranspose2d (quantized)"), 1, "{names:?}");
+            }
+        }
+        // ohwi filter, nhwc input: float.
+        for nhwc in [false, true] {
+            let mut b = Builder::new();
+            let shape = if nhwc { [1, 5, 6, 4] } else { [1, 4, 5, 6] };
+            let x = b.input("x", &shape);
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+            let (w, opts) = if nhwc {
+                (dq_weights(&mut b, &[4, 3, 3, 3], 1, DataType::Int8, -127, 127, 0), ConvTranspose2dOptions { input_layout: InputLayout::Nhwc, ..base.clone() })
+            } else {
+                (dq_weights(&mut b, &[3, 3, 3, 4], 0, DataType::Int8, -127, 127, 0), ConvTranspose2dOptions { filter_layout: ConvTranspose2dFilterLayout::Ohwi, ..base.clone() })
+            };
+            let y = b.b.conv_transpose2d(xd, w, None, &opts).unwrap();
+            assert_eq!(check(&finish(&mut b, y, Out { scale: 0.03, ..u8_out(Act::None) }), 0.03), 0, "nhwc {nhwc}");
         }
     }
 

@@ -6,10 +6,11 @@
 use rayon::prelude::*;
 
 use super::broadcast::par_chunks;
+use super::qgemm::Chan;
 use super::{qlinear, qnhwc, simd, Tensor};
 use crate::compile::quant::{QElem, QKind, QLayout, QLinear};
 use crate::error::{Result, WebnnError};
-use crate::ops::conv::InputLayout;
+use crate::ops::conv::{ConvTranspose2dAttrs, InputLayout};
 use crate::ops::pooling::Pool2d;
 
 fn internal(what: &str) -> WebnnError {
@@ -39,6 +40,7 @@ pub fn run(q: &QLinear, layout: QLayout, inputs: &[Tensor], out: &mut [u8], out_
             }
             Ok(())
         }
+        (QElem::ConvTranspose { attrs, kernel, taps }, [x]) => conv_transpose(q, attrs, *kernel, taps, x, out, out_shape),
         _ => Err(internal("element-wise kind and inputs disagree")),
     }
 }
@@ -183,5 +185,59 @@ fn average_pool(q: &QLinear, pool: &Pool2d, mul: &[f32], x: &Tensor, out: &mut [
             }
         }
     });
+    Ok(())
+}
+
+/// `QElem::ConvTranspose` (nchw input, iohw filter): per output plane (image,
+/// channel), each input pixel's `(x - zx) * w` scattered into int32 sums at
+/// `oy = iy * stride + ky * dilation - padBeginning`, then requantized with the
+/// channel's multiplier and bias.
+#[allow(clippy::too_many_arguments)]
+fn conv_transpose(q: &QLinear, a: &ConvTranspose2dAttrs, [kh, kw]: [usize; 2], taps: &[i32], x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let (&[n, c, h, w], &[on, o, oh, ow]) = (x.shape, out_shape) else { return Err(internal("convTranspose2d shapes")) };
+    let groups = a.groups;
+    if groups == 0 || c % groups != 0 || o % groups != 0 || n != on || a.input_layout != InputLayout::Nchw {
+        return Err(internal("convTranspose2d groups"));
+    }
+    let (cg, og) = (c / groups, o / groups);
+    if taps.len() != c * og * kh * kw || q.requant.mul.len() != o || q.requant.add.len() != o {
+        return Err(internal("convTranspose2d weights"));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let ([sh, sw], [dh, dw]) = (a.strides, a.dilations);
+    let (pt, pl) = (a.padding[0], a.padding[2]);
+    let (flip, zx, rq) = (q.flip, q.x_zero, &q.requant);
+    let plane = h * w;
+    out.par_chunks_mut(oh * ow).enumerate().for_each_init(
+        || vec![0i32; oh * ow],
+        |acc, (p, dst)| {
+            let (img, oc) = (p / o, p % o);
+            let (gi, j) = (oc / og, oc % og);
+            acc.fill(0);
+            for cc in gi * cg..(gi + 1) * cg {
+                let src = &x.data[(img * c + cc) * plane..(img * c + cc + 1) * plane];
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let wv = taps[((cc * og + j) * kh + ky) * kw + kx];
+                        if wv == 0 {
+                            continue;
+                        }
+                        for (iy, row) in src.chunks_exact(w.max(1)).enumerate() {
+                            let Some(oy) = (iy * sh + ky * dh).checked_sub(pt).filter(|&v| v < oh) else { continue };
+                            let arow = &mut acc[oy * ow..(oy + 1) * ow];
+                            for (ix, &v) in row.iter().enumerate() {
+                                if let Some(ox) = (ix * sw + kx * dw).checked_sub(pl).filter(|&v| v < ow) {
+                                    arow[ox] += ((v ^ flip) as i32 - zx) * wv;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            rq.run(acc, Chan::One(0, rq.mul[oc], rq.add[oc]), dst);
+        },
+    );
     Ok(())
 }

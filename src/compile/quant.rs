@@ -71,6 +71,9 @@
 //!   clamp] -> Q` with other parameters (or an activation): the operator on the
 //!   bytes, then the table `clamp(Q(DQ(b)))` (exact: these operators select or
 //!   move values and commute with the monotonic table);
+//! - `DQ(x) -> resample2d linear -> [relu | clamp] -> Q`: the float kernel's
+//!   interpolation (float64, same source pixels and weights) on `x - zx`, times
+//!   `sx / sy`, within one unit;
 //! - `DQ(x) -> convTranspose2d(DQ(w), bias) -> [relu | clamp] -> Q`, nchw input,
 //!   iohw filter (any strides, dilations, padding, output padding or sizes,
 //!   groups), the weights and bias under conv2d's rules (per channel along the
@@ -80,7 +83,7 @@
 //! Anything else stays as written and is computed in float (`Q -> DQ` pairs with
 //! different parameters, per-channel activation scales, non-constant weights,
 //! float16, outputs read twice, binary operators with a broadcast tensor,
-//! resample2d linear, nhwc averagePool2d, windows of padding only): no fusion
+//! nhwc averagePool2d, windows of padding only): no fusion
 //! changes what a graph computes beyond that one unit.
 
 use std::collections::HashSet;
@@ -155,6 +158,10 @@ pub enum QElem {
     /// sums per output pixel, requantized per output channel (`requant.mul`
     /// `sx sw[o] / sy`, `requant.add` `bias[o] / sy`).
     ConvTranspose { attrs: crate::ops::conv::ConvTranspose2dAttrs, kernel: [usize; 2], taps: Vec<i32> },
+    /// resample2d linear over `axes`: the float kernel's source pixels and
+    /// weights (`gather::linear_source`) on `x - zx`, in float64, times
+    /// `requant.mul[0]` (`sx / sy`).
+    ResampleLinear { axes: [usize; 2] },
 }
 
 impl QElem {
@@ -170,6 +177,7 @@ impl QElem {
             QElem::Move { op: Op::Resample2d { .. }, .. } => "resample2d (quantized)",
             QElem::Move { .. } => "data movement (quantized)",
             QElem::ConvTranspose { .. } => "convTranspose2d (quantized)",
+            QElem::ResampleLinear { .. } => "resample2d linear (quantized)",
         }
     }
 }
@@ -896,6 +904,15 @@ fn elementwise(g: &Graph, uses: &Uses, p: usize, out: OperandId, yq: &PerTensor,
             let taps = w.w.iter().map(|&v| v as i32).collect();
             let kind = QElem::ConvTranspose { attrs: a.clone(), kernel: [kh, kw], taps };
             (kind, vec![x], xq.flip(), xq.unsigned_zero(), requant_channels(yq, lo, hi, mul, add))
+        }
+        Op::Resample2d { mode: InterpolationMode::Linear, axes } => {
+            let (x, xq) = dequantized(g, uses, op.inputs[0])?;
+            let xs = &desc(g, x).shape;
+            if xs.len() != 4 || ys.len() != 4 || xs[axes[0]] == 0 || xs[axes[1]] == 0 {
+                return None;
+            }
+            let m = (xq.scale as f64 / yq.scale as f64) as f32;
+            (QElem::ResampleLinear { axes: *axes }, vec![x], xq.flip(), xq.unsigned_zero(), requant_one(yq, lo, hi, m))
         }
         op_kind => {
             let movable = match op_kind {
@@ -1654,17 +1671,39 @@ mod tests {
             assert_eq!(count(&names, n), 1, "{n}: {names:?}");
         }
         assert_eq!(count(&names, "data movement (quantized)"), 4, "{names:?}");
-        // Equal parameters: resample2d on the bytes as written; linear mode: float.
+        // Equal parameters: resample2d on the bytes as written (linear mode:
+        // `QElem::ResampleLinear`, within one unit; tested below).
         for (mode, fused) in [(InterpolationMode::NearestNeighbor, true), (InterpolationMode::Linear, false)] {
             let g = elem_case(&[1, 4, 6, 8], DataType::Uint8, Out { scale: 4.0 / 255.0, zero: 128, t: DataType::Uint8, act: Act::None }, |b, x| {
                 b.b.resample2d(x, &Resample2dOptions { mode, scales: Some(vec![2.0, 2.0]), ..Default::default() }).unwrap()
             });
             let names = ops(&CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL));
-            assert_eq!(count(&names, "quantizeLinear"), if fused { 1 } else { 2 }, "{names:?}");
+            assert_eq!(count(&names, "quantizeLinear"), 1, "{names:?}");
             if fused {
+                assert_eq!(count(&names, "resample2d"), 1, "{names:?}");
                 assert_eq!(execute(&g, UNFUSED, 2), execute(&g, Passes::ALL, 2));
             } else {
-                check(&g, 4.0 / 255.0);
+                assert_eq!(count(&names, "resample2d linear (quantized)"), 1, "{names:?}");
+            }
+        }
+    }
+
+    /// resample2d linear between DQ and Q (upsampling, downsampling, axes
+    /// [1, 2], a relu, both types): within one unit of the unfused graph.
+    #[test]
+    fn resample_linear_fuses_within_one_unit() {
+        use crate::ops::gather::{InterpolationMode, Resample2dOptions};
+        let cases = [
+            (vec![2.0, 2.0], None, None),
+            (vec![0.5, 0.75], None, None),
+            (vec![1.0, 1.0], Some(vec![13, 7]), None),
+            (vec![1.0, 1.0], Some(vec![9, 11]), Some(vec![1, 2])),
+        ];
+        for (scales, sizes, axes) in cases {
+            for (t, act) in [(DataType::Uint8, Act::None), (DataType::Int8, Act::Relu)] {
+                let opts = Resample2dOptions { mode: InterpolationMode::Linear, scales: sizes.is_none().then(|| scales.clone()), sizes: sizes.clone(), axes: axes.clone() };
+                let g = elem_case(&[2, 3, 8, 10], t, Out { scale: 0.01, ..u8_out(act) }, |b, x| b.b.resample2d(x, &opts).unwrap());
+                assert_eq!(check(&g, 0.01), 1, "{opts:?} {t}");
             }
         }
     }

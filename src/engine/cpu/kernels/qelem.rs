@@ -41,6 +41,7 @@ pub fn run(q: &QLinear, layout: QLayout, inputs: &[Tensor], out: &mut [u8], out_
             Ok(())
         }
         (QElem::ConvTranspose { attrs, kernel, taps }, [x]) => conv_transpose(q, attrs, *kernel, taps, x, out, out_shape),
+        (QElem::ResampleLinear { axes }, [x]) => resample_linear(q, *axes, x, out, out_shape),
         _ => Err(internal("element-wise kind and inputs disagree")),
     }
 }
@@ -239,5 +240,48 @@ fn conv_transpose(q: &QLinear, a: &ConvTranspose2dAttrs, [kh, kw]: [usize; 2], t
             rq.run(acc, Chan::One(0, rq.mul[oc], rq.add[oc]), dst);
         },
     );
+    Ok(())
+}
+
+/// `QElem::ResampleLinear`: the float kernel's bilinear interpolation (source
+/// pixels and weights from `gather::linear_source`, float64) on `x - zx`, times
+/// `sx / sy`, rounded as every output.
+fn resample_linear(q: &QLinear, [a0, a1]: [usize; 2], x: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    let shape = x.shape;
+    if shape.len() != 4 || out_shape.len() != 4 || a1 != a0 + 1 || a1 > 3 || q.requant.mul.is_empty() {
+        return Err(internal("resample2d shapes"));
+    }
+    let same = |d: usize| d == a0 || d == a1 || shape[d] == out_shape[d];
+    if !(0..4).all(same) {
+        return Err(internal("resample2d shapes"));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let (h, w, oh, ow) = (shape[a0], shape[a1], out_shape[a0], out_shape[a1]);
+    if h == 0 || w == 0 {
+        return Err(internal("resample2d of an empty input"));
+    }
+    let inner: usize = shape[a1 + 1..].iter().product();
+    let ys: Vec<(usize, usize, f64)> = (0..oh).map(|o| super::gather::linear_source(o, h, oh)).collect();
+    let xs: Vec<(usize, usize, f64)> = (0..ow).map(|o| super::gather::linear_source(o, w, ow)).collect();
+    let (flip, zx, rq) = (q.flip, q.x_zero, &q.requant);
+    let m = rq.mul[0] as f64;
+    let v = |b: u8| ((b ^ flip) as i32 - zx) as f64;
+    let row = ow * inner;
+    out.par_chunks_mut(row).enumerate().for_each(|(r, line)| {
+        let (o, oy) = (r / oh, r % oh);
+        let (y0, y1, wy) = ys[oy];
+        let (r0, r1) = ((o * h + y0) * w, (o * h + y1) * w);
+        for (ox, block) in line.chunks_exact_mut(inner.max(1)).enumerate() {
+            let (x0, x1, wx) = xs[ox];
+            let (p00, p01, p10, p11) = ((r0 + x0) * inner, (r0 + x1) * inner, (r1 + x0) * inner, (r1 + x1) * inner);
+            for (i, d) in block.iter_mut().enumerate() {
+                let top = (1.0 - wx) * v(x.data[p00 + i]) + wx * v(x.data[p01 + i]);
+                let bottom = (1.0 - wx) * v(x.data[p10 + i]) + wx * v(x.data[p11 + i]);
+                *d = rq.finish((((1.0 - wy) * top + wy * bottom) * m) as f32);
+            }
+        }
+    });
     Ok(())
 }

@@ -764,7 +764,30 @@ function upsample2Ref (x, [n, c, h, w]) {
   return { values: out, shape: [n, c, 2 * h, 2 * w] }
 }
 
-deviceTest('maxPool2d / transpose / resample2d nearest-neighbor between DQ and Q of other (or equal) parameters', async (t, device, context) => {
+/** nchw bilinear resampling to [oh, ow] (half-pixel centers, clamped at the edges). */
+function linearRef (x, [n, c, h, w], [oh, ow]) {
+  const src = (o, i, m) => {
+    const p = Math.min(i - 1, Math.max(0, (o + 0.5) * (i / m) - 0.5))
+    const i0 = Math.floor(p)
+    return [i0, Math.min(i0 + 1, i - 1), p - i0]
+  }
+  const out = new Float64Array(n * c * oh * ow)
+  for (let p = 0; p < n * c; p++) {
+    for (let y = 0; y < oh; y++) {
+      const [y0, y1, wy] = src(y, h, oh)
+      for (let xo = 0; xo < ow; xo++) {
+        const [x0, x1, wx] = src(xo, w, ow)
+        const at = (yy, xx) => x[(p * h + yy) * w + xx]
+        const top = (1 - wx) * at(y0, x0) + wx * at(y0, x1)
+        const bottom = (1 - wx) * at(y1, x0) + wx * at(y1, x1)
+        out[(p * oh + y) * ow + xo] = (1 - wy) * top + wy * bottom
+      }
+    }
+  }
+  return { values: out, shape: [n, c, oh, ow] }
+}
+
+deviceTest('maxPool2d / transpose / resample2d (nearest-neighbor, linear) between DQ and Q of other (or equal) parameters', async (t, device, context) => {
   const rng = mulberry32(740)
   const shape = [1, 4, 6, 6]
   const b = new MLGraphBuilder(context)
@@ -790,6 +813,12 @@ deviceTest('maxPool2d / transpose / resample2d nearest-neighbor between DQ and Q
     for (const [which, p] of [['same', x.p], ['other', perTensor(0.025, type === 'uint8' ? 120 : 4, 4, type)]]) {
       expected[`resample_${which}_${type}`] = { values: quantizeRef(up.values, up.shape, p), type }
       outputs[`resample_${which}_${type}`] = qz(b, b.resample2d(xd, { mode: 'nearest-neighbor', sizes: [12, 12] }), p)
+    }
+    for (const sizes of [[12, 9], [4, 5]]) {
+      const lin = linearRef(x.values, shape, sizes)
+      const pl = outputParam(lin.values, 4, type)
+      expected[`linear_${sizes}_${type}`] = { values: quantizeRef(lin.values, lin.shape, pl), type }
+      outputs[`linear_${sizes}_${type}`] = qz(b, b.resample2d(xd, { mode: 'linear', sizes }), pl)
     }
   }
   await runExpecting(t, device, context, b, outputs, inputs, expected)

@@ -1266,6 +1266,22 @@ mod tests {
             conv_case(8, 20, 9, 3, pads(1), DataType::Uint8, u8_out(Act::Clamp(0.0, 6.0)), true),
             matmul_case(&[5, 40], 33, None, u8_out(Act::None)),
         ];
+        // The element-wise kernels' float steps (mul, window averages, linear
+        // interpolation) compiled per level.
+        let mut graphs = graphs;
+        graphs.push(elem_case(&[1, 6, 11, 13], DataType::Int8, Out { scale: 0.01, ..u8_out(Act::Relu) }, |b, x| {
+            let opts = crate::ops::pooling::Pool2dOptions { window_dimensions: Some(vec![3, 3]), padding: Some(vec![1; 4]), ..Default::default() };
+            b.b.pool2d(crate::ops::pooling::PoolKind::Average, x, &opts).unwrap()
+        }));
+        graphs.push(elem_case(&[1, 6, 11, 13], DataType::Uint8, Out { scale: 0.01, ..u8_out(Act::None) }, |b, x| {
+            let opts = crate::ops::gather::Resample2dOptions { mode: crate::ops::gather::InterpolationMode::Linear, sizes: Some(vec![17, 9]), ..Default::default() };
+            b.b.resample2d(x, &opts).unwrap()
+        }));
+        graphs.push(elem_case(&[2, 6, 11, 13], DataType::Uint8, Out { scale: 0.02, ..u8_out(Act::None) }, |b, x| {
+            let y = b.b.unary(crate::ops::UnaryKind::Relu, x).unwrap();
+            let (_, yd) = qdq(b, y, 0.02, 0, DataType::Uint8);
+            b.b.binary(crate::ops::BinaryKind::Mul, x, yd).unwrap()
+        }));
         for g in graphs {
             let mut runs = Vec::new();
             crate::engine::cpu::kernels::simd::tests::at_each_level(|_| runs.push(execute(&g, Passes::ALL, 9)));

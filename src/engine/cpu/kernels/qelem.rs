@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::broadcast::par_chunks;
-use super::qgemm::Chan;
+use super::qgemm::{Chan, Requant};
 use super::{qlinear, qnhwc, simd, Tensor};
 use crate::compile::quant::{QElem, QKind, QLayout, QLinear};
 use crate::error::{Result, WebnnError};
@@ -89,22 +89,36 @@ fn mul(q: &QLinear, fb: u8, zb: i32, layout: QLayout, a: &Tensor, b: &Tensor, ou
     if xa.len() != out.len() || xb.len() != out.len() {
         return Err(internal("mul sizes"));
     }
-    let (fa, za, m, rq) = (q.flip, q.x_zero, q.requant.mul[0], &q.requant);
+    let sides = MulSides { fa: q.flip, za: q.x_zero, fb, zb, m: q.requant.mul[0] };
     par_chunks(out, |start, dst| {
         let n = dst.len();
-        let (sa, sb) = (&xa[start..start + n], &xb[start..start + n]);
-        simd::dispatch(|| {
-            for ((d, &x), &y) in dst.iter_mut().zip(sa).zip(sb) {
-                // |product| <= 255 * 255: exact in int32 and in float32.
-                let p = ((x ^ fa) as i32 - za) * ((y ^ fb) as i32 - zb);
-                *d = rq.finish(p as f32 * m);
-            }
-        })
+        mul_at_level(&sides, &xa[start..start + n], &xb[start..start + n], &q.requant, dst)
     });
     qnhwc::recycle(ca);
     qnhwc::recycle(cb);
     Ok(())
 }
+
+struct MulSides {
+    fa: u8,
+    za: i32,
+    fb: u8,
+    zb: i32,
+    m: f32,
+}
+
+#[inline(always)]
+fn mul_loop(s: &MulSides, a: &[u8], b: &[u8], rq: &Requant, dst: &mut [u8]) {
+    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+        // |product| <= 255 * 255: exact in int32 and in float32.
+        let p = ((x ^ s.fa) as i32 - s.za) * ((y ^ s.fb) as i32 - s.zb);
+        *d = rq.finish(p as f32 * s.m);
+    }
+}
+
+// The loops compiled per level (a closure handed to `simd::dispatch` keeps
+// `round_ties_even` a libm call: docs/ENGINEERING.md).
+simd::at_level!(fn mul_at_level[](s: &MulSides, a: &[u8], b: &[u8], rq: &Requant, dst: &mut [u8]) => mul_loop);
 
 /// `QElem::Concat` (nchw or any rank, the tensors' own layout): each output
 /// row (the dimensions from `axis` on) is the inputs' rows in turn, each
@@ -129,7 +143,8 @@ fn concat(axis: usize, tables: &[Option<crate::compile::quant::ByteTable>], xs: 
         return Ok(());
     }
     // Pieces of at most PIECE bytes: (destination, source, table).
-    let mut pieces: Vec<(&mut [u8], &[u8], Option<&[u8; 256]>)> = Vec::new();
+    type Piece<'a> = (&'a mut [u8], &'a [u8], Option<&'a [u8; 256]>);
+    let mut pieces: Vec<Piece> = Vec::new();
     for (o, mut dst) in out.chunks_mut(row).enumerate() {
         for ((x, t), &n) in xs.iter().zip(tables).zip(&inner) {
             let (here, rest) = dst.split_at_mut(n);
@@ -167,27 +182,57 @@ fn average_pool(q: &QLinear, pool: &Pool2d, mul: &[f32], x: &Tensor, out: &mut [
     };
     let rows = taps(oh, h, pool.strides[0], kh, pool.dilations[0], pool.padding[0]);
     let cols = taps(ow, w, pool.strides[1], kw, pool.dilations[1], pool.padding[2]);
-    let (flip, zx, rq) = (q.flip, q.x_zero, &q.requant);
-    let empty = rq.zero as u8;
-    out.par_chunks_mut(oh * ow).zip(x.data.par_chunks(h * w)).for_each(|(dst, src)| {
-        for (oy, ry) in rows.iter().enumerate() {
-            for (ox, cx) in cols.iter().enumerate() {
-                let mut sum = 0i32;
+    let counts = Counts { rows: rows.iter().map(Vec::len).collect(), cols: cols.iter().map(Vec::len).collect(), zx: q.x_zero };
+    let flip = q.flip;
+    // Separable: each input row's window sums along x, then those rows summed
+    // along y; one task per plane.
+    out.par_chunks_mut(oh * ow).zip(x.data.par_chunks(h * w)).for_each_init(
+        || (vec![0i32; h * ow], vec![0i32; oh * ow]),
+        |(hs, sums), (dst, src)| {
+            for (line, hrow) in src.chunks_exact(w).zip(hs.chunks_exact_mut(ow)) {
+                for (hv, cx) in hrow.iter_mut().zip(&cols) {
+                    *hv = cx.iter().map(|&xx| (line[xx] ^ flip) as i32).sum();
+                }
+            }
+            for (ry, srow) in rows.iter().zip(sums.chunks_exact_mut(ow)) {
+                srow.fill(0);
                 for &y in ry {
-                    let line = &src[y * w..(y + 1) * w];
-                    for &xx in cx {
-                        sum += (line[xx] ^ flip) as i32;
+                    for (s, &hv) in srow.iter_mut().zip(&hs[y * ow..(y + 1) * ow]) {
+                        *s += hv;
                     }
                 }
-                let count = ry.len() * cx.len();
-                // An empty window (none here: the pass requires cover) is NaN
-                // in float, which quantizes to the zero point.
-                dst[oy * ow + ox] = if count == 0 { empty } else { rq.finish((sum - count as i32 * zx) as f32 * mul[count]) };
             }
-        }
-    });
+            average_at_level(&counts, sums, mul, &q.requant, dst);
+        },
+    );
     Ok(())
 }
+
+/// Input cells per window: per output row and per output column (their
+/// product per output), and the input's zero point.
+struct Counts {
+    rows: Vec<usize>,
+    cols: Vec<usize>,
+    zx: i32,
+}
+
+/// Window sums to bytes: `(sum - count * zx) * mul[count]`, an empty window
+/// (NaN in float) the zero point.
+#[inline(always)]
+fn average_loop(c: &Counts, sums: &[i32], mul: &[f32], rq: &Requant, dst: &mut [u8]) {
+    let ow = c.cols.len().max(1);
+    for ((srow, drow), &r) in sums.chunks_exact(ow).zip(dst.chunks_exact_mut(ow)).zip(&c.rows) {
+        for ((d, &s), &cn) in drow.iter_mut().zip(srow).zip(&c.cols) {
+            let count = r * cn;
+            *d = match mul.get(count) {
+                Some(&m) if count > 0 => rq.finish((s - count as i32 * c.zx) as f32 * m),
+                _ => rq.zero as u8,
+            };
+        }
+    }
+}
+
+simd::at_level!(fn average_at_level[](c: &Counts, sums: &[i32], mul: &[f32], rq: &Requant, dst: &mut [u8]) => average_loop);
 
 /// `QElem::ConvTranspose` (nchw input, iohw filter): per output plane (image,
 /// channel), each input pixel's `(x - zx) * w` scattered into int32 sums at
@@ -265,23 +310,40 @@ fn resample_linear(q: &QLinear, [a0, a1]: [usize; 2], x: &Tensor, out: &mut [u8]
     let inner: usize = shape[a1 + 1..].iter().product();
     let ys: Vec<(usize, usize, f64)> = (0..oh).map(|o| super::gather::linear_source(o, h, oh)).collect();
     let xs: Vec<(usize, usize, f64)> = (0..ow).map(|o| super::gather::linear_source(o, w, ow)).collect();
-    let (flip, zx, rq) = (q.flip, q.x_zero, &q.requant);
-    let m = rq.mul[0] as f64;
-    let v = |b: u8| ((b ^ flip) as i32 - zx) as f64;
-    let row = ow * inner;
-    out.par_chunks_mut(row).enumerate().for_each(|(r, line)| {
+    let lin = Linear { flip: q.flip, zx: q.x_zero, m: q.requant.mul[0] as f64, inner, w, xs };
+    out.par_chunks_mut(ow * inner).enumerate().for_each(|(r, line)| {
         let (o, oy) = (r / oh, r % oh);
         let (y0, y1, wy) = ys[oy];
-        let (r0, r1) = ((o * h + y0) * w, (o * h + y1) * w);
-        for (ox, block) in line.chunks_exact_mut(inner.max(1)).enumerate() {
-            let (x0, x1, wx) = xs[ox];
-            let (p00, p01, p10, p11) = ((r0 + x0) * inner, (r0 + x1) * inner, (r1 + x0) * inner, (r1 + x1) * inner);
-            for (i, d) in block.iter_mut().enumerate() {
-                let top = (1.0 - wx) * v(x.data[p00 + i]) + wx * v(x.data[p01 + i]);
-                let bottom = (1.0 - wx) * v(x.data[p10 + i]) + wx * v(x.data[p11 + i]);
-                *d = rq.finish((((1.0 - wy) * top + wy * bottom) * m) as f32);
-            }
-        }
+        let plane = &x.data[o * h * w * inner..(o + 1) * h * w * inner];
+        linear_at_level(&lin, plane, y0, y1, wy, &q.requant, line);
     });
     Ok(())
 }
+
+/// A resample2d linear's row-independent parameters.
+struct Linear {
+    flip: u8,
+    zx: i32,
+    m: f64,
+    inner: usize,
+    w: usize,
+    xs: Vec<(usize, usize, f64)>,
+}
+
+/// One output row from input rows `y0`, `y1` of `plane` (`[h][w][inner]`).
+#[inline(always)]
+fn linear_loop(l: &Linear, plane: &[u8], y0: usize, y1: usize, wy: f64, rq: &Requant, line: &mut [u8]) {
+    let v = |b: u8| ((b ^ l.flip) as i32 - l.zx) as f64;
+    let (r0, r1) = (&plane[y0 * l.w * l.inner..(y0 + 1) * l.w * l.inner], &plane[y1 * l.w * l.inner..(y1 + 1) * l.w * l.inner]);
+    for (block, &(x0, x1, wx)) in line.chunks_exact_mut(l.inner.max(1)).zip(&l.xs) {
+        let (a0, a1) = (&r0[x0 * l.inner..(x0 + 1) * l.inner], &r0[x1 * l.inner..(x1 + 1) * l.inner]);
+        let (b0, b1) = (&r1[x0 * l.inner..(x0 + 1) * l.inner], &r1[x1 * l.inner..(x1 + 1) * l.inner]);
+        for (i, d) in block.iter_mut().enumerate() {
+            let top = (1.0 - wx) * v(a0[i]) + wx * v(a1[i]);
+            let bottom = (1.0 - wx) * v(b0[i]) + wx * v(b1[i]);
+            *d = rq.finish((((1.0 - wy) * top + wy * bottom) * l.m) as f32);
+        }
+    }
+}
+
+simd::at_level!(fn linear_at_level[](l: &Linear, plane: &[u8], y0: usize, y1: usize, wy: f64, rq: &Requant, line: &mut [u8]) => linear_loop);

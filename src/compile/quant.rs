@@ -248,7 +248,8 @@ pub fn run(g: &mut Graph) -> usize {
 /// Chooses the 8-bit tensors stored channels-last: those of rank 4 with a
 /// multiple of 4 channels that a quantized conv2d or depthwise conv2d on the
 /// nhwc kernels (`QWeights::ConvNhwc`, `DepthwiseNhwc`) or a quantized add
-/// writes, and that only such operators read, at their data inputs (never a
+/// writes (or a table or mul with an input that may be nhwc), and that only
+/// such operators read, at their data inputs (never a
 /// graph output). Each of those operators reads and writes either layout (an
 /// nchw input is converted, an nchw output transposed), so no other operator
 /// ever sees an nhwc tensor. Records the choice in each operator's `QLayout`;
@@ -271,6 +272,12 @@ pub fn layouts(g: &mut Graph) -> usize {
     let mut nhwc = HashSet::new();
     for op in &g.operators {
         if data_slots(op).is_empty() {
+            continue;
+        }
+        // Tables and mul gain nothing from nhwc themselves: their output only
+        // where an input may be nhwc (operators are in topological order).
+        let follows = matches!(&op.op, Op::Fused(FusedOp::Quantized { op: q, .. }) if matches!(q.0.kind, QKind::Elem(QElem::Table(_) | QElem::Mul { .. })));
+        if follows && !op.inputs.iter().any(|x| nhwc.contains(x)) {
             continue;
         }
         let y = op.outputs[0];
@@ -1795,6 +1802,19 @@ mod tests {
         nhwc_matches_nchw(&g, 5);
         with_nhwc(Some(true), || check(&g, 0.05));
         with_nhwc(Some(false), || check(&g, 0.05));
+        // Fed by the graph's input only (no convolution): tables and mul stay nchw.
+        let mut b = Builder::new();
+        let x = b.input("x", &[1, 8, 6, 6]);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
+        let s = b.b.unary(crate::ops::UnaryKind::Sigmoid, xd).unwrap();
+        let (_, sd) = qdq(&mut b, s, 1.0 / 255.0, 0, DataType::Uint8);
+        let m = b.b.binary(crate::ops::BinaryKind::Mul, xd, sd).unwrap();
+        let (_, md) = qdq(&mut b, m, 0.02, 128, DataType::Uint8);
+        let t = b.b.unary(crate::ops::UnaryKind::Tanh, md).unwrap();
+        let g = finish(&mut b, t, u8_out(Act::None));
+        let layouts = nhwc_layouts(&g, |k| matches!(k, QKind::Elem(_)));
+        assert_eq!(layouts.len(), 3);
+        assert!(layouts.iter().all(|l| *l == super::QLayout::default()), "{layouts:?}");
     }
 
     /// The kernels split work by pixels, rows and images: two threads agree with

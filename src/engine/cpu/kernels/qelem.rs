@@ -184,14 +184,31 @@ fn average_pool(q: &QLinear, pool: &Pool2d, mul: &[f32], x: &Tensor, out: &mut [
     let cols = taps(ow, w, pool.strides[1], kw, pool.dilations[1], pool.padding[2]);
     let counts = Counts { rows: rows.iter().map(Vec::len).collect(), cols: cols.iter().map(Vec::len).collect(), zx: q.x_zero };
     let flip = q.flip;
+    // At dilation 1 a window's columns are one run: (first, count), summed
+    // from the row's prefix sums.
+    let runs: Option<Vec<(usize, usize)>> = (pool.dilations[1] == 1).then(|| cols.iter().map(|cx| (cx.first().copied().unwrap_or(0), cx.len())).collect());
     // Separable: each input row's window sums along x, then those rows summed
     // along y; one task per plane.
     out.par_chunks_mut(oh * ow).zip(x.data.par_chunks(h * w)).for_each_init(
-        || (vec![0i32; h * ow], vec![0i32; oh * ow]),
-        |(hs, sums), (dst, src)| {
+        || (vec![0i32; h * ow], vec![0i32; oh * ow], vec![0i32; w + 1]),
+        |(hs, sums, prefix), (dst, src)| {
             for (line, hrow) in src.chunks_exact(w).zip(hs.chunks_exact_mut(ow)) {
-                for (hv, cx) in hrow.iter_mut().zip(&cols) {
-                    *hv = cx.iter().map(|&xx| (line[xx] ^ flip) as i32).sum();
+                match &runs {
+                    Some(runs) => {
+                        let mut acc = 0i32;
+                        for (p, &b) in prefix[1..].iter_mut().zip(line) {
+                            acc += (b ^ flip) as i32;
+                            *p = acc;
+                        }
+                        for (hv, &(first, n)) in hrow.iter_mut().zip(runs) {
+                            *hv = prefix[first + n] - prefix[first];
+                        }
+                    }
+                    None => {
+                        for (hv, cx) in hrow.iter_mut().zip(&cols) {
+                            *hv = cx.iter().map(|&xx| (line[xx] ^ flip) as i32).sum();
+                        }
+                    }
                 }
             }
             for (ry, srow) in rows.iter().zip(sums.chunks_exact_mut(ow)) {

@@ -716,6 +716,296 @@ deviceTest('DQ -> maxPool2d / averagePool2d / global averagePool2d -> Q', async 
 })
 
 // ---------------------------------------------------------------------------
+// element-wise operators, concat, mul, windowed averagePool2d and data movement
+// between DQ and Q
+
+const UNARY = {
+  sigmoid: [(b, x) => b.sigmoid(x), (v) => 1 / (1 + Math.exp(-v))],
+  tanh: [(b, x) => b.tanh(x), Math.tanh],
+  leakyRelu: [(b, x) => b.leakyRelu(x, { alpha: 0.1 }), (v) => (v < 0 ? 0.1 * v : v)],
+  hardSwish: [(b, x) => b.hardSwish(x), (v) => (v * Math.max(0, Math.min(6, v + 3))) / 6],
+  hardSigmoid: [(b, x) => b.hardSigmoid(x), (v) => Math.max(0, Math.min(1, Math.fround(0.2) * v + 0.5))],
+  elu: [(b, x) => b.elu(x), (v) => (v < 0 ? Math.exp(v) - 1 : v)],
+  softplus: [(b, x) => b.softplus(x), (v) => Math.log1p(Math.exp(v))],
+  softsign: [(b, x) => b.softsign(x), (v) => v / (1 + Math.abs(v))],
+  relu: [(b, x) => b.relu(x), (v) => Math.max(0, v)],
+  clamp: [(b, x) => b.clamp(x, { minValue: -2, maxValue: 2.5 }), (v) => Math.min(2.5, Math.max(-2, v))],
+  neg: [(b, x) => b.neg(x), (v) => -v],
+  abs: [(b, x) => b.abs(x), Math.abs],
+  exp: [(b, x) => b.exp(x), Math.exp],
+  'mul 0.5 -> tanh -> add 0.25': [
+    (b, x) => b.add(b.tanh(b.mul(x, b.constant({ dataType: 'float32', dimensions: [] }, Float32Array.of(0.5)))), b.constant({ dataType: 'float32', dimensions: [] }, Float32Array.of(0.25))),
+    (v) => Math.tanh(0.5 * v) + 0.25
+  ]
+}
+
+deviceTest('DQ -> element-wise operator (or a chain of them) -> Q, uint8 and int8', async (t, device, context) => {
+  const rng = mulberry32(700)
+  const shape = [2, 3, 5, 7]
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  let n = 0
+  for (const [name, [build, f]] of Object.entries(UNARY)) {
+    for (const type of ['uint8', 'int8']) {
+      const x = activation(rng, shape, type, { scale: 0.03 })
+      const y = x.values.map(f)
+      const p = outputParam(y, 4, type)
+      const key = `${name}_${type}`
+      expected[key] = { values: quantizeRef(y, shape, p), type }
+      inputs[`x${n}`] = VIEW[type].from(x.q)
+      outputs[key] = qz(b, build(b, dq(b, b.input(`x${n}`, { dataType: type, dimensions: shape }), x.p)), p)
+      n++
+    }
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+/** nchw concat of float64 tensors along `axis`. */
+function concatRef (parts, axis) {
+  const shape = parts[0].shape.slice()
+  shape[axis] = parts.reduce((s, p) => s + p.shape[axis], 0)
+  const outer = elementCount(shape.slice(0, axis))
+  const out = []
+  for (let o = 0; o < outer; o++) {
+    for (const p of parts) {
+      const row = elementCount(p.shape.slice(axis))
+      for (let i = 0; i < row; i++) out.push(p.values[o * row + i])
+    }
+  }
+  return { values: Float64Array.from(out), shape }
+}
+
+deviceTest('concat of DQ inputs with different parameters (-> relu) -> Q, along channels and the last axis', async (t, device, context) => {
+  const rng = mulberry32(710)
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  for (const [n, [type, axis, act]] of [['uint8', 1, 'none'], ['int8', 3, 'relu'], ['uint8', 0, 'relu']].entries()) {
+    const xs = [
+      activation(rng, [2, 3, 4, 5], type, { scale: 0.02 }),
+      activation(rng, [2, 3, 4, 5], 'int8', { scale: 0.013, zp: 7 }),
+      activation(rng, [2, 3, 4, 5], 'uint8', { scale: 0.031, zp: 90 })
+    ]
+    const y = concatRef(xs, axis)
+    const post = y.values.map(ACT[act])
+    const p = outputParam(post, 4, type)
+    const key = `concat${n}_${type}_${act}`
+    expected[key] = { values: quantizeRef(post, y.shape, p), type }
+    const operands = xs.map((x, i) => {
+      inputs[`c${n}_${i}`] = VIEW[x.type].from(x.q)
+      return dq(b, b.input(`c${n}_${i}`, { dataType: x.type, dimensions: x.shape }), x.p)
+    })
+    let out = b.concat(operands, axis)
+    if (act === 'relu') out = b.relu(out)
+    outputs[key] = qz(b, out, p)
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+deviceTest('DQ * DQ -> mul (-> relu) -> Q, and mul by a scalar constant', async (t, device, context) => {
+  const rng = mulberry32(720)
+  const shape = [1, 6, 5, 7]
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  for (const [n, [type, act]] of [['uint8', 'none'], ['int8', 'relu']].entries()) {
+    const x = activation(rng, shape, type, { scale: 0.03 })
+    const y = activation(rng, shape, 'uint8', { scale: 0.011, zp: 140 })
+    const prod = x.values.map((v, i) => ACT[act](v * y.values[i]))
+    const p = outputParam(prod, 4, type)
+    expected[`mul_${type}_${act}`] = { values: quantizeRef(prod, shape, p), type }
+    inputs[`x${n}`] = VIEW[type].from(x.q)
+    inputs[`y${n}`] = Uint8Array.from(y.q)
+    const xd = dq(b, b.input(`x${n}`, { dataType: type, dimensions: shape }), x.p)
+    let out = b.mul(xd, dq(b, b.input(`y${n}`, { dataType: 'uint8', dimensions: shape }), y.p))
+    if (act === 'relu') out = b.relu(out)
+    outputs[`mul_${type}_${act}`] = qz(b, out, p)
+    const scaled = x.values.map((v) => v * Math.fround(-0.7))
+    const ps = outputParam(scaled, 4, type)
+    expected[`scalar_${type}`] = { values: quantizeRef(scaled, shape, ps), type }
+    outputs[`scalar_${type}`] = qz(b, b.mul(xd, b.constant({ dataType: 'float32', dimensions: [] }, Float32Array.of(-0.7))), ps)
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+deviceTest('DQ -> averagePool2d with windows, strides and padding (-> relu) -> Q', async (t, device, context) => {
+  const rng = mulberry32(730)
+  const shape = [2, 4, 9, 8]
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  const cases = [
+    { window: [3, 3], padding: [1, 1, 1, 1], strides: [1, 1] },
+    { window: [3, 3], padding: [0, 1, 0, 1], strides: [2, 2] },
+    { window: [2, 4], padding: [1, 0, 2, 1], strides: [2, 3] }
+  ]
+  let n = 0
+  for (const [c, spec] of cases.entries()) {
+    for (const [type, act] of [['uint8', 'relu'], ['int8', 'none']]) {
+      const x = activation(rng, shape, type)
+      const y = poolRef('average', x.values, shape, spec.window, spec)
+      const post = y.values.map(ACT[act])
+      const p = outputParam(post, 4, type)
+      const key = `avg${c}_${type}_${act}`
+      expected[key] = { values: quantizeRef(post, y.shape, p), type }
+      inputs[`x${n}`] = VIEW[type].from(x.q)
+      let out = b.averagePool2d(dq(b, b.input(`x${n}`, { dataType: type, dimensions: shape }), x.p), { windowDimensions: spec.window, padding: spec.padding, strides: spec.strides })
+      if (act === 'relu') out = b.relu(out)
+      outputs[key] = qz(b, out, p)
+      t.deepEqual(outputs[key].shape, y.shape)
+      n++
+    }
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+/** nchw nearest-neighbor upsampling by 2 in height and width. */
+function upsample2Ref (x, [n, c, h, w]) {
+  const out = new Float64Array(n * c * h * w * 4)
+  for (let p = 0; p < n * c; p++) {
+    for (let y = 0; y < 2 * h; y++) {
+      for (let xo = 0; xo < 2 * w; xo++) out[(p * 2 * h + y) * 2 * w + xo] = x[(p * h + (y >> 1)) * w + (xo >> 1)]
+    }
+  }
+  return { values: out, shape: [n, c, 2 * h, 2 * w] }
+}
+
+/** nchw bilinear resampling to [oh, ow] (half-pixel centers, clamped at the edges). */
+function linearRef (x, [n, c, h, w], [oh, ow]) {
+  const src = (o, i, m) => {
+    const p = Math.min(i - 1, Math.max(0, (o + 0.5) * (i / m) - 0.5))
+    const i0 = Math.floor(p)
+    return [i0, Math.min(i0 + 1, i - 1), p - i0]
+  }
+  const out = new Float64Array(n * c * oh * ow)
+  for (let p = 0; p < n * c; p++) {
+    for (let y = 0; y < oh; y++) {
+      const [y0, y1, wy] = src(y, h, oh)
+      for (let xo = 0; xo < ow; xo++) {
+        const [x0, x1, wx] = src(xo, w, ow)
+        const at = (yy, xx) => x[(p * h + yy) * w + xx]
+        const top = (1 - wx) * at(y0, x0) + wx * at(y0, x1)
+        const bottom = (1 - wx) * at(y1, x0) + wx * at(y1, x1)
+        out[(p * oh + y) * ow + xo] = (1 - wy) * top + wy * bottom
+      }
+    }
+  }
+  return { values: out, shape: [n, c, oh, ow] }
+}
+
+deviceTest('maxPool2d / transpose / resample2d (nearest-neighbor, linear) between DQ and Q of other (or equal) parameters', async (t, device, context) => {
+  const rng = mulberry32(740)
+  const shape = [1, 4, 6, 6]
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  for (const [n, type] of ['uint8', 'int8'].entries()) {
+    const x = activation(rng, shape, type, { scale: 0.03 })
+    inputs[`x${n}`] = VIEW[type].from(x.q)
+    const xd = dq(b, b.input(`x${n}`, { dataType: type, dimensions: shape }), x.p)
+    const mp = poolRef('max', x.values, shape, [3, 3], { padding: [1, 1, 1, 1], strides: [2, 2] })
+    const pm = outputParam(mp.values, 4, type)
+    expected[`max_${type}`] = { values: quantizeRef(mp.values, mp.shape, pm), type }
+    outputs[`max_${type}`] = qz(b, b.maxPool2d(xd, { windowDimensions: [3, 3], padding: [1, 1, 1, 1], strides: [2, 2] }), pm)
+    // transpose to nhwc, into the other 8-bit type.
+    const other = type === 'uint8' ? 'int8' : 'uint8'
+    const tv = new Float64Array(x.values.length)
+    for (let c = 0; c < 4; c++) for (let i = 0; i < 36; i++) tv[i * 4 + c] = x.values[c * 36 + i]
+    const pt = outputParam(tv, 4, other)
+    expected[`transpose_${type}`] = { values: quantizeRef(tv, [1, 6, 6, 4], pt), type: other }
+    outputs[`transpose_${type}`] = qz(b, b.transpose(xd, { permutation: [0, 2, 3, 1] }), pt)
+    const up = upsample2Ref(x.values, shape)
+    for (const [which, p] of [['same', x.p], ['other', perTensor(0.025, type === 'uint8' ? 120 : 4, 4, type)]]) {
+      expected[`resample_${which}_${type}`] = { values: quantizeRef(up.values, up.shape, p), type }
+      outputs[`resample_${which}_${type}`] = qz(b, b.resample2d(xd, { mode: 'nearest-neighbor', sizes: [12, 12] }), p)
+    }
+    for (const sizes of [[12, 9], [4, 5]]) {
+      const lin = linearRef(x.values, shape, sizes)
+      const pl = outputParam(lin.values, 4, type)
+      expected[`linear_${sizes}_${type}`] = { values: quantizeRef(lin.values, lin.shape, pl), type }
+      outputs[`linear_${sizes}_${type}`] = qz(b, b.resample2d(xd, { mode: 'linear', sizes }), pl)
+    }
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+/** nchw / iohw convTranspose2d; padding [top, bottom, left, right]. */
+function convTranspose2dRef (x, [n, c, h, w], f, [, og, kh, kw], bias, { padding = [0, 0, 0, 0], strides = [1, 1], outputPadding = [0, 0], groups = 1 } = {}) {
+  const oh = (h - 1) * strides[0] + kh - padding[0] - padding[1] + outputPadding[0]
+  const ow = (w - 1) * strides[1] + kw - padding[2] - padding[3] + outputPadding[1]
+  const o = og * groups
+  const cg = c / groups
+  const out = new Float64Array(n * o * oh * ow)
+  for (let b = 0; b < n; b++) {
+    for (let oc = 0; oc < o; oc++) {
+      for (let i = 0; i < oh * ow; i++) out[(b * o + oc) * oh * ow + i] = bias ? bias[oc] : 0
+    }
+    for (let ic = 0; ic < c; ic++) {
+      const g = Math.floor(ic / cg)
+      for (let iy = 0; iy < h; iy++) {
+        for (let ix = 0; ix < w; ix++) {
+          const v = x[((b * c + ic) * h + iy) * w + ix]
+          for (let j = 0; j < og; j++) {
+            for (let ky = 0; ky < kh; ky++) {
+              const oy = iy * strides[0] + ky - padding[0]
+              if (oy < 0 || oy >= oh) continue
+              for (let kx = 0; kx < kw; kx++) {
+                const ox = ix * strides[1] + kx - padding[2]
+                if (ox < 0 || ox >= ow) continue
+                out[((b * o + g * og + j) * oh + oy) * ow + ox] += v * f[((ic * og + j) * kh + ky) * kw + kx]
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return { values: out, shape: [n, o, oh, ow] }
+}
+
+deviceTest('DQ -> convTranspose2d (int8 filter per output channel, int32 bias) (-> relu) -> Q', async (t, device, context) => {
+  const rng = mulberry32(750)
+  const b = new MLGraphBuilder(context)
+  const outputs = {}
+  const inputs = {}
+  const expected = {}
+  const specs = [
+    { c: 6, og: 8, k: 3, options: { strides: [2, 2], padding: [1, 1, 1, 1], outputPadding: [1, 1] } },
+    { c: 4, og: 5, k: 2, options: { strides: [2, 2] } },
+    { c: 8, og: 3, k: 3, options: { padding: [1, 1, 1, 1], groups: 2 } }
+  ]
+  for (const [n, spec] of specs.entries()) {
+    for (const [type, act] of [['uint8', 'none'], ['int8', 'relu']]) {
+      const x = activation(rng, [1, spec.c, 5, 6], type)
+      const groups = spec.options.groups || 1
+      const fanIn = (spec.c / groups) * spec.k * spec.k
+      const f = weights(rng, [spec.c, spec.og, spec.k, spec.k], 1, fanIn)
+      const o = spec.og * groups
+      const scales = Array.from({ length: o }, (_, oc) => f.p.scale[oc % spec.og])
+      const bs = bias(rng, x.p.scale[0], scales, fanIn)
+      const y = convTranspose2dRef(x.values, x.shape, f.values, f.shape, bs.values, spec.options)
+      const post = y.values.map(ACT[act])
+      const p = outputParam(post, 4, type)
+      const key = `ct${n}_${type}_${act}`
+      expected[key] = { values: quantizeRef(post, y.shape, p), type }
+      inputs[`x${key}`] = VIEW[type].from(x.q)
+      let out = b.convTranspose2d(dq(b, b.input(`x${key}`, { dataType: type, dimensions: x.shape }), x.p), dq(b, constant(b, 'int8', f.shape, f.q), f.p),
+        { ...spec.options, bias: dq(b, constant(b, 'int32', [o], bs.q), bs.p) })
+      if (act === 'relu') out = b.relu(out)
+      outputs[key] = qz(b, out, p)
+      t.deepEqual(outputs[key].shape, y.shape)
+    }
+  }
+  await runExpecting(t, device, context, b, outputs, inputs, expected)
+})
+
+// ---------------------------------------------------------------------------
 // The reference itself
 
 test('reference: roundHalfEven, saturation and blockwise parameters', (t) => {

@@ -288,6 +288,7 @@ impl FusedOp {
                 super::quant::QKind::MaxPool(_) => "maxPool2d (quantized)",
                 super::quant::QKind::GlobalAverage => "averagePool2d (quantized)",
                 super::quant::QKind::DynamicMatmul => "matmul (dynamically quantized)",
+                super::quant::QKind::Elem(ref e) => e.name(),
             },
         }
     }

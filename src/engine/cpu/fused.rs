@@ -63,6 +63,7 @@ pub fn run(f: &FusedOp, inputs: &[Tensor], outputs: &mut [(&mut [u8], &[usize])]
         }
         (FusedOp::Quantized { op, layout, .. }, [x]) if epi.is_empty() => super::kernels::qlinear::run(&op.0, *layout, x, out, out_shape),
         (FusedOp::Quantized { op, layout, .. }, [a, b]) if epi.is_empty() => super::kernels::qlinear::add(&op.0, *layout, a, b, out, out_shape),
+        (FusedOp::Quantized { op, layout, .. }, own) if epi.is_empty() => super::kernels::qelem::run(&op.0, *layout, own, out, out_shape),
         (FusedOp::Subsample { strides, .. }, [x]) if epi.is_empty() => movement::subsample_nchw(x, *strides, out, out_shape),
         (FusedOp::ConcatConv2d { parts, epilogue }, own) if extra == 0 => concat_convs(parts, epilogue, own, out, out_shape, &conv::conv2d_fused),
         (FusedOp::Blocked { op, input, output, .. }, own) => blocked(op, Layouts { input: *input, output: *output }, own, &epi, out, out_shape),

@@ -30,6 +30,7 @@ pub mod normalization;
 pub mod pooling;
 pub mod prepacked;
 pub mod qdyn;
+pub mod qelem;
 pub mod qgemm;
 pub mod qlinear;
 pub mod qnhwc;

@@ -20,6 +20,7 @@ pub fn run(q: &QLinear, layout: QLayout, x: &Tensor, out: &mut [u8], out_shape: 
         return Err(internal("buffer sizes"));
     }
     match (&q.kind, &q.weights) {
+        (QKind::Elem(_), _) => super::qelem::run(q, layout, &[*x], out, out_shape),
         (QKind::Conv2d(a, kernel), QWeights::ConvNhwc { packed, cs }) => qnhwc::conv(q, a, *kernel, packed, *cs, x, layout, out, out_shape),
         (QKind::Conv2d(a, kernel), QWeights::DepthwiseNhwc { taps }) => qnhwc::depthwise(q, a, *kernel, taps, x, layout, out, out_shape),
         (QKind::MaxPool(p), QWeights::None) => qnhwc::max_pool(q, p, x, layout, out, out_shape),
@@ -36,6 +37,9 @@ pub fn run(q: &QLinear, layout: QLayout, x: &Tensor, out: &mut [u8], out_shape: 
 /// An input stored in another layout than the output is converted first
 /// (element-wise, the operator itself does not care which layout all share).
 pub fn add(q: &QLinear, layout: QLayout, a: &Tensor, b: &Tensor, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+    if let QKind::Elem(_) = q.kind {
+        return super::qelem::run(q, layout, &[*a, *b], out, out_shape);
+    }
     let QKind::Add { b_flip, b_zero } = q.kind else { return Err(internal("add kind")) };
     if a.data.len() != out.len() || b.data.len() != out.len() || q.requant.mul.len() != 2 {
         return Err(internal("add sizes"));
@@ -55,7 +59,7 @@ pub fn add(q: &QLinear, layout: QLayout, a: &Tensor, b: &Tensor, out: &mut [u8],
 
 /// `x`'s bytes in the layout `want_nhwc` (converted into `owned` if stored in
 /// the other).
-fn data_in<'a>(x: &'a Tensor, nhwc: bool, want_nhwc: bool, shape: &[usize], owned: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+pub(super) fn data_in<'a>(x: &'a Tensor, nhwc: bool, want_nhwc: bool, shape: &[usize], owned: &'a mut Vec<u8>) -> Result<&'a [u8]> {
     if nhwc == want_nhwc {
         return Ok(x.data);
     }

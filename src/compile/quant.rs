@@ -1249,22 +1249,23 @@ mod tests {
     #[test]
     fn residual_add_fuses_within_one_unit() {
         for (ta, tb, act) in [(DataType::Uint8, DataType::Uint8, Act::Relu), (DataType::Int8, DataType::Uint8, Act::None)] {
-            let mut b = Builder::new();
-            let x = b.input("x", &[1, 5, 7, 9]);
-            let y = b.input("y", &[1, 5, 7, 9]);
-            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, if ta == DataType::Int8 { 3 } else { 128 }, ta);
-            let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, tb);
-            let z = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
-            assert_eq!(check(&finish(&mut b, z, Out { scale: 0.03, ..u8_out(act) }), 0.03), 1);
+            let g = binary_case(crate::ops::BinaryKind::Add, [1, 5, 7, 9], [1, 5, 7, 9], ta, tb, Out { scale: 0.03, ..u8_out(act) });
+            assert_eq!(check(&g, 0.03), 1);
         }
         // Broadcasting: not fused.
+        let g = binary_case(crate::ops::BinaryKind::Add, [1, 5, 7, 9], [1, 5, 1, 1], DataType::Uint8, DataType::Uint8, Out { scale: 0.03, ..u8_out(Act::None) });
+        assert_eq!(check(&g, 0.03), 0);
+    }
+
+    /// `DQ(x) op DQ(y) -> Q` (x's zero point 3 for int8, 128 for uint8; y's 120).
+    fn binary_case(kind: crate::ops::BinaryKind, xs: [usize; 4], ys: [usize; 4], ta: DataType, tb: DataType, out: Out) -> Graph {
         let mut b = Builder::new();
-        let x = b.input("x", &[1, 5, 7, 9]);
-        let y = b.input("y", &[1, 5, 1, 1]);
-        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
-        let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, DataType::Uint8);
-        let z = b.b.binary(crate::ops::BinaryKind::Add, xd, yd).unwrap();
-        assert_eq!(check(&finish(&mut b, z, Out { scale: 0.03, ..u8_out(Act::None) }), 0.03), 0);
+        let x = b.input("x", &xs);
+        let y = b.input("y", &ys);
+        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, if ta == DataType::Int8 { 3 } else { 128 }, ta);
+        let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, tb);
+        let z = b.b.binary(kind, xd, yd).unwrap();
+        finish(&mut b, z, out)
     }
 
     /// maxPool2d, reshape and transpose between equal DQ and Q parameters run on
@@ -1701,24 +1702,14 @@ mod tests {
     /// relu): integer products within one unit; a broadcast input stays float.
     #[test]
     fn mul_of_two_dequantized_inputs_fuses() {
+        use crate::ops::BinaryKind::Mul;
         for (ta, act) in [(DataType::Uint8, Act::None), (DataType::Int8, Act::Relu)] {
-            let mut b = Builder::new();
-            let x = b.input("x", &[1, 6, 5, 7]);
-            let y = b.input("y", &[1, 6, 5, 7]);
-            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, if ta == DataType::Int8 { 3 } else { 128 }, ta);
-            let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, DataType::Uint8);
-            let z = b.b.binary(crate::ops::BinaryKind::Mul, xd, yd).unwrap();
-            let g = finish(&mut b, z, Out { scale: 0.02, ..u8_out(act) });
+            let g = binary_case(Mul, [1, 6, 5, 7], [1, 6, 5, 7], ta, DataType::Uint8, Out { scale: 0.02, ..u8_out(act) });
             assert_eq!(check(&g, 0.02), 1);
             assert_eq!(count(&ops(&CpuEngine::new(1).unwrap().pipeline(g, Passes::ALL)), "mul (quantized)"), 1);
         }
-        let mut b = Builder::new();
-        let x = b.input("x", &[1, 6, 5, 7]);
-        let y = b.input("y", &[1, 6, 1, 1]);
-        let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, 128, DataType::Uint8);
-        let (_, yd) = qdq(&mut b, y, 3.0 / 255.0, 120, DataType::Uint8);
-        let z = b.b.binary(crate::ops::BinaryKind::Mul, xd, yd).unwrap();
-        assert_eq!(check(&finish(&mut b, z, Out { scale: 0.02, ..u8_out(Act::None) }), 0.02), 0);
+        let g = binary_case(Mul, [1, 6, 5, 7], [1, 6, 1, 1], DataType::Uint8, DataType::Uint8, Out { scale: 0.02, ..u8_out(Act::None) });
+        assert_eq!(check(&g, 0.02), 0);
     }
 
     /// averagePool2d with windows, strides, dilations and padding (excluded

@@ -20,8 +20,8 @@
 use rayon::prelude::*;
 
 use super::element::{as_elems, as_elems_mut};
-use super::qgemm::{self, Acc, Unsigned, MR, NR};
-use super::simd;
+use super::qgemm::{self, Acc, SharedOut, Unsigned, MR, NR};
+use super::{qnhwc, simd};
 use super::Tensor;
 use crate::compile::quant::{QLinear, QWeights};
 use crate::engine::cpu::epilogue::{Bias, Epi};
@@ -99,7 +99,7 @@ simd::at_level!(fn quantize_rows_at_level[](xs: &[f32], k: usize, block: &mut [u
 /// writes those elements.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn store_tile(acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], out: SharedF32, at: usize, n: usize) {
+fn store_tile(acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], out: SharedOut<f32>, at: usize, n: usize) {
     let nl = comp.len().min(mul.len()).min(add.len());
     for (r, (p, sums)) in ps.iter().zip(acc).enumerate() {
         // SAFETY: the caller's task alone writes these elements (bounds
@@ -111,26 +111,7 @@ fn store_tile(acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], ou
     }
 }
 
-simd::at_level!(fn store_tile_at_level[](acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], out: SharedF32, at: usize, n: usize) => store_tile);
-
-/// A float32 output shared by tasks writing disjoint runs of it.
-#[derive(Clone, Copy)]
-struct SharedF32(*mut f32, usize);
-// SAFETY: each task writes only the columns of its own lane blocks.
-unsafe impl Send for SharedF32 {}
-unsafe impl Sync for SharedF32 {}
-
-impl SharedF32 {
-    /// Elements `[at, at + len)`.
-    ///
-    /// # Safety
-    /// No other task may touch them while the slice lives.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn slice(&self, at: usize, len: usize) -> &mut [f32] {
-        assert!(at.checked_add(len).is_some_and(|e| e <= self.1), "qdyn: output range out of bounds");
-        std::slice::from_raw_parts_mut(self.0.add(at), len)
-    }
-}
+simd::at_level!(fn store_tile_at_level[](acc: &Acc, ps: &[RowQ], comp: &[i32], mul: &[f32], add: &[f32], out: SharedOut<f32>, at: usize, n: usize) => store_tile);
 
 /// Bytes of packed rows a task keeps near the core while it walks its lane
 /// blocks (the whole left operand when it fits).
@@ -159,9 +140,7 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
     // Every row quantized and packed in blocks of MR rows.
     let (k4, rbb) = (qgemm::k4(k), qgemm::rows_block_bytes(k));
     let row_blocks = m.div_ceil(MR);
-    let mut rows: Vec<u8> = Vec::new();
-    rows.try_reserve_exact(row_blocks * rbb).map_err(|_| WebnnError::Operation(format!("matmul: cannot allocate {} bytes for the quantized rows", row_blocks * rbb)))?;
-    rows.resize(row_blocks * rbb, 0);
+    let mut rows = qnhwc::scratch(row_blocks * rbb, 0)?;
     let mut params = vec![RowQ { scale: 0.0, zero: 0 }; row_blocks * MR];
     rows.par_chunks_mut(rbb).zip(params.par_chunks_mut(MR)).enumerate().for_each_init(
         || vec![0u8; k4 * 4],
@@ -178,7 +157,7 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
     let tasks = lane_blocks.div_ceil(per_task);
     let group = (ROWS_BYTES / rbb).clamp(1, row_blocks);
     let vnni = qgemm::vnni();
-    let shared = SharedF32(dst.as_mut_ptr(), dst.len());
+    let shared = SharedOut(dst.as_mut_ptr(), dst.len());
     (0..tasks).into_par_iter().for_each(|t| {
         let (lb0, lb1) = (t * per_task, ((t + 1) * per_task).min(lane_blocks));
         let (c0, c1) = (lb0 * NR, (lb1 * NR).min(n));
@@ -206,6 +185,7 @@ pub fn matmul(q: &QLinear, x: &Tensor, epi: &Epi, out: &mut [u8]) -> Result<()> 
             }
         }
     });
+    qnhwc::recycle(rows);
     Ok(())
 }
 

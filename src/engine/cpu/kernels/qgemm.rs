@@ -339,21 +339,28 @@ pub enum Chan<'a> {
     Many(&'a [i32], &'a [f32], &'a [f32]),
 }
 
-/// A raw output pointer shared by tasks that write disjoint parts of it.
-#[derive(Clone, Copy)]
-pub struct SharedOut(pub *mut u8, pub usize);
-// SAFETY: each task writes only the bytes its own indices select (disjoint by
-// construction in the callers), within `.1` bytes.
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
+/// A raw output pointer (`.1` elements) shared by tasks that write disjoint
+/// parts of it: 8-bit outputs, or float32 (`qdyn`).
+pub struct SharedOut<T = u8>(pub *mut T, pub usize);
+// (Not derived: a derive would ask `T: Copy` of the pointee.)
+impl<T> Clone for SharedOut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedOut<T> {}
+// SAFETY: each task writes only the elements its own indices select (disjoint
+// by construction in the callers), within `.1` elements.
+unsafe impl<T: Send> Send for SharedOut<T> {}
+unsafe impl<T: Send> Sync for SharedOut<T> {}
 
-impl SharedOut {
-    /// The bytes `[at, at + len)`.
+impl<T> SharedOut<T> {
+    /// The elements `[at, at + len)`.
     ///
     /// # Safety
-    /// No other task may touch these bytes while the slice lives.
+    /// No other task may touch these elements while the slice lives.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn slice(&self, at: usize, len: usize) -> &mut [u8] {
+    pub unsafe fn slice(&self, at: usize, len: usize) -> &mut [T] {
         assert!(at.checked_add(len).is_some_and(|e| e <= self.1), "qgemm: output range out of bounds");
         std::slice::from_raw_parts_mut(self.0.add(at), len)
     }

@@ -49,7 +49,7 @@ const POOLED: usize = 4;
 
 /// A buffer of `len` bytes set to `fill` (from this thread's pool when it has
 /// one), or an OperationError when memory is short.
-fn scratch(len: usize, fill: u8) -> Result<Vec<u8>> {
+pub(super) fn scratch(len: usize, fill: u8) -> Result<Vec<u8>> {
     let mut v = POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default();
     v.clear();
     v.try_reserve_exact(len).map_err(|_| WebnnError::Operation(format!("quantized operator: cannot allocate {len} bytes of scratch")))?;

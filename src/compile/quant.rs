@@ -1105,6 +1105,16 @@ mod tests {
         (s, z)
     }
 
+    /// An input `x` [1, 2, 5, 5] through Q and DQ with a scale per channel
+    /// (uint8): activations the patterns must leave float.
+    fn per_channel_input(b: &mut Builder) -> OperandId {
+        let x = b.input("x", &[1, 2, 5, 5]);
+        let s = b.b.constant(OperandDesc::new(DataType::Float32, vec![1, 2, 1, 1]), [0.02f32, 0.03].iter().flat_map(|v| v.to_le_bytes()).collect()).unwrap();
+        let z = b.b.constant(OperandDesc::new(DataType::Uint8, vec![1, 2, 1, 1]), vec![128, 128]).unwrap();
+        let q = b.b.quantize_linear(x, s, z).unwrap();
+        b.b.dequantize_linear(q, s, z).unwrap()
+    }
+
     /// `quantizeLinear(x)` then `dequantizeLinear` with the same parameters.
     fn qdq(b: &mut Builder, x: OperandId, scale: f32, zero: i64, t: DataType) -> (OperandId, OperandId) {
         let rank = b.b.desc(x).unwrap().rank();
@@ -1333,11 +1343,7 @@ mod tests {
         assert!(!ops(&fused).iter().any(|n| n.contains("quantized")), "{:?}", ops(&fused));
         // Per-channel activation scale on the input: stays float.
         let mut b = Builder::new();
-        let x = b.input("x", &[1, 2, 5, 5]);
-        let s = b.b.constant(OperandDesc::new(DataType::Float32, vec![1, 2, 1, 1]), [0.02f32, 0.03].iter().flat_map(|v| v.to_le_bytes()).collect()).unwrap();
-        let z = b.b.constant(OperandDesc::new(DataType::Uint8, vec![1, 2, 1, 1]), vec![128, 128]).unwrap();
-        let q = b.b.quantize_linear(x, s, z).unwrap();
-        let xd = b.b.dequantize_linear(q, s, z).unwrap();
+        let xd = per_channel_input(&mut b);
         let w = dq_weights(&mut b, &[3, 2, 3, 3], 0, DataType::Int8, -127, 127, 0);
         let y = b.b.conv2d(xd, w, None, &opts).unwrap();
         assert_eq!(check(&finish(&mut b, y, u8_out(Act::None)), 0.05), 0);
@@ -1643,11 +1649,7 @@ mod tests {
     fn tables_that_must_not_fuse() {
         // Per-channel input parameters.
         let mut b = Builder::new();
-        let x = b.input("x", &[1, 2, 5, 5]);
-        let s = b.b.constant(OperandDesc::new(DataType::Float32, vec![1, 2, 1, 1]), [0.02f32, 0.03].iter().flat_map(|v| v.to_le_bytes()).collect()).unwrap();
-        let z = b.b.constant(OperandDesc::new(DataType::Uint8, vec![1, 2, 1, 1]), vec![128, 128]).unwrap();
-        let q = b.b.quantize_linear(x, s, z).unwrap();
-        let xd = b.b.dequantize_linear(q, s, z).unwrap();
+        let xd = per_channel_input(&mut b);
         let y = b.b.unary(crate::ops::UnaryKind::Sigmoid, xd).unwrap();
         assert_eq!(check(&finish(&mut b, y, Out { scale: 0.004, zero: 0, t: DataType::Uint8, act: Act::None }), 0.004), 0);
         // The sigmoid's result is also a graph output.

@@ -79,14 +79,37 @@ pub fn execute_on(g: &Graph, passes: Passes, threads: usize, seed: u64) -> Vec<V
 }
 
 fn run_graph(g: &Graph, passes: Passes, threads: usize, pooled: bool, seed: u64) -> Vec<Vec<f64>> {
+    run_with(g, passes, threads, pooled, &seeded_inputs(g, seed))
+}
+
+/// The seeded random inputs of `execute` (uniform in [-2, 2)), one list per
+/// graph input.
+fn seeded_inputs(g: &Graph, seed: u64) -> Vec<Vec<f64>> {
     let mut b = Builder::new();
     b.state ^= seed.wrapping_mul(0x1234_5678_9abc_def1) | 1;
-    let inputs: Vec<Vec<f64>> = g
-        .inputs
-        .iter()
-        .map(|(_, id)| (0..g.operands[*id].desc.element_count()).map(|_| b.next() * 4.0 - 2.0).collect())
-        .collect();
-    run_with(g, passes, threads, pooled, &inputs)
+    g.inputs.iter().map(|(_, id)| (0..g.operands[*id].desc.element_count()).map(|_| b.next() * 4.0 - 2.0).collect()).collect()
+}
+
+/// `values` encoded as each graph input's type, and zeroed output buffers.
+fn buffers(g: &Graph, values: &[Vec<f64>]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let inputs = g.inputs.iter().zip(values).map(|((_, id), v)| encode(g.operands[*id].desc.data_type, v)).collect();
+    let outputs = g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
+    (inputs, outputs)
+}
+
+/// Bindings over `buffers`' vectors (which must outlive the run).
+fn bindings(inputs: &mut [Vec<u8>], outputs: &mut [Vec<u8>]) -> Bindings {
+    Bindings {
+        inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
+        outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
+        cancel: Default::default(),
+        early: None,
+    }
+}
+
+/// Each output's bytes as float64.
+fn decoded(g: &Graph, outputs: &[Vec<u8>]) -> Vec<Vec<f64>> {
+    g.outputs.iter().zip(outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect()
 }
 
 /// Runs `g` on the CPU engine (one thread) with the given passes and input values
@@ -103,22 +126,14 @@ pub fn execute_on_with(g: &Graph, passes: Passes, threads: usize, inputs: &[Vec<
 fn run_with(g: &Graph, passes: Passes, threads: usize, pooled: bool, values: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let engine = CpuEngine::new(threads).unwrap();
     let plan = engine.compile_with(g.clone(), passes).unwrap();
-    let mut inputs: Vec<Vec<u8>> =
-        g.inputs.iter().zip(values).map(|((_, id), v)| encode(g.operands[*id].desc.data_type, v)).collect();
-    let mut outputs: Vec<Vec<u8>> =
-        g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
-    let bindings = Bindings {
-        inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
-        outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
-        cancel: Default::default(),
-        early: None,
-    };
+    let (mut inputs, mut outputs) = buffers(g, values);
+    let bindings = bindings(&mut inputs, &mut outputs);
     if pooled {
         plan.run_pooled(&bindings).unwrap();
     } else {
         plan.run_inline(&bindings).unwrap();
     }
-    g.outputs.iter().zip(&outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect()
+    decoded(g, &outputs)
 }
 
 /// Runs `g` without and with every pass, and checks that the outputs agree within
@@ -139,34 +154,17 @@ pub fn assert_agree(g: &Graph, rtol: f64) {
     }
 }
 
-
 /// `execute` on the GPU engine (all its passes), with the same seeded inputs;
 /// `None` where no GPU adapter can be opened.
 pub fn execute_gpu(g: &Graph, seed: u64) -> Option<Vec<Vec<f64>>> {
     use crate::engine::Engine;
     let engine = crate::engine::gpu::GpuEngine::new(crate::engine::gpu::PowerPreference::Default).ok()?;
-    let mut b = Builder::new();
-    b.state ^= seed.wrapping_mul(0x1234_5678_9abc_def1) | 1;
-    let mut inputs: Vec<Vec<u8>> = g
-        .inputs
-        .iter()
-        .map(|(_, id)| {
-            let v: Vec<f64> = (0..g.operands[*id].desc.element_count()).map(|_| b.next() * 4.0 - 2.0).collect();
-            encode(g.operands[*id].desc.data_type, &v)
-        })
-        .collect();
-    let mut outputs: Vec<Vec<u8>> = g.outputs.iter().map(|(_, id)| vec![0u8; g.operands[*id].desc.byte_length()]).collect();
+    let (mut inputs, mut outputs) = buffers(g, &seeded_inputs(g, seed));
     let plan = engine.compile(g.clone()).unwrap();
-    let bindings = Bindings {
-        inputs: inputs.iter_mut().map(|v| HostBuffer { ptr: v.as_mut_ptr(), len: v.len() }).collect(),
-        outputs: outputs.iter_mut().map(|v| Some(HostBuffer { ptr: v.as_mut_ptr(), len: v.len() })).collect(),
-        cancel: Default::default(),
-        early: None,
-    };
     let (tx, rx) = std::sync::mpsc::channel();
-    plan.execute(bindings, Box::new(move |r| {
+    plan.execute(bindings(&mut inputs, &mut outputs), Box::new(move |r| {
         let _ = tx.send(r);
     }));
     rx.recv().unwrap().unwrap();
-    Some(g.outputs.iter().zip(&outputs).map(|((_, id), bytes)| decode(g.operands[*id].desc.data_type, bytes)).collect())
+    Some(decoded(g, &outputs))
 }

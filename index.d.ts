@@ -198,6 +198,18 @@ export interface MLContextOptions {
    * @nonstandard This implementation's extension (docs/CONFIG.md).
    */
   dynamicQuantization?: boolean;
+  /**
+   * GPU contexts: the directory where compiled GPU pipelines are kept between processes (Vulkan
+   * pipeline cache, one file per adapter and driver), so a later process building the same
+   * operators skips the driver's shader compiler. Created when first needed; a damaged file is
+   * ignored and replaced; an unusable directory only turns the cache off. `''` keeps nothing on
+   * disk. Ignored by CPU contexts and by backends without pipeline caches (Metal, DirectX 12).
+   * @defaultValue the per-user cache directory: `$XDG_CACHE_HOME/webnn-node` or
+   * `~/.cache/webnn-node` (Linux), `~/Library/Caches/webnn-node` (macOS),
+   * `%LOCALAPPDATA%\webnn-node` (Windows)
+   * @nonstandard This implementation's extension (docs/CONFIG.md).
+   */
+  gpuCacheDirectory?: string;
 }
 
 /**

@@ -786,7 +786,8 @@ class ML {
    * createContext(gpuDevice). `numThreads` is Chromium's non-standard option;
    * `pinThreads`, `keepAwake`, `prewake` and `earlyWake` are this implementation's
    * CPU scheduling switches (booleans, on by default; docs/CONFIG.md);
-   * `dynamicQuantization` (off by default) computes 8-bit-weight matmuls in int8.
+   * `dynamicQuantization` (off by default) computes 8-bit-weight matmuls in int8;
+   * `gpuCacheDirectory` is where GPU contexts keep compiled pipelines ('' : nowhere).
    * The device: deviceType 'gpu' (or a GPUDevice) is the GPU engine; 'cpu' is the
    * CPU engine; 'npu', or no deviceType with `accelerated: true` given explicitly
    * or powerPreference 'high-performance', is the GPU engine where a hardware
@@ -795,7 +796,7 @@ class ML {
   createContext (options) {
     return promiseStep(() => {
       if (!ML._is(this)) throw new TypeError('createContext: `this` is not an ML object')
-      if (typeof GPUDeviceClass === 'function' && options instanceof GPUDeviceClass) return openGpu('default', false)
+      if (typeof GPUDeviceClass === 'function' && options instanceof GPUDeviceClass) return openGpu('default', false, null)
       const o = toDictionary(options, 'createContext: options')
       // Each member read once, in lexicographic order, as WebIDL converts a dictionary.
       const member = (name, absent, convert) => {
@@ -807,17 +808,18 @@ class ML {
       const deviceType = member('deviceType', undefined, (v) => toEnum(v, DEVICE_TYPES, 'createContext: options.deviceType'))
       const dynamicQuantization = member('dynamicQuantization', false, Boolean)
       const earlyWake = flag('earlyWake')
+      const gpuCacheDirectory = member('gpuCacheDirectory', null, (v) => toUSVString(v, 'createContext: options.gpuCacheDirectory'))
       const keepAwake = flag('keepAwake')
       const numThreads = member('numThreads', 0, (v) => toUint32(v, 'createContext: options.numThreads'))
       const pinThreads = flag('pinThreads')
       const powerPreference = member('powerPreference', 'default', (v) => toEnum(v, POWER_PREFERENCES, 'createContext: options.powerPreference'))
       const prewake = flag('prewake')
       const cpuOptions = { numThreads, pinThreads, keepAwake, prewake, earlyWake, dynamicQuantization }
-      if (deviceType === 'gpu') return openGpu(powerPreference, false)
+      if (deviceType === 'gpu') return openGpu(powerPreference, false, gpuCacheDirectory)
       const preferAccelerated = deviceType === 'npu' ||
         (deviceType === undefined && accelerated !== false && (accelerated === true || powerPreference === 'high-performance'))
       const cpu = () => new MLContext(kToken, call(() => native.NativeContext.create('cpu', cpuOptions)), 'cpu', powerPreference)
-      if (preferAccelerated) return openGpu(powerPreference, true).then((c) => c || cpu())
+      if (preferAccelerated) return openGpu(powerPreference, true, gpuCacheDirectory).then((c) => c || cpu())
       return cpu()
     })
   }
@@ -826,9 +828,11 @@ class ML {
 }
 
 /** A GPU context; with `hardwareOnly`, null (instead of an error) where no GPU
- * exists or the only adapter is a software one (lavapipe: the CPU engine is faster). */
-function openGpu (powerPreference, hardwareOnly) {
-  const made = native.NativeContext.createGpu(powerPreference)
+ * exists or the only adapter is a software one (lavapipe: the CPU engine is faster).
+ * `cacheDirectory`: where compiled pipelines are kept between processes (null:
+ * the per-user cache directory; '': none). */
+function openGpu (powerPreference, hardwareOnly, cacheDirectory) {
+  const made = native.NativeContext.createGpu(powerPreference, cacheDirectory)
     .then((nativeContext) => {
       if (hardwareOnly && /, Cpu\)$/.test(nativeContext.adapter || '')) return null
       return new MLContext(kToken, nativeContext, 'gpu', powerPreference)

@@ -16,7 +16,8 @@ function relError (a, b) {
 /** Median and 90th percentile of timings. */
 function stats (times) {
   const s = [...times].sort((a, b) => a - b)
-  return { median: s[Math.floor(s.length / 2)], p90: s[Math.floor(s.length * 0.9)] }
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(s.length * q))]
+  return { median: at(0.5), p90: at(0.9), p99: at(0.99) }
 }
 
 /** Milliseconds as "12.34 ms" or "567.8 µs". */

@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::engine::cpu::CpuEngine;
-use crate::engine::gpu::{GpuEngine, PowerPreference};
+use crate::engine::gpu::{CacheDir, GpuEngine, PowerPreference};
 use crate::engine::{Bindings, Engine, Executable, HostBuffer};
 use crate::error::WebnnError;
 use crate::graph::{DataType, GraphBuilder, OperandDesc};
@@ -190,17 +190,22 @@ impl NativeContext {
     /// the blocking pool: driver start-up can take a while). Rejects with
     /// NotSupportedError where no usable adapter exists.
     #[napi(ts_return_type = "Promise<NativeContext>")]
-    pub fn create_gpu<'env>(env: &'env Env, power_preference: String) -> Result<Object<'env>> {
-        guard_entry("createContext", || Self::start_gpu(env, power_preference))
+    pub fn create_gpu<'env>(
+        env: &'env Env,
+        power_preference: String,
+        cache_directory: Option<String>,
+    ) -> Result<Object<'env>> {
+        guard_entry("createContext", || Self::start_gpu(env, power_preference, cache_directory))
     }
 
-    fn start_gpu(env: &Env, power_preference: String) -> Result<Object<'_>> {
+    fn start_gpu(env: &Env, power_preference: String, cache_directory: Option<String>) -> Result<Object<'_>> {
         let pref = PowerPreference::from_name(&power_preference)
             .ok_or_else(|| to_js(type_err!("createContext: '{power_preference}' is not a valid MLPowerPreference")))?;
         let in_flight = InFlight::of(env)?;
         let (deferred, promise) = env.create_deferred()?;
         runtime()?.spawn_blocking(move || {
-            let created = catch_unwind(AssertUnwindSafe(|| GpuEngine::new(pref))).unwrap_or_else(|p| {
+            let cache = CacheDir::from_option(cache_directory);
+            let created = catch_unwind(AssertUnwindSafe(|| GpuEngine::new(pref, &cache))).unwrap_or_else(|p| {
                 Err(WebnnError::NotSupported(format!("createContext: the GPU driver failed: {}", panic_message(p))))
             });
             match created {

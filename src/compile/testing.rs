@@ -158,7 +158,7 @@ pub fn assert_agree(g: &Graph, rtol: f64) {
 /// `None` where no GPU adapter can be opened.
 pub fn execute_gpu(g: &Graph, seed: u64) -> Option<Vec<Vec<f64>>> {
     use crate::engine::Engine;
-    let engine = crate::engine::gpu::GpuEngine::new(crate::engine::gpu::PowerPreference::Default).ok()?;
+    let engine = crate::engine::gpu::GpuEngine::new(crate::engine::gpu::PowerPreference::Default, &crate::engine::gpu::CacheDir::Off).ok()?;
     let (mut inputs, mut outputs) = buffers(g, &seeded_inputs(g, seed));
     let plan = engine.compile(g.clone()).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -16,6 +16,7 @@
 //! `catch_unwind`), or leave a compute promise unsettled (every job's `done` is
 //! called exactly once, with an error if the device is lost).
 
+mod cache;
 mod families;
 mod int64;
 mod plan;
@@ -32,6 +33,7 @@ use super::{Bindings, Completion, DeviceTensor, Engine, Executable, ReadCompleti
 use crate::error::{Result, WebnnError};
 use crate::graph::builder::Graph;
 
+pub use cache::CacheDir;
 pub use plan::GpuPlan;
 
 /// `powerPreference` of createContext.
@@ -106,6 +108,8 @@ pub(crate) struct Shared {
     /// First uncaptured error or device loss: every later execution fails with it.
     pub lost: Arc<Mutex<Option<String>>>,
     pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+    /// The pipeline cache saved on disk (`cache.rs`), where the backend has one.
+    disk: Option<cache::DiskCache>,
     jobs: WorkerHandle,
 }
 
@@ -143,14 +147,87 @@ impl Shared {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The pipeline of a WGSL kernel, compiled on first use. Holding the lock while
-    /// compiling keeps two builds from compiling the same shader twice (software
-    /// drivers take up to seconds per pipeline).
+    /// The pipeline of a WGSL kernel, compiled on first use (`compile_all`
+    /// compiles a build's new kernels beforehand, in parallel).
     pub fn pipeline(&self, source: &str) -> wgpu::ComputePipeline {
-        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = cache.get(source) {
+        if let Some(p) = self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(source) {
             return p.clone();
         }
+        let p = self.compile(source);
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(source.to_string())
+            .or_insert(p)
+            .clone()
+    }
+
+    /// Compiles the kernels of `sources` this context has not compiled yet, on
+    /// up to 8 threads (drivers compile one pipeline per call, single-threaded),
+    /// then saves the disk cache. Returns the sources compiled now. Each thread
+    /// opens its own error scopes (wgpu's are per thread) and the first error
+    /// fails the build.
+    pub fn compile_all<'s>(&self, sources: &[&'s str]) -> Result<Vec<&'s str>> {
+        let mut new: Vec<&str> = {
+            let cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+            sources.iter().copied().filter(|s| !cache.contains_key(*s)).collect()
+        };
+        new.sort_unstable();
+        new.dedup();
+        if new.is_empty() {
+            return Ok(new);
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8).min(new.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || -> Result<Vec<(&str, wgpu::ComputePipeline)>> {
+            let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&source) = new.get(i) else { break };
+                done.push((source, self.compile(source)));
+            }
+            let errors = [internal.pop(), validation.pop(), oom.pop()].map(pollster::block_on);
+            for e in errors {
+                plan::scope_error(e, "build (compiling GPU kernels)")?;
+            }
+            Ok(done)
+        };
+        let results: Vec<Result<Vec<(&str, wgpu::ComputePipeline)>>> = if threads == 1 {
+            vec![work()]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| std::thread::Builder::new().name("webnn-gpu-compile".into()).spawn_scoped(scope, &work))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h {
+                        Ok(h) => h.join().unwrap_or_else(|p| {
+                            Err(WebnnError::Operation(format!("build: the GPU driver failed: {}", panic_message(&*p))))
+                        }),
+                        // No thread: this one compiles what is left (or nothing).
+                        Err(_) => work(),
+                    })
+                    .collect()
+            })
+        };
+        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        for r in results {
+            for (source, p) in r? {
+                cache.entry(source.to_string()).or_insert(p);
+            }
+        }
+        drop(cache);
+        if let Some(disk) = &self.disk {
+            disk.save();
+        }
+        Ok(new)
+    }
+
+    fn compile(&self, source: &str) -> wgpu::ComputePipeline {
         let started = std::time::Instant::now();
         // SAFETY: bounds checks stay on; the engine's shaders contain only loops
         // whose bounds are constants (see wgsl.rs), so they terminate without
@@ -173,17 +250,15 @@ impl Shared {
             module: &module,
             entry_point: Some("main"),
             compilation_options: Default::default(),
-            cache: None,
+            cache: self.disk.as_ref().map(|d| &d.cache),
         });
         log(LogLevel::Debug, || {
             format!(
-                "GPU pipeline compiled in {} ms ({} bytes of WGSL; {} pipelines in this context's cache)",
+                "GPU pipeline compiled in {} ms ({} bytes of WGSL)",
                 started.elapsed().as_millis(),
-                source.len(),
-                cache.len() + 1
+                source.len()
             )
         });
-        cache.insert(source.to_string(), pipeline.clone());
         pipeline
     }
 }
@@ -246,7 +321,7 @@ fn rank(info: &wgpu::AdapterInfo, pref: PowerPreference) -> u8 {
 impl GpuEngine {
     /// Picks an adapter and opens a device. Blocks (adapter and device requests,
     /// driver start-up): call it on a background thread.
-    pub fn new(pref: PowerPreference) -> Result<Self> {
+    pub fn new(pref: PowerPreference, cache_dir: &CacheDir) -> Result<Self> {
         if crate::config::gpu_force_none() {
             return Err(WebnnError::NotSupported(format!(
                 "createContext: no GPU adapter is available ({} is set)",
@@ -289,6 +364,9 @@ impl GpuEngine {
         if plan::profiling() {
             wanted |= wgpu::Features::TIMESTAMP_QUERY;
         }
+        if *cache_dir != CacheDir::Off {
+            wanted |= wgpu::Features::PIPELINE_CACHE;
+        }
         let features = adapter.features() & wanted;
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -316,6 +394,7 @@ impl GpuEngine {
                 l.get_or_insert_with(|| format!("the GPU device was lost ({reason:?}): {msg}"));
             });
         }
+        let disk = cache::DiskCache::open(&device, &info, cache_dir);
         let (tx, rx) = mpsc::channel();
         let worker = Worker {
             device: device.clone(),
@@ -336,6 +415,7 @@ impl GpuEngine {
                 adapter: adapter_name,
                 lost,
                 pipelines: Mutex::new(HashMap::new()),
+                disk,
                 jobs: WorkerHandle {
                     tx: Some(tx),
                     thread: Some(thread),

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::wgsl::{self, Access, MapKernel, Storage, MAX_RANK, P_DIMS, P_EXTRA, P_STRIDES, P_WORDS, WORKGROUP};
-use super::{families, Shared, FAILED, READY};
+use super::{families, log, LogLevel, Shared, FAILED, READY};
 use crate::engine::Bindings;
 use crate::error::{Result, WebnnError};
 use crate::graph::builder::{Graph, OperandKind};
@@ -566,7 +566,7 @@ fn groups_for(invocations: usize) -> Result<(u32, u32)> {
     Ok((x as u32, y as u32))
 }
 
-fn scope_error(e: Option<wgpu::Error>, what: &str) -> Result<()> {
+pub(super) fn scope_error(e: Option<wgpu::Error>, what: &str) -> Result<()> {
     match e {
         None => Ok(()),
         Some(wgpu::Error::OutOfMemory { .. }) => {
@@ -647,10 +647,21 @@ impl GpuPlan {
             }
         }
 
+        // Every kernel this context has not compiled yet, compiled in parallel.
+        let sources: Vec<&str> = lowered
+            .iter()
+            .flat_map(|l| &l.steps)
+            .filter_map(|s| match s {
+                Lowered::Dispatch { wgsl, .. } => Some(wgsl.as_str()),
+                Lowered::Copy { .. } => None,
+            })
+            .collect();
+        let fresh: HashSet<String> = shared.compile_all(&sources)?.into_iter().map(str::to_string).collect();
+
         let device = &shared.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let built = Self::create(&shared, &graph, lowered);
+        let built = Self::create(&shared, &graph, lowered, &fresh).and_then(|(plan, first)| plan.warm(&first).map(|()| plan));
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         scope_error(v, "build")?;
@@ -658,7 +669,50 @@ impl GpuPlan {
         built
     }
 
-    fn create(shared: &Arc<Shared>, graph: &Graph, lowered: Vec<Lowering>) -> Result<Self> {
+    /// Runs one workgroup of each of `dispatches` (the first use of each kernel
+    /// compiled for this build) and waits: drivers that translate a pipeline to
+    /// machine code at its first dispatch rather than at its creation (lavapipe
+    /// compiles with LLVM then: seconds for ResNet-50) do it now, not in the
+    /// first compute(). Each kernel bounds its reads and writes by its
+    /// parameters, and every compute writes each intermediate before reading it,
+    /// so the partial results left behind are never seen.
+    fn warm(&self, dispatches: &[usize]) -> Result<()> {
+        if dispatches.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let mut encoder = self.shared.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("webnn warm-up"),
+        });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            for &i in dispatches {
+                if let Some(Command::Dispatch { pipeline, bind_group, .. }) = self.commands.get(i) {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind_group, &[]);
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
+            }
+        }
+        let submission = self.shared.queue.submit([encoder.finish()]);
+        self.shared
+            .device
+            .poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
+            .map_err(|e| WebnnError::Operation(format!("build: the GPU did not finish compiling kernels: {e}")))?;
+        log(LogLevel::Debug, || {
+            format!("GPU warm-up of {} new kernels: {} ms", dispatches.len(), started.elapsed().as_millis())
+        });
+        Ok(())
+    }
+
+    /// Creates the plan's buffers, bind groups and commands. Also returns the
+    /// index of the first dispatch of each kernel in `fresh` (for `warm`).
+    fn create(
+        shared: &Arc<Shared>,
+        graph: &Graph,
+        lowered: Vec<Lowering>,
+        fresh: &HashSet<String>,
+    ) -> Result<(Self, Vec<usize>)> {
         let device = &shared.device;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let new_buffer = |size: u64, label: &str| {
@@ -707,6 +761,8 @@ impl GpuPlan {
         }
         let mut pool = Pool { free: Vec::new() };
         let mut commands = Vec::new();
+        let mut warmed: HashSet<String> = HashSet::new();
+        let mut first = Vec::new();
         let mut kept = Vec::new();
         for (s, (operator, lowering)) in graph.operators.iter().zip(lowered).enumerate() {
             for &i in &operator.inputs {
@@ -764,6 +820,9 @@ impl GpuPlan {
                     }),
                     Lowered::Dispatch { wgsl, reads, writes, params, grid } => {
                         let pipeline = shared.pipeline(&wgsl);
+                        if fresh.contains(&wgsl) && warmed.insert(wgsl.clone()) {
+                            first.push(commands.len());
+                        }
                         let pbuf = new_buffer((params.len().max(1) * 4) as u64, "webnn params");
                         let bytes: Vec<u8> = params.iter().flat_map(|w| w.to_le_bytes()).collect();
                         write_padded(&shared.queue, &pbuf, &bytes);
@@ -851,7 +910,7 @@ impl GpuPlan {
                 acc: Mutex::new(ProfileAcc::default()),
             }
         });
-        Ok(GpuPlan {
+        Ok((GpuPlan {
             shared: shared.clone(),
             inputs,
             outputs,
@@ -860,7 +919,7 @@ impl GpuPlan {
             staging_size,
             staging: Mutex::new(Vec::new()),
             profile,
-        })
+        }, first))
     }
 
     fn take_staging(&self) -> wgpu::Buffer {

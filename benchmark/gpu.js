@@ -117,6 +117,7 @@ async function main () {
       iters,
       'gpu median': fmt(sg.median),
       'gpu p90': fmt(sg.p90),
+      'gpu p99': fmt(sg.p99),
       'GFLOP/s': gflop ? (gflop / sg.median * 1e3).toFixed(1) : '-'
     })
     console.log(JSON.stringify(rows.at(-1)))

@@ -458,6 +458,7 @@ impl Engine for GpuEngine {
         let started = std::time::Instant::now();
         let cached = self.shared.pipelines.lock().map_or(0, |c| c.len());
         let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
+        let passes_ms = started.elapsed().as_secs_f64() * 1e3;
         let quantized = graph
             .operators
             .iter()
@@ -467,7 +468,7 @@ impl Engine for GpuEngine {
         log(LogLevel::Info, || {
             let now = self.shared.pipelines.lock().map_or(0, |c| c.len());
             format!(
-                "GPU graph compiled in {} ms ({} new shader pipelines; the driver compiles each once per context; {quantized} quantized operators on integer kernels)",
+                "GPU graph compiled in {} ms (compiler passes {passes_ms:.1} ms; {} new shader pipelines; the driver compiles each once per context; {quantized} quantized operators on integer kernels)",
                 started.elapsed().as_millis(),
                 now.saturating_sub(cached)
             )
@@ -600,6 +601,9 @@ pub(crate) struct Pending {
     submission: wgpu::SubmissionIndex,
     staging: Option<wgpu::Buffer>,
     state: Arc<AtomicU8>,
+    /// With `WEBNN_LOG=debug`, for a plan's first computes: the job's start and
+    /// its submission, to log where the first computes' time goes.
+    timing: Option<(u32, std::time::Instant, std::time::Instant)>,
 }
 
 struct Worker {
@@ -673,6 +677,7 @@ impl Worker {
                 submission,
                 staging: Some(staging),
                 state,
+                timing: None,
             }),
             Err(e) => (read.done)(Err(e)),
         }
@@ -690,6 +695,7 @@ impl Worker {
             return;
         }
         let state = Arc::new(AtomicU8::new(WAITING));
+        let began = std::time::Instant::now();
         let submitted = catch_unwind(AssertUnwindSafe(|| match &job.tensors {
             Some((ins, outs)) => job.plan.submit_tensors(ins, outs, &state),
             None => job.plan.submit(&job.bindings, &state),
@@ -701,12 +707,18 @@ impl Worker {
             )))
         });
         match submitted {
-            Ok((submission, staging)) => self.pending.push(Pending {
-                finish: Finish::Run(job),
-                submission,
-                staging,
-                state,
-            }),
+            Ok((submission, staging)) => {
+                let n = job.plan.computes.fetch_add(1, Ordering::Relaxed);
+                let timing = (n < 3 && crate::config::log_level() >= LogLevel::Debug)
+                    .then(|| (n + 1, began, std::time::Instant::now()));
+                self.pending.push(Pending {
+                    finish: Finish::Run(job),
+                    submission,
+                    staging,
+                    state,
+                    timing,
+                })
+            }
             Err(e) => (job.done)(Err(e)),
         }
     }
@@ -746,6 +758,7 @@ impl Worker {
             .is_some_and(|p| p.state.load(Ordering::Acquire) != WAITING)
         {
             let p = self.pending.remove(0);
+            let waited = std::time::Instant::now();
             let ready = p.state.load(Ordering::Acquire) == READY;
             let failed = || WebnnError::Operation("reading the results back from the GPU failed".into());
             let internal = |e: Box<dyn std::any::Any + Send>| {
@@ -758,6 +771,18 @@ impl Worker {
                     } else {
                         Err(failed())
                     };
+                    if let Some((n, began, submitted)) = p.timing {
+                        let ms = |a: std::time::Instant, b: std::time::Instant| b.duration_since(a).as_secs_f64() * 1e3;
+                        let now = std::time::Instant::now();
+                        log(LogLevel::Debug, || {
+                            format!(
+                                "GPU compute {n} of a graph: upload and submit {:.2} ms, waiting for the GPU {:.2} ms, readback copy {:.2} ms",
+                                ms(began, submitted),
+                                ms(submitted, waited),
+                                ms(waited, now)
+                            )
+                        });
+                    }
                     (job.done)(result);
                 }
                 Finish::Read { len, done } => {

@@ -508,6 +508,12 @@ pub struct GpuPlan {
     _kept: Vec<wgpu::Buffer>,
     staging_size: u64,
     staging: Mutex<Vec<wgpu::Buffer>>,
+    /// The next compute's command buffer (every step and the copy of every
+    /// output into its staging buffer), encoded while the previous compute ran
+    /// on the GPU (or at build), so a compute only uploads and submits.
+    encoded: Mutex<Option<(wgpu::CommandBuffer, wgpu::Buffer)>>,
+    /// Computes submitted so far (for the debug log of the first ones).
+    pub(super) computes: std::sync::atomic::AtomicU32,
     profile: Option<Profile>,
 }
 
@@ -581,6 +587,7 @@ impl GpuPlan {
         if let Some(reason) = shared.lost_reason() {
             return Err(WebnnError::Operation(format!("build: {reason}")));
         }
+        let started = std::time::Instant::now();
         // Everything the engine does not support fails before any GPU work.
         let cx = Cx {
             int64: shared.device.features().contains(wgpu::Features::SHADER_INT64),
@@ -647,6 +654,7 @@ impl GpuPlan {
             }
         }
 
+        let lowered_at = std::time::Instant::now();
         // Every kernel this context has not compiled yet, compiled in parallel.
         let sources: Vec<&str> = lowered
             .iter()
@@ -657,11 +665,29 @@ impl GpuPlan {
             })
             .collect();
         let fresh: HashSet<String> = shared.compile_all(&sources)?.into_iter().map(str::to_string).collect();
+        let compiled_at = std::time::Instant::now();
 
         let device = &shared.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let built = Self::create(&shared, &graph, lowered, &fresh).and_then(|(plan, first)| plan.warm(&first).map(|()| plan));
+        let mut created_at = compiled_at;
+        let built = Self::create(&shared, &graph, lowered, &fresh).and_then(|(plan, first)| {
+            created_at = std::time::Instant::now();
+            plan.warm(&first)?;
+            plan.prepare();
+            Ok(plan)
+        });
+        let ms = |a: std::time::Instant, b: std::time::Instant| b.duration_since(a).as_secs_f64() * 1e3;
+        log(LogLevel::Info, || {
+            format!(
+                "GPU build phases: lowering {:.1} ms, {} new kernels {:.1} ms, buffers and constants {:.1} ms, warm-up and encoding {:.1} ms",
+                ms(started, lowered_at),
+                fresh.len(),
+                ms(lowered_at, compiled_at),
+                ms(compiled_at, created_at),
+                ms(created_at, std::time::Instant::now())
+            )
+        });
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         scope_error(v, "build")?;
@@ -918,6 +944,8 @@ impl GpuPlan {
             _kept: kept,
             staging_size,
             staging: Mutex::new(Vec::new()),
+            encoded: Mutex::new(None),
+            computes: std::sync::atomic::AtomicU32::new(0),
             profile,
         }, first))
     }
@@ -964,6 +992,24 @@ impl GpuPlan {
             // alive until `done` (see `HostBuffer`); `len` bytes were checked above.
             let bytes = unsafe { std::slice::from_raw_parts(host.ptr as *const u8, *len) };
             write_padded(queue, buffer, bytes);
+        }
+        if self.profile.is_none() {
+            // The uploads above run before the command buffer (queue writes
+            // precede the next submission), which needs no encoding now.
+            let ready = self.encoded.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let (commands, staging) = ready.unwrap_or_else(|| self.encode_compute());
+            let submission = queue.submit([commands]);
+            let st = state.clone();
+            staging
+                .slice(..)
+                .map_async(wgpu::MapMode::Read, move |r| st.store(if r.is_ok() { READY } else { FAILED }, Ordering::Release));
+            // Encode the next compute while the GPU runs this one.
+            self.prepare();
+            let v = pollster::block_on(validation.pop());
+            let o = pollster::block_on(oom.pop());
+            scope_error(v, "compute")?;
+            scope_error(o, "compute")?;
+            return Ok((submission, Some(staging)));
         }
         let started = std::time::Instant::now();
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -1090,6 +1136,32 @@ impl GpuPlan {
         scope_error(pollster::block_on(validation.pop()), "dispatch")?;
         scope_error(pollster::block_on(oom.pop()), "dispatch")?;
         Ok((submission, None))
+    }
+
+    /// A compute's command buffer: every step, then every output copied into a
+    /// staging buffer (taken from the pool; it returns there in `finish`).
+    fn encode_compute(&self) -> (wgpu::CommandBuffer, wgpu::Buffer) {
+        let mut encoder = self.shared.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("webnn compute"),
+        });
+        self.encode(&mut encoder);
+        let staging = self.take_staging();
+        for (buffer, len, offset) in &self.outputs {
+            encoder.copy_buffer_to_buffer(buffer, 0, &staging, *offset, padded(*len));
+        }
+        (encoder.finish(), staging)
+    }
+
+    /// Encodes the next compute's command buffer now, unless one is waiting.
+    /// Called at build and after each submission (`submit`).
+    pub(super) fn prepare(&self) {
+        if self.profile.is_some() {
+            return;
+        }
+        let mut slot = self.encoded.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(self.encode_compute());
+        }
     }
 
     /// Encodes every step (no profiling) into `encoder`.

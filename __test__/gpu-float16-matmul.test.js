@@ -19,7 +19,7 @@
 // WEBNN_REQUIRE_GPU=1 (as in gpu.test.js).
 
 const test = require('ava')
-const { execFileSync } = require('child_process')
+const { spawnSync } = require('child_process')
 const path = require('path')
 const { webnn, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
 
@@ -223,11 +223,12 @@ function childLog (env) {
       const d = { dataType: 'float16', shape: [64, 64] }
       await b.build({ y: b.matmul(b.input('a', d), b.input('b', d)) })
     }).catch((e) => { console.error('child: ' + e.name + ': ' + e.message); process.exitCode = 3 })`
-  return execFileSync(process.execPath, ['-e', script], {
+  const r = spawnSync(process.execPath, ['-e', script], {
     env: { ...process.env, WEBNN_LOG: 'info', ...env },
-    encoding: 'utf8',
-    stdio: ['ignore', 'ignore', 'pipe']
+    encoding: 'utf8'
   })
+  if (r.status !== 0) throw new Error(`child exited with ${r.status}: ${r.stderr}`)
+  return r.stderr
 }
 
 function parseLog (log) {

@@ -6,13 +6,21 @@
 // after --warmup. A model whose build() rejects with NotSupportedError on the GPU
 // (an operator family the GPU engine lacks) is reported as such and skipped.
 //
-// Last, a matmul line: TFLOP/s of an [S, S] x [S, S] float32 product on the GPU,
+// --dtype float16 builds every model and the matmul line in float16 (inputs,
+// weights and outputs rounded once to float16, as benchmark/float16.js does) on
+// both devices; the agreement bound is then 3e-2 (float16 keeps 11 significant
+// bits per layer). On a GPU with cooperative matrices (WEBNN_LOG=info says so)
+// the float16 products run on the tensor-core kernel; WEBNN_GPU_WITHOUT=coop
+// runs them on the tiled float32 kernels for an A/B.
+//
+// Last, a matmul line: TFLOP/s of an [S, S] x [S, S] product on the GPU,
 // from the slope between a graph of one product and a graph of R chained products
 // (so uploads and readbacks, which cost as much as the product at 4096, cancel).
 //
 //   node benchmark/gpu.js                                  mobilenetv2, resnet50; matmul 4096
 //   node benchmark/gpu.js --only mobilenetv2 --iters 3 --warmup 1 --matmul 128   (lavapipe)
 //   node benchmark/gpu.js --only none --matmul 2048        the matmul line alone
+//   node benchmark/gpu.js --dtype float16 --matmul 8192    float16 models; f16 matmul 8192
 //
 // WEBNN_LOG=gpu-profile makes every plan print (to stderr, every 100 computes) the
 // mean GPU time of each dispatch from timestamp queries, their sum and span, and
@@ -20,21 +28,25 @@
 // timestamps, so time with it off).
 const { ml, MLGraphBuilder } = require('..')
 const { relError, stats, fmt, arg } = require('./stats.js')
-const { Net, toWebnn, count, inputData } = require('./models/net.js')
+const { Net, toWebnn, count, inputData, toHalf, halfValue } = require('./models/net.js')
 const MODELS = require('./models/index.js')
 
-const TOLERANCE = 1e-3
+const DTYPE = arg('dtype', 'float32')
+if (DTYPE !== 'float32' && DTYPE !== 'float16') throw new Error(`--dtype: float32 or float16, not ${DTYPE}`)
+const HALF = DTYPE === 'float16'
+const TOLERANCE = HALF ? 3e-2 : 1e-3
 
 /** Builds `net` on `context`; returns build time and a run() giving the output. */
 async function setup (context, net, data) {
   const builder = new MLGraphBuilder(context)
-  const outs = toWebnn(net, builder)
+  const outs = toWebnn(net, builder, { dataType: DTYPE })
   const t0 = performance.now()
   const graph = await builder.build(outs)
   const buildMs = performance.now() - t0
   const out = net.outputs[0]
-  let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, data[n].slice()]))
-  let outputs = { [out]: new Float32Array(count(net.shape(out))) }
+  const size = count(net.shape(out))
+  let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, HALF ? toHalf(data[n]) : data[n].slice()]))
+  let outputs = { [out]: HALF ? new Uint16Array(size) : new Float32Array(size) }
   return {
     buildMs,
     async run () {
@@ -42,7 +54,9 @@ async function setup (context, net, data) {
       inputs = r.inputs
       outputs = r.outputs
       return r.outputs[out]
-    }
+    },
+    /** The output of the last run as numbers (float16 decoded). */
+    values (o) { return HALF ? Float32Array.from(o, halfValue) : o }
   }
 }
 
@@ -105,12 +119,13 @@ async function main () {
       continue
     }
     const c = await setup(cpu, net, data)
-    const err = relError(await g.run(), await c.run())
-    if (!(err <= TOLERANCE)) throw new Error(`${m.name}: GPU and CPU outputs disagree (max |gpu-cpu| / max |cpu| = ${err})`)
+    const err = relError(g.values(await g.run()), c.values(await c.run()))
+    if (!(err <= TOLERANCE)) throw new Error(`${m.name} ${DTYPE}: GPU and CPU outputs disagree (max |gpu-cpu| / max |cpu| = ${err})`)
     const sg = await time(g, iters, warmup)
     const gflop = net.gflop()
     rows.push({
       model: m.name,
+      dtype: DTYPE,
       status: 'ok',
       'build (gpu)': fmt(g.buildMs),
       'rel err vs cpu': err.toExponential(1),
@@ -130,7 +145,7 @@ async function main () {
       const g1 = await setup(gpu, one, data)
       const gn = await setup(gpu, many, data)
       const c1 = await setup(cpu, one, data)
-      const err = relError(await g1.run(), await c1.run())
+      const err = relError(g1.values(await g1.run()), c1.values(await c1.run()))
       if (!(err <= TOLERANCE)) throw new Error(`matmul-${size}: GPU and CPU outputs disagree (${err})`)
       const n = Math.max(3, Math.min(iters, 50))
       const w = Math.min(warmup, 5)
@@ -138,7 +153,7 @@ async function main () {
       const tn = await time(gn, n, w)
       const per = (tn.median - t1.median) / (chain - 1)
       const flop = 2 * size ** 3
-      console.log(`matmul-${size} float32 on the GPU: one product per compute() ${fmt(t1.median)} median (${tflops(flop, t1.median)} TFLOP/s end to end, transfers included); ` +
+      console.log(`matmul-${size} ${DTYPE} on the GPU: one product per compute() ${fmt(t1.median)} median (${tflops(flop, t1.median)} TFLOP/s end to end, transfers included); ` +
         `${chain} chained ${fmt(tn.median)}; per product ${fmt(per)} = ${tflops(flop, per)} TFLOP/s (rel err vs cpu ${err.toExponential(1)})`)
     } catch (e) {
       if (e.name !== 'NotSupportedError') throw e

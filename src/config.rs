@@ -69,11 +69,13 @@ pub const GPU_FORCE_NONE: Var = Var {
     description: "`1`: createContext behaves as if no GPU adapter existed",
 };
 
-pub const GPU_NO_INT64: Var = Var {
-    name: "WEBNN_GPU_NO_INT64",
+pub const GPU_WITHOUT: Var = Var {
+    name: "WEBNN_GPU_WITHOUT",
     kind: Kind::TestHook,
-    default: "off",
-    description: "`1`: GPU devices are opened without 64-bit integer shaders (int64 is emulated)",
+    default: "every feature the adapter has",
+    description: "comma-separated GPU features to leave off when a device is opened: `int64` (64-bit integer shaders; \
+                  int64 is emulated), `coop` (cooperative matrices; float16 products run on the tiled kernels) \
+                  (read at each createContext)",
 };
 
 pub const REQUIRE_GPU: Var = Var {
@@ -91,7 +93,7 @@ pub const FUZZ_CASES: Var = Var {
 };
 
 /// The declared variables: docs/CONFIG.md lists the same.
-pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, LOG, GPU_FORCE_NONE, GPU_NO_INT64, REQUIRE_GPU, FUZZ_CASES];
+pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, LOG, GPU_FORCE_NONE, GPU_WITHOUT, REQUIRE_GPU, FUZZ_CASES];
 
 fn read(v: &Var) -> Option<String> {
     std::env::var_os(v.name).map(|s| s.to_string_lossy().into_owned())
@@ -197,8 +199,23 @@ pub fn gpu_force_none() -> bool {
     flag(&GPU_FORCE_NONE)
 }
 
+/// `GPU_WITHOUT` names `word`.
+fn gpu_without(word: &str) -> bool {
+    read(&GPU_WITHOUT).is_some_and(|s| parse_words(&s).any(|w| w == word))
+}
+
+fn parse_words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(',').map(|w| w.trim().to_ascii_lowercase()).filter(|w| !w.is_empty())
+}
+
+/// GPU devices are opened without 64-bit integer shaders.
 pub fn gpu_no_int64() -> bool {
-    flag(&GPU_NO_INT64)
+    gpu_without("int64")
+}
+
+/// GPU devices are opened without cooperative matrices.
+pub fn gpu_no_coop() -> bool {
+    gpu_without("coop")
 }
 
 pub fn require_gpu() -> bool {
@@ -276,5 +293,6 @@ mod tests {
         assert_eq!(parse_fuzz_cases("17..18"), Some(17..18));
         assert_eq!(parse_fuzz_cases("17"), Some(0..17));
         assert_eq!(parse_fuzz_cases("a..3"), None);
+        assert_eq!(parse_words(" Int64, coop,,").collect::<Vec<_>>(), ["int64", "coop"]);
     }
 }

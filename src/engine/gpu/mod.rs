@@ -104,6 +104,10 @@ pub(crate) struct Shared {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub limits: wgpu::Limits,
+    /// Cooperative 16x16x16 matrices with float16 A and B and a float32
+    /// accumulator, in subgroups of exactly 32 (`coop_f16_available`): float16
+    /// matmul and gemm run on `families::matmul::coop`.
+    pub coop_f16: bool,
     pub adapter: String,
     /// First uncaptured error or device loss: every later execution fails with it.
     pub lost: Arc<Mutex<Option<String>>>,
@@ -318,6 +322,29 @@ fn rank(info: &wgpu::AdapterInfo, pref: PowerPreference) -> u8 {
     }
 }
 
+/// Whether the adapter can run the cooperative-matrix float16 GEMM
+/// (`families::matmul::coop`): wgpu's experimental cooperative matrices and
+/// shader f16, a subgroup-scoped 16x16x16 configuration with float16 A and B and
+/// a float32 accumulator, and subgroups of exactly 32 invocations (the kernel
+/// assigns tiles to subgroups by `local_invocation_index / 32`). lavapipe and most
+/// non-NVIDIA Vulkan drivers have none of this, so the tiled kernels stay the
+/// fallback.
+fn coop_f16_available(adapter: &wgpu::Adapter) -> bool {
+    let needed = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16;
+    if !adapter.features().contains(needed) {
+        return false;
+    }
+    let info = adapter.get_info();
+    if info.subgroup_min_size != 32 || info.subgroup_max_size != 32 {
+        return false;
+    }
+    adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+            && p.ab_type == wgpu::CooperativeScalarType::F16
+            && p.cr_type == wgpu::CooperativeScalarType::F32
+    })
+}
+
 impl GpuEngine {
     /// Picks an adapter and opens a device. Blocks (adapter and device requests,
     /// driver start-up): call it on a background thread.
@@ -356,10 +383,14 @@ impl GpuEngine {
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
         log(LogLevel::Info, || format!("GPU context ({pref:?} power preference): using {adapter_name}"));
         let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64 | wgpu::Features::SHADER_F64;
-        // `config::GPU_NO_INT64` leaves 64-bit integer shaders off, so the emulated
+        // `config::GPU_WITHOUT` leaves 64-bit integer shaders off, so the emulated
         // int64/uint64 arithmetic can be tested on adapters that have them.
         if crate::config::gpu_no_int64() {
             wanted.remove(wgpu::Features::SHADER_INT64);
+        }
+        let coop = coop_f16_available(adapter) && !crate::config::gpu_no_coop();
+        if coop {
+            wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
         if plan::profiling() {
             wanted |= wgpu::Features::TIMESTAMP_QUERY;
@@ -373,6 +404,17 @@ impl GpuEngine {
             label: Some("webnn-node"),
             required_features: features,
             required_limits: limits.clone(),
+            experimental_features: if coop {
+                // SAFETY: wgpu asks callers of its experimental features to accept
+                // that their implementation may still have bugs. Only
+                // EXPERIMENTAL_COOPERATIVE_MATRIX is requested, and only where the
+                // adapter reports the one configuration the float16 GEMM kernel
+                // uses (`coop_f16_available`); its shaders are validated by naga and
+                // created inside the build's error scope like every other kernel.
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            },
             ..Default::default()
         }))
         .map_err(|e| {
@@ -395,6 +437,13 @@ impl GpuEngine {
             });
         }
         let disk = cache::DiskCache::open(&device, &info, cache_dir);
+        let coop_f16 = coop && device.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16);
+        log(LogLevel::Info, || {
+            format!(
+                "GPU cooperative matrices (f16 16x16x16, f32 accumulator) for float16 matmul/gemm: {}",
+                if coop_f16 { "on" } else if crate::config::gpu_no_coop() { "off (switched off)" } else { "off (the adapter has none)" }
+            )
+        });
         let (tx, rx) = mpsc::channel();
         let worker = Worker {
             device: device.clone(),
@@ -412,6 +461,7 @@ impl GpuEngine {
                 device,
                 queue,
                 limits,
+                coop_f16,
                 adapter: adapter_name,
                 lost,
                 pipelines: Mutex::new(HashMap::new()),
@@ -465,12 +515,14 @@ impl Engine for GpuEngine {
             .filter(|o| matches!(o.op, crate::ops::Op::Fused(crate::compile::fused::FusedOp::Quantized { .. })))
             .count();
         let plan = GpuPlan::new(self.shared.clone(), graph)?;
+        let coop = plan.coop_operators;
         log(LogLevel::Info, || {
             let now = self.shared.pipelines.lock().map_or(0, |c| c.len());
             format!(
-                "GPU graph compiled in {} ms (compiler passes {passes_ms:.1} ms; {} new shader pipelines; the driver compiles each once per context; {quantized} quantized operators on integer kernels)",
+                "GPU graph compiled in {} ms (compiler passes {passes_ms:.1} ms; {} new shader pipelines; the driver compiles each once per context; {quantized} quantized operators on integer kernels; {} float16 products on cooperative matrices)",
                 started.elapsed().as_millis(),
-                now.saturating_sub(cached)
+                now.saturating_sub(cached),
+                coop
             )
         });
         Ok(Arc::new(plan))

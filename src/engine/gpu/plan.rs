@@ -212,6 +212,9 @@ pub(super) struct Cx<'a> {
     pub int64: bool,
     /// 64-bit float shaders (SHADER_F64): quantizeLinear's exact division.
     pub f64: bool,
+    /// Cooperative float16 16x16 matrices with a float32 accumulator
+    /// (`Shared::coop_f16`): float16 products take `families::matmul::coop`.
+    pub coop_f16: bool,
     pub limits: &'a wgpu::Limits,
 }
 
@@ -515,6 +518,8 @@ pub struct GpuPlan {
     /// Computes submitted so far (for the debug log of the first ones).
     pub(super) computes: std::sync::atomic::AtomicU32,
     profile: Option<Profile>,
+    /// Operators computed on the cooperative-matrix GEMM (for the build's log line).
+    pub(super) coop_operators: usize,
 }
 
 /// `config::GPU_PROFILE`: every dispatch in its own compute pass with timestamps
@@ -592,6 +597,7 @@ impl GpuPlan {
         let cx = Cx {
             int64: shared.device.features().contains(wgpu::Features::SHADER_INT64),
             f64: shared.device.features().contains(wgpu::Features::SHADER_F64),
+            coop_f16: shared.coop_f16,
             limits: &shared.limits,
         };
         let mut lowered = Vec::with_capacity(graph.operators.len());
@@ -739,6 +745,14 @@ impl GpuPlan {
         lowered: Vec<Lowering>,
         fresh: &HashSet<String>,
     ) -> Result<(Self, Vec<usize>)> {
+        let coop_operators = lowered
+            .iter()
+            .filter(|l| {
+                l.steps.iter().any(|s| {
+                    matches!(s, Lowered::Dispatch { wgsl, .. } if wgsl.starts_with(families::matmul::coop::MARKER))
+                })
+            })
+            .count();
         let device = &shared.device;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let new_buffer = |size: u64, label: &str| {
@@ -947,6 +961,7 @@ impl GpuPlan {
             encoded: Mutex::new(None),
             computes: std::sync::atomic::AtomicU32::new(0),
             profile,
+            coop_operators,
         }, first))
     }
 

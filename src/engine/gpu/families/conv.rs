@@ -32,6 +32,7 @@
 use std::fmt::Write;
 
 use super::fused::{epilogue_wgsl, residuals, supported};
+use super::matmul::coop::launch_either;
 use super::matmul::float_product_operands;
 use super::matmul::tiled::{Core, P_FAMILY};
 use crate::compile::fused::{FusedOp, Stage};
@@ -689,7 +690,7 @@ fn lower_conv(
             InputLayout::Nhwc => (out_h * out_w, cog),
         };
         let z = batches.checked_mul(groups).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU engine".into()))?;
-        core.launch(&mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?;
+        launch_either(&core, t, &mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?;
     } else {
         let pixels = batches
             .checked_mul(out_h)
@@ -711,7 +712,7 @@ fn lower_conv(
             InputLayout::Nchw => (cog, pixels),
             InputLayout::Nhwc => (pixels, cog),
         };
-        core.launch(&mut l, m, n, k, groups, p.clone(), reads, vec![dst], cx)?;
+        launch_either(&core, t, &mut l, m, n, k, groups, p.clone(), reads, vec![dst], cx)?;
     }
     if let Some((flag, reads)) = guard {
         direct(&mut l, reads, Some(flag));
@@ -770,7 +771,7 @@ mod tests {
         use crate::graph::DataType;
         use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, ConvTranspose2dAttrs, ConvTranspose2dFilterLayout};
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, limits: &limits };
         let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
         let (x, w, y) = (d(&[1, 4, 5, 5]), d(&[6, 4, 3, 3]), d(&[1, 6, 5, 5]));
         let conv = Op::Conv2d(Conv2dAttrs {

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::graph::{OperandDesc, OperandId};
 use crate::ops::Op;
 
-mod matmul;
+pub(super) mod matmul;
 pub(super) mod conv;
 pub(super) mod fused;
 mod reduction;

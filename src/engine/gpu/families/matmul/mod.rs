@@ -6,8 +6,10 @@
 //! grid's z, gemm's transposes are swapped row/column strides, and gemm's C is
 //! read in the epilogue through its broadcast strides. Computed in float32;
 //! float16 is decoded on load and rounded once on store (one element per word,
-//! packed by `finish_words`).
+//! packed by `finish_words`). On a device with cooperative matrices, float16
+//! products take the tensor-core core instead (`coop.rs`, via `coop::launch_either`).
 
+pub(in crate::engine::gpu) mod coop;
 pub(super) mod tiled;
 
 use std::fmt::Write;
@@ -229,7 +231,7 @@ fn lower_product(
     if let Some(c) = c {
         reads.push(Buf::Operand(c.0));
     }
-    core.launch(&mut l, m, n, k, batches, p, reads, vec![words], cx)?;
+    coop::launch_either(&core, t, &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     l.finish_words(words, out)?;
     Ok(l)
 }

@@ -1,0 +1,248 @@
+'use strict'
+// float16 matmul and gemm on the GPU device, on odd shapes (edge tiles along M, N
+// and K, broadcast batches, both transposes, alpha, beta and every shape of C),
+// against a float64 reference computed here from the float16 inputs. The GPU
+// computes float16 products in float32 and rounds once to float16: on a device
+// with cooperative matrices (an NVIDIA GPU through Vulkan) on the tensor-core
+// kernel (src/engine/gpu/families/matmul/coop.rs), elsewhere (lavapipe) on the
+// tiled float32 kernels. Each element must be within the rounding of the result
+// (2^-11 relative, one float16 ULP allowed for the float32 sums landing across a
+// rounding boundary) plus the float32 accumulation's error bound
+// (K * 2^-23 * sum |a b|).
+//
+// Which kernel ran is checked in a child process with WEBNN_LOG=info: the log
+// says whether the device has cooperative matrices, and each build how many
+// float16 products took them; where it has them a float16 matmul must take
+// them, and WEBNN_GPU_WITHOUT=coop must turn that off.
+//
+// Where no GPU context can be created the tests log why and pass, unless
+// WEBNN_REQUIRE_GPU=1 (as in gpu.test.js).
+
+const test = require('ava')
+const { spawnSync } = require('child_process')
+const path = require('path')
+const { webnn, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
+
+const { ml, MLGraphBuilder } = webnn
+const REQUIRED = process.env.WEBNN_REQUIRE_GPU === '1'
+const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context }), (error) => ({ error }))
+
+function gpuTest (title, fn) {
+  test(title, async (t) => {
+    const { context, error } = await gpu
+    if (!context) {
+      if (REQUIRED) t.fail(`no GPU context: ${error && error.name}: ${error && error.message}`)
+      else {
+        t.log(`no GPU context (${error && error.name}: ${error && error.message}); not run`)
+        t.pass()
+      }
+      return
+    }
+    await fn(t, context)
+  })
+}
+
+const F16 = (shape) => ({ dataType: 'float16', shape })
+const size = (shape) => shape.reduce((a, b) => a * b, 1)
+
+/** Random float16 bits in [-2, 2) and the values they hold. */
+function randomHalf (rand, n) {
+  const bits = float16Array(Array.from({ length: n }, () => rand() * 4 - 2))
+  return { bits, values: Float64Array.from(bits, fromFloat16Bits) }
+}
+
+/** Row-major strides of `shape`. */
+function strides (shape) {
+  const s = new Array(shape.length).fill(1)
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1]
+  return s
+}
+
+/** float64 matmul with numpy broadcasting of the batch dimensions: the values
+ * and, per element, sum |a b| (for the accumulation bound). */
+function matmulRef (a, sa, b, sb) {
+  const [m, k] = sa.slice(-2)
+  const n = sb.at(-1)
+  const ba = sa.slice(0, -2)
+  const bb = sb.slice(0, -2)
+  const rank = Math.max(ba.length, bb.length)
+  const pa = [...new Array(rank - ba.length).fill(1), ...ba]
+  const pb = [...new Array(rank - bb.length).fill(1), ...bb]
+  const bo = pa.map((d, i) => Math.max(d, pb[i]))
+  const so = strides(bo)
+  const sta = strides(pa)
+  const stb = strides(pb)
+  const batches = size(bo)
+  const out = new Float64Array(batches * m * n)
+  const mag = new Float64Array(batches * m * n)
+  for (let z = 0; z < batches; z++) {
+    let oa = 0
+    let ob = 0
+    for (let d = 0; d < rank; d++) {
+      const q = Math.floor(z / so[d]) % bo[d]
+      if (pa[d] !== 1) oa += q * sta[d]
+      if (pb[d] !== 1) ob += q * stb[d]
+    }
+    oa *= m * k
+    ob *= k * n
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0
+        let g = 0
+        for (let p = 0; p < k; p++) {
+          const v = a[oa + i * k + p] * b[ob + p * n + j]
+          s += v
+          g += Math.abs(v)
+        }
+        out[(z * m + i) * n + j] = s
+        mag[(z * m + i) * n + j] = g
+      }
+    }
+  }
+  return { out, mag, shape: [...bo, m, n], k }
+}
+
+/** float64 gemm: alpha * A' B' + beta * C (C broadcast to [M, N]). */
+function gemmRef (a, sa, b, sb, { aTranspose = false, bTranspose = false, alpha = 1, beta = 1, c = null, sc = null }) {
+  const m = aTranspose ? sa[1] : sa[0]
+  const k = aTranspose ? sa[0] : sa[1]
+  const n = bTranspose ? sb[0] : sb[1]
+  const out = new Float64Array(m * n)
+  const mag = new Float64Array(m * n)
+  const pc = sc ? [...new Array(2 - sc.length).fill(1), ...sc] : null
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let s = 0
+      let g = 0
+      for (let p = 0; p < k; p++) {
+        const v = a[aTranspose ? p * m + i : i * k + p] * b[bTranspose ? j * k + p : p * n + j]
+        s += v
+        g += Math.abs(v)
+      }
+      let r = alpha * s
+      g *= Math.abs(alpha)
+      if (c) {
+        const cv = c[(pc[0] === 1 ? 0 : i) * pc[1] + (pc[1] === 1 ? 0 : j)]
+        r += beta * cv
+        g += Math.abs(beta * cv)
+      }
+      out[i * n + j] = r
+      mag[i * n + j] = g
+    }
+  }
+  return { out, mag, shape: [m, n], k }
+}
+
+/** Each element within float16 rounding of the reference plus the float32
+ * accumulation bound; returns the number of elements checked. */
+function check (t, got, { out, mag, k }, what) {
+  t.is(got.length, out.length, `${what}: length`)
+  let bad = 0
+  let first = ''
+  for (let i = 0; i < out.length; i++) {
+    const g = fromFloat16Bits(got[i])
+    const tol = Math.abs(out[i]) * 2 ** -10 + (k + 2) * 2 ** -23 * mag[i] + 2 ** -24
+    if (!(Math.abs(g - out[i]) <= tol)) {
+      if (!bad) first = `element ${i}: got ${g}, want ${out[i]} (tolerance ${tol})`
+      bad++
+    }
+  }
+  t.is(bad, 0, `${what}: ${bad} of ${out.length} elements off; first ${first}`)
+}
+
+const MATMULS = [
+  // [a shape, b shape]
+  [[17, 33], [33, 19]],
+  [[37, 70], [70, 45]],
+  [[130, 67], [67, 129]], // edge tiles of the 64 x 64 tile on both sides
+  [[16, 16], [16, 16]], // one fragment
+  [[3, 1, 20, 35], [2, 35, 18]], // broadcast batches
+  [[5, 40, 9], [9, 31]], // K below one fragment step
+  [[33, 128, 40], [40, 520]], // enough workgroups for the 128 x 128 tile
+  [[2, 15, 300], [300, 17]] // M below 16: the tiled kernel on every device
+]
+
+for (const [sa, sb] of MATMULS) {
+  gpuTest(`float16 matmul ${JSON.stringify(sa)} x ${JSON.stringify(sb)} matches the float64 reference`, async (t) => {
+    const { context } = await gpu
+    const rand = mulberry32(sa.concat(sb).reduce((x, y) => x * 31 + y, 7))
+    const a = randomHalf(rand, size(sa))
+    const b = randomHalf(rand, size(sb))
+    const ref = matmulRef(a.values, sa, b.values, sb)
+    const builder = new MLGraphBuilder(context)
+    const y = builder.matmul(builder.input('a', F16(sa)), builder.input('b', F16(sb)))
+    t.deepEqual(y.shape, ref.shape)
+    const graph = await builder.build({ y })
+    const r = await context.compute(graph, { a: a.bits, b: b.bits }, { y: new Uint16Array(size(ref.shape)) })
+    check(t, r.outputs.y, ref, `matmul ${sa} x ${sb}`)
+  })
+}
+
+const GEMMS = [
+  // [M, N, K, options, C shape]
+  [37, 29, 45, {}, null],
+  [37, 29, 45, { aTranspose: true }, [29]],
+  [37, 29, 45, { bTranspose: true, alpha: 0.5 }, [37, 1]],
+  [37, 29, 45, { aTranspose: true, bTranspose: true, alpha: -1.25, beta: 0.75 }, [37, 29]],
+  [70, 66, 130, { alpha: 2, beta: -0.5 }, []],
+  [200, 150, 33, { bTranspose: true, beta: 1 }, [1, 150]]
+]
+
+for (const [m, n, k, options, sc] of GEMMS) {
+  gpuTest(`float16 gemm ${m}x${n}x${k} ${JSON.stringify(options)} C ${JSON.stringify(sc)} matches the float64 reference`, async (t) => {
+    const { context } = await gpu
+    const rand = mulberry32(m * 1000003 + n * 1009 + k + (sc ? sc.length * 7 : 0) + JSON.stringify(options).length)
+    const sa = options.aTranspose ? [k, m] : [m, k]
+    const sb = options.bTranspose ? [n, k] : [k, n]
+    const a = randomHalf(rand, size(sa))
+    const b = randomHalf(rand, size(sb))
+    const c = sc ? randomHalf(rand, size(sc)) : null
+    const ref = gemmRef(a.values, sa, b.values, sb, { ...options, c: c && c.values, sc })
+    const builder = new MLGraphBuilder(context)
+    const opts = { ...options }
+    const inputs = { a: a.bits, b: b.bits }
+    if (c) {
+      opts.c = builder.input('c', F16(sc))
+      inputs.c = c.bits
+    }
+    const y = builder.gemm(builder.input('a', F16(sa)), builder.input('b', F16(sb)), opts)
+    const graph = await builder.build({ y })
+    const r = await context.compute(graph, inputs, { y: new Uint16Array(m * n) })
+    check(t, r.outputs.y, ref, `gemm ${m}x${n}x${k}`)
+  })
+}
+
+/** Builds one float16 matmul on the GPU in a child process with `env`; returns
+ * its stderr (the WEBNN_LOG=info lines). */
+function childLog (env) {
+  const index = path.join(__dirname, '..', 'index.js')
+  const script = `
+    const { ml, MLGraphBuilder } = require(${JSON.stringify(index)})
+    ml.createContext({ deviceType: 'gpu' }).then(async (context) => {
+      const b = new MLGraphBuilder(context)
+      const d = { dataType: 'float16', shape: [64, 64] }
+      await b.build({ y: b.matmul(b.input('a', d), b.input('b', d)) })
+    }).catch((e) => { console.error('child: ' + e.name + ': ' + e.message); process.exitCode = 3 })`
+  const r = spawnSync(process.execPath, ['-e', script], {
+    env: { ...process.env, WEBNN_LOG: 'info', ...env },
+    encoding: 'utf8'
+  })
+  if (r.status !== 0) throw new Error(`child exited with ${r.status}: ${r.stderr}`)
+  return r.stderr
+}
+
+function parseLog (log) {
+  const on = /cooperative matrices \(f16 16x16x16, f32 accumulator\) for float16 matmul\/gemm: (on|off[^\n]*)/.exec(log)
+  const count = /(\d+) float16 products on cooperative matrices/.exec(log)
+  return { device: on && on[1], products: count && Number(count[1]) }
+}
+
+gpuTest('a float16 matmul takes the cooperative-matrix kernel exactly where the device has it, and WEBNN_GPU_WITHOUT=coop turns it off', (t) => {
+  const plain = parseLog(childLog({}))
+  t.log(`cooperative matrices on this device: ${plain.device}; float16 products on them: ${plain.products}`)
+  t.truthy(plain.device, 'the log names the cooperative-matrix state')
+  t.is(plain.products, plain.device === 'on' ? 1 : 0)
+  const off = parseLog(childLog({ WEBNN_GPU_WITHOUT: 'coop' }))
+  t.is(off.products, 0)
+  t.regex(off.device, /^off/)
+})

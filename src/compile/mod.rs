@@ -195,9 +195,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
 }
 
 /// The GPU engine's pipeline: batchNormalization folded into the conv2d before
-/// it, then epilogue fusion onto conv2d and convTranspose2d (`Op::Fused` with the
-/// stages `stage_ok` accepts: those the GPU kernels apply in their stores), which
-/// saves a dispatch and a pass over memory per activation or residual add.
+/// it, a constant add along the channels (or along N after matmul / gemm) merged
+/// into the bias (`bias`), then epilogue fusion onto conv2d, convTranspose2d,
+/// matmul and gemm (`Op::Fused` with the stages `stage_ok` accepts: those the GPU
+/// kernels apply in their stores), which saves a dispatch and a pass over memory
+/// per bias, activation or residual add.
 /// Before them, the quantized patterns of `quant` that the GPU computes on
 /// integers (conv2d, matmul and gemm, `quant::Target::Gpu`). `config::CPU_PASSES`
 /// turns all off.
@@ -211,6 +213,9 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
         dce::run(&mut g);
     }
     bn_fold::run(&mut g);
+    if passes.bias {
+        bias::run(&mut g);
+    }
     if passes.epilogue {
         gpu_epilogue(&mut g, stage_ok);
     }
@@ -219,14 +224,19 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
     g
 }
 
-/// `epilogue::run` restricted to convolutions and to the stages `stage_ok` accepts.
+/// `epilogue::run` restricted to convolutions and matrix products and to the
+/// stages `stage_ok` accepts.
 fn gpu_epilogue(g: &mut Graph, stage_ok: &dyn Fn(&fused::Stage) -> bool) -> usize {
     use fused::FusedOp;
     rewrite_all(g, |g, uses, i| {
         let rw = epilogue::find(g, uses, i, false)?;
         match &rw.op.op {
-            Op::Fused(FusedOp::Conv2d { epilogue, .. } | FusedOp::ConvTranspose2d { epilogue, .. })
-                if epilogue.stages.iter().all(stage_ok) =>
+            Op::Fused(
+                FusedOp::Conv2d { epilogue, .. }
+                | FusedOp::ConvTranspose2d { epilogue, .. }
+                | FusedOp::Matmul { epilogue, .. }
+                | FusedOp::Gemm { epilogue, .. },
+            ) if epilogue.stages.iter().all(stage_ok) =>
             {
                 Some(rw)
             }

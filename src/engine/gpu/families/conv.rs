@@ -875,6 +875,45 @@ mod tests {
         assert!(l.steps.iter().all(|s| matches!(s, Lowered::Dispatch { wgsl, .. } if !wgsl.contains("flag"))));
     }
 
+    /// 1x1 conv2d with strides or padding takes the pointwise product (no K
+    /// table), reading the strided pixels in place; other filters gather.
+    #[test]
+    fn strided_1x1_convolutions_take_the_pointwise_product() {
+        use crate::graph::DataType;
+        use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout};
+        let limits = wgpu::Limits::default();
+        let cx = Cx { int64: false, f64: false, limits: &limits };
+        let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
+        let conv = |k: usize, strides: [usize; 2], padding: [usize; 4], groups: usize, layout: InputLayout| {
+            let x = if layout == InputLayout::Nchw { d(&[1, 8, 11, 13]) } else { d(&[1, 11, 13, 8]) };
+            let w = if layout == InputLayout::Nchw { d(&[4, 8 / groups, k, k]) } else { d(&[4, k, k, 8 / groups]) };
+            let (h, wd) = ((11 + padding[0] + padding[1] - k) / strides[0] + 1, (13 + padding[2] + padding[3] - k) / strides[1] + 1);
+            let y = if layout == InputLayout::Nchw { d(&[1, 4, h, wd]) } else { d(&[1, h, wd, 4]) };
+            let filter_layout = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
+            let op = Op::Conv2d(Conv2dAttrs { padding, strides, dilations: [1, 1], groups, input_layout: layout, filter_layout, has_bias: false });
+            let l = lower_with_filter(&op, &[(0, &x), (1, &w)], &[(2, &y)], &cx, FilterValues::Finite).unwrap().unwrap();
+            l.steps
+                .iter()
+                .filter_map(|s| match s {
+                    Lowered::Dispatch { wgsl, .. } => Some(wgsl.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for (strides, padding, groups, pixels) in [
+                ([2, 2], [0; 4], 1, "fn xpix"),
+                ([3, 2], [0; 4], 2, "fn xpix"),
+                ([2, 2], [1, 0, 0, 1], 1, "0xffffffffu"),
+                ([1, 1], [0; 4], 1, "fn xat"),
+            ] {
+                let kernels = conv(1, strides, padding, groups, layout);
+                assert!(kernels.iter().all(|k| !k.contains("ktab") && k.contains(pixels)), "{layout:?} {strides:?} {padding:?}");
+            }
+            assert!(conv(3, [2, 2], [1; 4], 1, layout).iter().any(|k| k.contains("ktab")));
+        }
+    }
+
     #[test]
     fn convolution_kernels_are_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {

@@ -348,3 +348,17 @@ for (const layout of ['nchw', 'nhwc']) {
     }
   }
 }
+
+test('padded strided 1x1 conv2d whose filter is an input (not known at build) + residual add', async (t) => {
+  const xs = [1, 6, 9, 10]
+  const ws = [4, 6, 1, 1]
+  const x = rand(count(xs), -2, 2)
+  const w = rand(count(ws), -0.5, 0.5)
+  const pad = [1, 1, 2, 0]
+  const ref = conv2dRef(x, xs, w, ws, { padding: pad, strides: [2, 2] })
+  const r = rand(ref.y.length)
+  await onBoth(t, (b) => {
+    const y = b.conv2d(b.input('x', F32(xs)), b.input('w', F32(ws)), { strides: [2, 2], padding: pad })
+    return { y: b.add(y, b.input('r', F32(ref.shape))) }
+  }, { x, w, r }, { y: ref.y.map((v, i) => v + r[i]) })
+})

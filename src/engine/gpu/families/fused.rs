@@ -1,15 +1,19 @@
 //! Epilogues of fused operators (`Op::Fused`, see `compile::fused`) on the GPU:
-//! the element-wise stages the compiler moved into a convolution are applied to
-//! each result in float32 in the kernel's store, before it is encoded, so the
-//! stages cost no dispatch and no pass over memory of their own.
+//! the element-wise stages the compiler moved into a convolution or a matrix
+//! product (`conv.rs`, `matmul/mod.rs`) are applied to each result in float32 in
+//! the kernel's store, before it is encoded, so the stages cost no dispatch and
+//! no pass over memory of their own.
 //!
 //! `epilogue_wgsl` defines `fn epilogue(v: f32, i: u32) -> f32`, the stages in
 //! order on v, where i is the element's index in the output (and so in every
 //! residual operand, which has the output's shape): stage `AddTensor` number j
 //! adds `ld_res{j}(i)`, which the family declares (`load_fn` over binding
 //! `res{j}`). Each stage computes what its operator's own kernel computes
-//! (`wgsl::unary_body`, `wgsl::binary_body`, the clamp comparisons on the bits),
-//! so fused and unfused float32 graphs agree exactly. On float16 outputs the
+//! (`wgsl::unary_body`, `wgsl::binary_body`, the clamp comparisons on the bits,
+//! the activation family's bodies with their parameters written in as bit
+//! patterns: `activation::inlined_body`), so fused and unfused float32 graphs
+//! agree (exactly, unless a shader compiler folds an inlined parameter into
+//! other arithmetic than it does with a run-time one). On float16 outputs the
 //! compiler puts a `Stage::RoundHalf` wherever the unfused graph would store a
 //! float16 intermediate, so float16 graphs agree exactly too.
 

@@ -9,5 +9,7 @@ module.exports = [
   { name: 'bert', make: () => require('./bert.js')() },
   { name: 'matmul-1024', make: () => require('./matmul.js')(1024) },
   { name: 'matmul-2048', make: () => require('./matmul.js')(2048) },
-  { name: 'add-tiny', make: require('./add.js'), iters: 1000, warmup: 100 }
+  { name: 'add-tiny', make: require('./add.js'), iters: 1000, warmup: 100 },
+  { name: 'resnet-downsample', make: () => require('./blocks.js').downsample() },
+  { name: 'ffn', make: () => require('./blocks.js').ffn() }
 ]

@@ -195,9 +195,11 @@ pub fn cpu_pipeline(mut g: Graph, passes: Passes, eval: Evaluator) -> Graph {
 }
 
 /// The GPU engine's pipeline: batchNormalization folded into the conv2d before
-/// it, then epilogue fusion onto conv2d and convTranspose2d (`Op::Fused` with the
-/// stages `stage_ok` accepts: those the GPU kernels apply in their stores), which
-/// saves a dispatch and a pass over memory per activation or residual add.
+/// it, a constant add along the channels (or along N after matmul / gemm) merged
+/// into the bias (`bias`), then epilogue fusion onto conv2d, convTranspose2d,
+/// matmul and gemm (`Op::Fused` with the stages `stage_ok` accepts: those the GPU
+/// kernels apply in their stores), which saves a dispatch and a pass over memory
+/// per bias, activation or residual add.
 /// Before them, the quantized patterns of `quant` that the GPU computes on
 /// integers (conv2d, matmul and gemm, `quant::Target::Gpu`). `config::CPU_PASSES`
 /// turns all off.
@@ -211,6 +213,9 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
         dce::run(&mut g);
     }
     bn_fold::run(&mut g);
+    if passes.bias {
+        bias::run(&mut g);
+    }
     if passes.epilogue {
         gpu_epilogue(&mut g, stage_ok);
     }
@@ -219,14 +224,19 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
     g
 }
 
-/// `epilogue::run` restricted to convolutions and to the stages `stage_ok` accepts.
+/// `epilogue::run` restricted to convolutions and matrix products and to the
+/// stages `stage_ok` accepts.
 fn gpu_epilogue(g: &mut Graph, stage_ok: &dyn Fn(&fused::Stage) -> bool) -> usize {
     use fused::FusedOp;
     rewrite_all(g, |g, uses, i| {
         let rw = epilogue::find(g, uses, i, false)?;
         match &rw.op.op {
-            Op::Fused(FusedOp::Conv2d { epilogue, .. } | FusedOp::ConvTranspose2d { epilogue, .. })
-                if epilogue.stages.iter().all(stage_ok) =>
+            Op::Fused(
+                FusedOp::Conv2d { epilogue, .. }
+                | FusedOp::ConvTranspose2d { epilogue, .. }
+                | FusedOp::Matmul { epilogue, .. }
+                | FusedOp::Gemm { epilogue, .. },
+            ) if epilogue.stages.iter().all(stage_ok) =>
             {
                 Some(rw)
             }
@@ -450,4 +460,174 @@ pub(crate) fn along_axis(g: &Graph, id: OperandId, rank: usize, axis: usize, siz
     }
     let v = constant_f64(g, id)?;
     Some(if along == 1 { vec![v[0]; size] } else { v })
+}
+
+#[cfg(test)]
+mod gpu_tests {
+    //! The GPU pipeline's fusions: which operators it forms, and (where a GPU
+    //! adapter opens) that the GPU computes the fused graph as the CPU engine
+    //! computes the unfused one.
+    use super::fused::{FusedOp, Stage};
+    use super::testing::*;
+    use super::*;
+    use crate::ops::conv::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
+    use crate::ops::matmul::GemmOptions;
+    use crate::ops::{Activation, BinaryKind, UnaryKind};
+
+    /// The GPU pipeline as the engine runs it (the stages its kernels apply).
+    fn gpu(g: &Graph) -> Graph {
+        gpu_pipeline(g.clone(), Passes::ALL, &crate::engine::gpu::stage_supported)
+    }
+
+    fn stages(g: &Graph, at: usize) -> Vec<Stage> {
+        match &g.operators[at].op {
+            Op::Fused(f) => f.epilogue().stages.clone(),
+            other => panic!("not fused: {}", other.name()),
+        }
+    }
+
+    /// GPU (fused) against the CPU engine without passes, within `rtol` of each
+    /// output's largest magnitude; nothing where no adapter opens.
+    fn gpu_agrees(g: &Graph, rtol: f64) {
+        for seed in [1, 2] {
+            let Some(got) = execute_gpu(g, seed) else { return };
+            let want = execute(g, Passes::NONE, seed);
+            for (o, (w, v)) in want.iter().zip(&got).enumerate() {
+                let scale = w.iter().fold(0f64, |m, x| m.max(x.abs())).max(1e-6);
+                for (i, (a, b)) in w.iter().zip(v).enumerate() {
+                    assert!((a - b).abs() <= rtol * scale, "output {o} [{i}]: cpu unfused {a} vs gpu fused {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn transformer_ffn_is_one_fused_matmul() {
+        // matmul -> add(bias) -> gelu / relu -> add(residual), batched, and
+        // shapes that take the split-K reduction (one row, long K) and the
+        // swapped product (N of 3).
+        for (a_shape, n, act) in [
+            (vec![2, 6, 16], 24, Activation::Gelu),
+            (vec![2, 6, 16], 24, Activation::Relu),
+            (vec![1, 700], 40, Activation::Gelu),
+            (vec![50, 64], 3, Activation::LeakyRelu { alpha: 0.1 }),
+        ] {
+            let k = *a_shape.last().unwrap();
+            let mut out_shape = a_shape.clone();
+            *out_shape.last_mut().unwrap() = n;
+            let mut b = Builder::new();
+            let x = b.input("x", &a_shape);
+            let w = b.constant(&[k, n], -0.5, 0.5);
+            let bias = b.constant(&[n], -1.0, 1.0);
+            let r = b.input("r", &out_shape);
+            let y = b.b.matmul(x, w).unwrap();
+            let y = b.b.binary(BinaryKind::Add, y, bias).unwrap();
+            let y = if act == Activation::Relu { b.b.unary(UnaryKind::Relu, y) } else { b.b.activation(act, y) }.unwrap();
+            let y = b.b.binary(BinaryKind::Add, r, y).unwrap();
+            let g = b.b.build(&[("y".into(), y)]).unwrap();
+            let f = gpu(&g);
+            assert_eq!(testing::ops(&f), ["matmul (fused)"], "{a_shape:?}");
+            assert!(matches!(f.operators[0].op, Op::Fused(FusedOp::Matmul { has_bias: true, .. })));
+            assert_eq!(stages(&f, 0).len(), 2);
+            assert_eq!(stages(&f, 0)[1], Stage::AddTensor);
+            gpu_agrees(&g, 1e-5);
+        }
+    }
+
+    #[test]
+    fn gemm_with_c_activation_and_residual_and_broadcast_matmul() {
+        let mut b = Builder::new();
+        let a = b.input("a", &[7, 5]);
+        let w = b.constant(&[9, 7], -0.5, 0.5);
+        let c = b.input("c", &[1, 9]);
+        let r = b.input("r", &[5, 9]);
+        let o = GemmOptions { a_transpose: true, b_transpose: true, alpha: 0.75, beta: -1.5, has_c: true };
+        let y = b.b.gemm(a, w, Some(c), o).unwrap();
+        let y = b.b.activation(Activation::HardSwish, y).unwrap();
+        let y = b.b.binary(BinaryKind::Add, y, r).unwrap();
+        let y = b.b.unary(UnaryKind::Tanh, y).unwrap();
+        // [2, 1, 5, 8] x [3, 8, 6] -> [2, 3, 5, 6]: broadcast batches.
+        let x2 = b.input("x2", &[2, 1, 5, 8]);
+        let w2 = b.input("w2", &[3, 8, 6]);
+        let bias2 = b.constant(&[1, 6], -1.0, 1.0);
+        let r2 = b.input("r2", &[2, 3, 5, 6]);
+        let y2 = b.b.matmul(x2, w2).unwrap();
+        let y2 = b.b.binary(BinaryKind::Sub, y2, bias2).unwrap();
+        let y2 = b.b.clamp(y2, Some(-0.5), Some(1.0)).unwrap();
+        let y2 = b.b.binary(BinaryKind::Add, y2, r2).unwrap();
+        let half = b.b.constant_scalar(0.5, DataType::Float32);
+        let y2 = b.b.binary(BinaryKind::Mul, y2, half).unwrap();
+        let g = b.b.build(&[("y".into(), y), ("y2".into(), y2)]).unwrap();
+        let f = gpu(&g);
+        assert_eq!(testing::ops(&f), ["gemm (fused)", "matmul (fused)"]);
+        assert_eq!(stages(&f, 0).len(), 3);
+        assert_eq!(stages(&f, 1).len(), 3);
+        gpu_agrees(&g, 1e-5);
+    }
+
+    #[test]
+    fn float16_matmul_epilogue_rounds_where_the_graph_stores() {
+        let t = DataType::Float16;
+        let mut b = Builder::new();
+        let x = b.input_t("x", t, &[3, 4, 32]);
+        let w = b.constant_t(t, &[32, 20], -0.3, 0.3);
+        let r = b.input_t("r", t, &[3, 4, 20]);
+        let y = b.b.matmul(x, w).unwrap();
+        let y = b.b.activation(Activation::Gelu, y).unwrap();
+        let y = b.b.binary(BinaryKind::Add, y, r).unwrap();
+        let g = b.b.build(&[("y".into(), y)]).unwrap();
+        let f = gpu(&g);
+        assert_eq!(testing::ops(&f), ["matmul (fused)"]);
+        assert_eq!(stages(&f, 0), [Stage::RoundHalf, Stage::Activation(Activation::Gelu), Stage::RoundHalf, Stage::AddTensor]);
+        // Every rounding of the unfused graph happens in the fused one: the
+        // results agree to float16 rounding of the last step at most.
+        gpu_agrees(&g, 2e-3);
+    }
+
+    #[test]
+    fn shared_or_output_intermediates_stay_unfused() {
+        let mut b = Builder::new();
+        let x = b.input("x", &[4, 8]);
+        let w = b.constant(&[8, 6], -0.5, 0.5);
+        let bias = b.constant(&[6], -1.0, 1.0);
+        let mm = b.b.matmul(x, w).unwrap();
+        let biased = b.b.binary(BinaryKind::Add, mm, bias).unwrap();
+        let y = b.b.unary(UnaryKind::Relu, biased).unwrap();
+        // mm is an output; biased has two readers.
+        let s = b.b.unary(UnaryKind::Sigmoid, biased).unwrap();
+        let g = b.b.build(&[("y".into(), y), ("s".into(), s), ("mm".into(), mm)]).unwrap();
+        let f = gpu(&g);
+        assert_eq!(testing::ops(&f), ["matmul", "add", "relu", "sigmoid"]);
+        gpu_agrees(&g, 1e-5);
+    }
+
+    #[test]
+    fn strided_and_padded_1x1_convolutions() {
+        for t in [DataType::Float32, DataType::Float16] {
+            for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+                for (stride, pad, groups) in [(2, 0, 1), (3, 0, 1), (2, 1, 1), (3, 2, 2), (2, 0, 4)] {
+                    let mut b = Builder::new();
+                    let (cin, cout) = (8, 12);
+                    let xs = if layout == InputLayout::Nchw { [2, cin, 11, 13] } else { [2, 11, 13, cin] };
+                    let x = b.input_t("x", t, &xs);
+                    let filter_layout = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
+                    let fshape = if layout == InputLayout::Nchw { [cout, cin / groups, 1, 1] } else { [cout, 1, 1, cin / groups] };
+                    let f = b.constant_t(t, &fshape, -0.5, 0.5);
+                    let bias = b.constant_t(t, &[cout], -0.5, 0.5);
+                    let opts = Conv2dOptions {
+                        strides: Some(vec![stride, stride]),
+                        padding: Some(vec![pad, pad + 1, pad, 0]),
+                        groups,
+                        input_layout: layout,
+                        filter_layout,
+                        ..Default::default()
+                    };
+                    let y = b.b.conv2d(x, f, Some(bias), &opts).unwrap();
+                    let y = b.b.unary(UnaryKind::Relu, y).unwrap();
+                    let g = b.b.build(&[("y".into(), y)]).unwrap();
+                    gpu_agrees(&g, if t == DataType::Float16 { 2e-3 } else { 1e-5 });
+                }
+            }
+        }
+    }
 }

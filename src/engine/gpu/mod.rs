@@ -36,6 +36,12 @@ use crate::graph::builder::Graph;
 pub use cache::CacheDir;
 pub use plan::GpuPlan;
 
+/// Whether the GPU kernels apply an epilogue stage (what `compile::gpu_pipeline`
+/// may fuse for this engine).
+pub(crate) fn stage_supported(s: &crate::compile::fused::Stage) -> bool {
+    families::fused::supported(s)
+}
+
 /// `powerPreference` of createContext.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PowerPreference {
@@ -507,7 +513,7 @@ impl Engine for GpuEngine {
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
         let started = std::time::Instant::now();
         let cached = self.shared.pipelines.lock().map_or(0, |c| c.len());
-        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &families::fused::supported);
+        let graph = crate::compile::gpu_pipeline(graph, crate::compile::Passes::from_env(), &stage_supported);
         let passes_ms = started.elapsed().as_secs_f64() * 1e3;
         let quantized = graph
             .operators

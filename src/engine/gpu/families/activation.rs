@@ -144,6 +144,18 @@ fn activation_body(act: &Activation) -> Option<(String, Vec<u32>)> {
     })
 }
 
+/// The body of an element-wise activation on `x0` with its scalar parameters
+/// written into the text as bit patterns: for a fused epilogue (`fused.rs`),
+/// whose parameter words belong to the family it is fused into. The same
+/// arithmetic as the activation's own kernel, so fused and unfused agree.
+pub(super) fn inlined_body(act: &Activation) -> Option<String> {
+    let (mut body, params) = activation_body(act)?;
+    for (j, w) in params.iter().enumerate() {
+        body = body.replace(&format!("p[{}u]", EX + j), &format!("{w}u"));
+    }
+    Some(body)
+}
+
 /// prelu: x where x >= 0 (NaN included), slope * x elsewhere; integers wrap.
 fn prelu_body(st: Storage) -> String {
     match st.compute_type() {

@@ -20,9 +20,11 @@
 //!
 //! conv2d with one input channel per group (depthwise, MobileNet) has a direct
 //! kernel, one invocation per output element: as a GEMM its K would be only the
-//! filter's taps. A 1x1 conv2d with stride 1 and no padding (most of ResNet's
-//! and MobileNet's arithmetic) is a plain product per batch and group, with no K
-//! table and no pixel decomposition (`pointwise_decls`).
+//! filter's taps. A 1x1 conv2d (most of ResNet's and MobileNet's arithmetic) is
+//! a plain product per batch and group, with no K table (`pointwise_decls`):
+//! with stride 1 and no padding no pixel decomposition either; with strides
+//! (ResNet's downsampling) or padding, its loads read the strided input pixels
+//! in place.
 //!
 //! Computed in float32: float16 is decoded on load and rounded once on store
 //! (one element per word, packed by `finish_words`). Bias is added in the
@@ -211,12 +213,58 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
     s
 }
 
-/// The pointwise kernel (1x1 filter, stride 1, no padding): a plain product per
-/// batch and group (grid z = batch * groups + group), no K table and no pixel
-/// decomposition: nchw computes filter [cog, cig] x input plane [cig, H*W]
-/// (pixels contiguous), nhwc input [H*W, cig] x filter^T (channels contiguous).
-fn pointwise_decls(v: Variant, stages: &[Stage]) -> String {
+/// Where a pointwise kernel's output pixel reads its input pixel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pixels {
+    /// Unit strides, no padding: the same pixel index (no decomposition).
+    Same,
+    /// Strides, no padding: pixel (y * strideY, x * strideX), always inside.
+    Strided,
+    /// Padding (and any strides): (y * strideY - padTop, x * strideX -
+    /// padLeft), 0 outside the input.
+    Padded,
+}
+
+/// The pointwise kernel (1x1 filter): a plain product per batch and group (grid
+/// z = batch * groups + group) with no K table: nchw computes filter [cog, cig]
+/// x input plane [cig, OH*OW] (pixels contiguous), nhwc input [OH*OW, cig] x
+/// filter^T (channels contiguous). With unit strides and no padding the input
+/// plane is the input itself; otherwise (ResNet's stride-2 downsampling
+/// convolutions) the loads read the strided input pixels in place: one
+/// decomposition of the output pixel per load, which depends only on the index
+/// a thread keeps through the K loop, and no gather through a K table.
+fn pointwise_decls(v: Variant, pixels: Pixels, stages: &[Stage]) -> String {
     let mut s = common(v, None, stages);
+    // The input offset of output pixel q within its image and channel, or
+    // 0xffffffff where it falls in the padding (a real offset is below the
+    // element count, which fits in u32).
+    let xpix = match pixels {
+        Pixels::Same => String::new(),
+        Pixels::Strided => format!(
+            "fn xpix(q: u32) -> u32 {{
+  let oy = q / p[{P_OW}];
+  let ox = q - oy * p[{P_OW}];
+               return oy * p[{P_SY}] * p[{xh}] + ox * p[{P_SX}] * p[{xw}];
+}}
+",
+            xh = P_XS + 2,
+            xw = P_XS + 3,
+        ),
+        Pixels::Padded => format!(
+            "fn xpix(q: u32) -> u32 {{
+  let oy = q / p[{P_OW}];
+  let ox = q - oy * p[{P_OW}];
+               let iy = i32(oy * p[{P_SY}]) - i32(p[{P_PT}]);
+  let ix = i32(ox * p[{P_SX}]) - i32(p[{P_PL}]);
+               if (iy < 0 || ix < 0 || u32(iy) >= p[{P_IH}] || u32(ix) >= p[{P_IW}]) {{ return 0xffffffffu; }}
+               return u32(iy) * p[{xh}] + u32(ix) * p[{xw}];
+}}
+",
+            xh = P_XS + 2,
+            xw = P_XS + 3,
+        ),
+    };
+    s.push_str(&xpix);
     let bias = if v.bias { format!(" + ld_bias(grp * p[{P_COG}] + c)") } else { String::new() };
     let _ = write!(
         s,
@@ -235,21 +283,41 @@ fn pointwise_decls(v: Variant, stages: &[Stage]) -> String {
         ocs = P_OS + 1,
         enc = v.st.encode("r"),
     );
+    // The input element of channel k (within the group) at output pixel q.
+    let _ = match pixels {
+        // The contiguous index's stride is 1.
+        Pixels::Same => match v.layout {
+            InputLayout::Nchw => writeln!(s, "fn xat(k: u32, q: u32) -> f32 {{ return ld_x(xb + k * p[{}] + q); }}", P_XS + 1),
+            InputLayout::Nhwc => writeln!(s, "fn xat(k: u32, q: u32) -> f32 {{ return ld_x(xb + q * p[{}] + k); }}", P_XS + 3),
+        },
+        Pixels::Strided => writeln!(
+            s,
+            "fn xat(k: u32, q: u32) -> f32 {{ return ld_x(xb + k * p[{xc}] + xpix(q)); }}",
+            xc = P_XS + 1,
+        ),
+        Pixels::Padded => writeln!(
+            s,
+            "fn xat(k: u32, q: u32) -> f32 {{
+  let o = xpix(q);
+  if (o == 0xffffffffu) {{ return 0.0; }}
+  return ld_x(xb + k * p[{xc}] + o);
+}}",
+            xc = P_XS + 1,
+        ),
+    };
     let _ = match v.layout {
         InputLayout::Nchw => write!(
             s,
             "fn lhs(m: u32, k: u32) -> f32 {{ return filt(m, k); }}\n\
-             fn rhs(k: u32, n: u32) -> f32 {{ return ld_x(xb + k * p[{xc}] + n); }}\n\
+             fn rhs(k: u32, n: u32) -> f32 {{ return xat(k, n); }}\n\
              fn emit(m: u32, n: u32, v: f32) {{ put(m, ob + m * p[{ocs}] + n, v); }}\n",
-            xc = P_XS + 1,
             ocs = P_OS + 1,
         ),
         InputLayout::Nhwc => write!(
             s,
-            "fn lhs(m: u32, k: u32) -> f32 {{ return ld_x(xb + m * p[{xw}] + k); }}\n\
+            "fn lhs(m: u32, k: u32) -> f32 {{ return xat(k, m); }}\n\
              fn rhs(k: u32, n: u32) -> f32 {{ return filt(n, k); }}\n\
              fn emit(m: u32, n: u32, v: f32) {{ put(n, ob + m * p[{ow}] + n, v); }}\n",
-            xw = P_XS + 3,
             ow = P_OS + 3,
         ),
     };
@@ -616,12 +684,15 @@ fn lower_conv(
     if res.len() != residuals(stages) || ins[own..].iter().any(|r| r.1 != out.1) {
         return Err(WebnnError::Operation(format!("internal: {} (fused) without its residual operands", op.name())));
     }
-    let pointwise = kind == Kind::Conv
-        && cig > 1
-        && k_h == 1
-        && k_w == 1
-        && strides == [1, 1]
-        && padding == [0, 0, 0, 0];
+    // A 1x1 conv2d (any strides and padding; dilations then change nothing)
+    // is a plain product per batch and group.
+    let pointwise = (kind == Kind::Conv && cig > 1 && k_h == 1 && k_w == 1).then_some(if padding != [0, 0, 0, 0] {
+        Pixels::Padded
+    } else if strides != [1, 1] {
+        Pixels::Strided
+    } else {
+        Pixels::Same
+    });
     // The implicit GEMM gathers a 0 for a tap with no input element (conv2d's
     // padding; convTranspose2d's taps between and beyond the input pixels),
     // which an infinite or NaN weight turns into NaN where that tap should
@@ -677,11 +748,11 @@ fn lower_conv(
             params: p.clone(),
             grid: Grid::Threads(out.1.element_count()),
         });
-    } else if pointwise {
+    } else if let Some(pixels) = pointwise {
         reads.extend(res.iter().copied());
         let core = Core {
             first: "x",
-            decls: pointwise_decls(variant, stages),
+            decls: pointwise_decls(variant, pixels, stages),
             lhs_k_fast: layout == InputLayout::Nhwc || f[2] < f[1],
             rhs_k_fast: layout == InputLayout::Nhwc && f[2] < f[1],
         };
@@ -741,25 +812,6 @@ mod tests {
         let t = words(&k_table(InputLayout::Nhwc, 2, 1, 2, 1, [1, 3], 100, 7, 1).unwrap());
         assert_eq!(t, [0, 0, 0, 0, 1, 0, 0, 100, 0, 0, 3, 1, 1, 0, 3, 101]);
         assert!(k_table(InputLayout::Nchw, 2, 1, 1, usize::MAX, [1, 1], 1, 1, 1).is_err());
-    }
-
-    /// No epilogue, and one with every kind of stage the GPU applies.
-    fn epilogues() -> Vec<Vec<Stage>> {
-        use crate::ops::{Activation, BinaryKind, UnaryKind};
-        vec![
-            vec![],
-            vec![
-                Stage::RoundHalf,
-                Stage::AddTensor,
-                Stage::RoundHalf,
-                Stage::Unary(UnaryKind::Relu),
-                Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) }),
-                Stage::Activation(Activation::Clamp { min: None, max: Some(1.0) }),
-                Stage::Scalar { kind: BinaryKind::Div, value: 3.0, scalar_first: true },
-                Stage::Unary(UnaryKind::Sigmoid),
-                Stage::AddTensor,
-            ],
-        ]
     }
 
     /// The steps of a padded conv2d (and of a convTranspose2d) for each thing
@@ -824,6 +876,45 @@ mod tests {
         assert!(l.steps.iter().all(|s| matches!(s, Lowered::Dispatch { wgsl, .. } if !wgsl.contains("flag"))));
     }
 
+    /// 1x1 conv2d with strides or padding takes the pointwise product (no K
+    /// table), reading the strided pixels in place; other filters gather.
+    #[test]
+    fn strided_1x1_convolutions_take_the_pointwise_product() {
+        use crate::graph::DataType;
+        use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout};
+        let limits = wgpu::Limits::default();
+        let cx = Cx { int64: false, f64: false, limits: &limits };
+        let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
+        let conv = |k: usize, strides: [usize; 2], padding: [usize; 4], groups: usize, layout: InputLayout| {
+            let x = if layout == InputLayout::Nchw { d(&[1, 8, 11, 13]) } else { d(&[1, 11, 13, 8]) };
+            let w = if layout == InputLayout::Nchw { d(&[4, 8 / groups, k, k]) } else { d(&[4, k, k, 8 / groups]) };
+            let (h, wd) = ((11 + padding[0] + padding[1] - k) / strides[0] + 1, (13 + padding[2] + padding[3] - k) / strides[1] + 1);
+            let y = if layout == InputLayout::Nchw { d(&[1, 4, h, wd]) } else { d(&[1, h, wd, 4]) };
+            let filter_layout = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
+            let op = Op::Conv2d(Conv2dAttrs { padding, strides, dilations: [1, 1], groups, input_layout: layout, filter_layout, has_bias: false });
+            let l = lower_with_filter(&op, &[(0, &x), (1, &w)], &[(2, &y)], &cx, FilterValues::Finite).unwrap().unwrap();
+            l.steps
+                .iter()
+                .filter_map(|s| match s {
+                    Lowered::Dispatch { wgsl, .. } => Some(wgsl.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for (strides, padding, groups, pixels) in [
+                ([2, 2], [0; 4], 1, "fn xpix"),
+                ([3, 2], [0; 4], 2, "fn xpix"),
+                ([2, 2], [1, 0, 0, 1], 1, "0xffffffffu"),
+                ([1, 1], [0; 4], 1, "fn xat"),
+            ] {
+                let kernels = conv(1, strides, padding, groups, layout);
+                assert!(kernels.iter().all(|k| !k.contains("ktab") && k.contains(pixels)), "{layout:?} {strides:?} {padding:?}");
+            }
+            assert!(conv(3, [2, 2], [1; 4], 1, layout).iter().any(|k| k.contains("ktab")));
+        }
+    }
+
     #[test]
     fn convolution_kernels_are_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {
@@ -832,7 +923,7 @@ mod tests {
                 for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
                     for bias in [false, true] {
                         let v = Variant { st, kind, layout, bias };
-                        for stages in epilogues() {
+                        for stages in super::super::fused::tests::epilogues() {
                             let core = Core {
                                 first: "x",
                                 decls: gemm_decls(v, &stages),
@@ -850,16 +941,20 @@ mod tests {
                             validate(&direct_wgsl(v, &stages, true));
                             if kind == Kind::Conv {
                                 validate(&depthwise_wgsl(v, &stages));
-                                let core = Core {
-                                    first: "x",
-                                    decls: pointwise_decls(v, &stages),
-                                    lhs_k_fast: true,
-                                    rhs_k_fast: false,
-                                };
-                                for t in Tile::ALL {
-                                    validate(&core.wgsl(t, false));
+                                for pixels in [Pixels::Same, Pixels::Strided, Pixels::Padded] {
+                                    let core = Core {
+                                        first: "x",
+                                        decls: pointwise_decls(v, pixels, &stages),
+                                        lhs_k_fast: true,
+                                        rhs_k_fast: false,
+                                    };
+                                    for t in Tile::ALL {
+                                        for swap in [false, true] {
+                                            validate(&core.wgsl(t, swap));
+                                        }
+                                    }
+                                    validate(&core.reduce_wgsl(false));
                                 }
-                                validate(&core.reduce_wgsl(false));
                             }
                         }
                     }

@@ -1,21 +1,26 @@
 //! Epilogues of fused operators (`Op::Fused`, see `compile::fused`) on the GPU:
-//! the element-wise stages the compiler moved into a convolution are applied to
-//! each result in float32 in the kernel's store, before it is encoded, so the
-//! stages cost no dispatch and no pass over memory of their own.
+//! the element-wise stages the compiler moved into a convolution or a matrix
+//! product (`conv.rs`, `matmul/mod.rs`) are applied to each result in float32 in
+//! the kernel's store, before it is encoded, so the stages cost no dispatch and
+//! no pass over memory of their own.
 //!
 //! `epilogue_wgsl` defines `fn epilogue(v: f32, i: u32) -> f32`, the stages in
 //! order on v, where i is the element's index in the output (and so in every
 //! residual operand, which has the output's shape): stage `AddTensor` number j
 //! adds `ld_res{j}(i)`, which the family declares (`load_fn` over binding
 //! `res{j}`). Each stage computes what its operator's own kernel computes
-//! (`wgsl::unary_body`, `wgsl::binary_body`, the clamp comparisons on the bits),
-//! so fused and unfused float32 graphs agree exactly. On float16 outputs the
+//! (`wgsl::unary_body`, `wgsl::binary_body`, the clamp comparisons on the bits,
+//! the activation family's bodies with their parameters written in as bit
+//! patterns: `activation::inlined_body`), so fused and unfused float32 graphs
+//! agree (exactly, unless a shader compiler folds an inlined parameter into
+//! other arithmetic than it does with a run-time one). On float16 outputs the
 //! compiler puts a `Stage::RoundHalf` wherever the unfused graph would store a
 //! float16 intermediate, so float16 graphs agree exactly too.
 
 use std::fmt::Write;
 
 use crate::compile::fused::Stage;
+use super::activation::inlined_body;
 use crate::engine::gpu::wgsl::{binary_body, unary_body, Storage};
 use crate::ops::{Activation, UnaryKind};
 
@@ -29,16 +34,17 @@ fn as_unary(a: &Activation) -> Option<UnaryKind> {
     }
 }
 
-/// The body of `fn(v: f32) -> f32` for a stage without a tensor operand.
+/// The body of `fn(ep_in: f32) -> f32` for a stage without a tensor operand.
 fn stage_body(s: &Stage) -> Option<String> {
     let body = stage_x0(s)?;
     Some(match s {
         Stage::Scalar { .. } => body,
-        _ => format!("  let x0 = v;\n{body}"),
+        _ => format!("  let x0 = ep_in;\n{body}"),
     })
 }
 
-/// The stage's body on `x0` (`v` and the constant as x0, x1 for a scalar stage).
+/// The stage's body on `x0` (`ep_in` and the constant as x0, x1 for a scalar
+/// stage).
 fn stage_x0(s: &Stage) -> Option<String> {
     let f = |v: f32| format!("bitcast<f32>({}u)", v.to_bits());
     match s {
@@ -54,9 +60,13 @@ fn stage_x0(s: &Stage) -> Option<String> {
             b.push_str("  return c;");
             Some(b)
         }
-        Stage::Activation(a) => unary_body(as_unary(a)?, Storage::F32),
+        // The others as their own kernel computes them, parameters inlined.
+        Stage::Activation(a) => match as_unary(a) {
+            Some(k) => unary_body(k, Storage::F32),
+            None => inlined_body(a),
+        },
         Stage::Scalar { kind, value, scalar_first } => {
-            let (x0, x1) = if *scalar_first { (f(*value), "v".to_string()) } else { ("v".to_string(), f(*value)) };
+            let (x0, x1) = if *scalar_first { (f(*value), "ep_in".to_string()) } else { ("ep_in".to_string(), f(*value)) };
             Some(format!("  let x0 = {x0};\n  let x1 = {x1};\n{}", binary_body(*kind, Storage::F32)))
         }
         // The rounding a float16 intermediate of the unfused graph gets in its
@@ -89,7 +99,7 @@ pub(super) fn epilogue_wgsl(stages: &[Stage]) -> String {
             let _ = writeln!(apply, "  r = r + ld_res{res}(i);");
             res += 1;
         } else if let Some(body) = stage_body(st) {
-            let _ = writeln!(s, "fn ep_stage{i}(v: f32) -> f32 {{\n{body}\n}}");
+            let _ = writeln!(s, "fn ep_stage{i}(ep_in: f32) -> f32 {{\n{body}\n}}");
             let _ = writeln!(apply, "  r = ep_stage{i}(r);");
         }
     }
@@ -98,9 +108,48 @@ pub(super) fn epilogue_wgsl(stages: &[Stage]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ops::BinaryKind;
+
+    /// No epilogue, and one with every kind of stage the GPU applies (each
+    /// activation once): for the families' WGSL validation tests.
+    pub(in crate::engine::gpu) fn epilogues() -> Vec<Vec<Stage>> {
+        vec![
+            vec![],
+            vec![
+                Stage::RoundHalf,
+                Stage::AddTensor,
+                Stage::RoundHalf,
+                Stage::Unary(UnaryKind::Relu),
+                Stage::Activation(Activation::Clamp { min: Some(0.0), max: Some(6.0) }),
+                Stage::Activation(Activation::Clamp { min: None, max: Some(1.0) }),
+                Stage::Scalar { kind: BinaryKind::Div, value: 3.0, scalar_first: true },
+                Stage::Unary(UnaryKind::Sigmoid),
+                Stage::AddTensor,
+                Stage::Activation(Activation::Gelu),
+                Stage::Activation(Activation::Elu { alpha: 0.5 }),
+                Stage::Activation(Activation::HardSigmoid { alpha: 0.2, beta: 0.5 }),
+                Stage::Activation(Activation::HardSwish),
+                Stage::Activation(Activation::LeakyRelu { alpha: 0.1 }),
+                Stage::Activation(Activation::Linear { alpha: 2.0, beta: -1.0 }),
+                Stage::Activation(Activation::Softplus),
+                Stage::Activation(Activation::Softsign),
+                Stage::Activation(Activation::Sigmoid),
+                Stage::Activation(Activation::Tanh),
+                Stage::Unary(UnaryKind::Erf),
+            ],
+        ]
+    }
+
+    /// Every activation's inlined body reads no parameter word.
+    #[test]
+    fn inlined_activation_bodies_read_no_parameters() {
+        for stages in epilogues() {
+            let text = epilogue_wgsl(&stages);
+            assert!(!text.contains("p["), "{text}");
+        }
+    }
 
     #[test]
     fn supported_stages() {
@@ -109,7 +158,10 @@ mod tests {
         assert!(supported(&Stage::Scalar { kind: BinaryKind::Mul, value: 0.5, scalar_first: true }));
         assert!(supported(&Stage::AddTensor));
         assert!(supported(&Stage::RoundHalf));
-        assert!(!supported(&Stage::Activation(Activation::Gelu)));
+        assert!(supported(&Stage::Activation(Activation::Gelu)));
+        assert!(supported(&Stage::Activation(Activation::LeakyRelu { alpha: 0.1 })));
+        assert!(supported(&Stage::Activation(Activation::HardSwish)));
+        assert!(!supported(&Stage::Activation(Activation::Softmax { axis: 1 })));
         assert!(!supported(&Stage::Unary(UnaryKind::LogicalNot)));
         assert!(!supported(&Stage::Unary(UnaryKind::IsNaN)));
         assert!(supported(&Stage::Unary(UnaryKind::RoundEven)));

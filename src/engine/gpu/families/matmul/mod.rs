@@ -8,6 +8,14 @@
 //! float16 is decoded on load and rounded once on store (one element per word,
 //! packed by `finish_words`). On a device with cooperative matrices, float16
 //! products take the tensor-core core instead (`coop.rs`, via `coop::launch_either`).
+//!
+//! Their fused forms (`FusedOp::Matmul`, `FusedOp::Gemm`, see `compile::fused`)
+//! are the same kernel with more in `emit`: matmul's bias vector is read as a
+//! gemm C of shape [N] (beta 1, broadcast over rows and batches), then the
+//! epilogue's stages (`fused.rs`: activations, scalar operators, residual adds
+//! of operands of the output's shape, read at the output's index) run on the
+//! float32 value before it is encoded, so `matmul -> add(bias) -> gelu ->
+//! add(residual)` is one dispatch (two where K is split across workgroups).
 
 pub(in crate::engine::gpu) mod coop;
 pub(super) mod tiled;
@@ -15,6 +23,9 @@ pub(super) mod tiled;
 use std::fmt::Write;
 
 use tiled::{Core, P_FAMILY};
+
+use super::fused::{epilogue_wgsl, residuals, supported};
+use crate::compile::fused::{FusedOp, Stage};
 
 use crate::engine::gpu::plan::{collapse, not_supported, u32_of, Buf, Cx, Lowering};
 use crate::engine::gpu::wgsl::{load_fn, Storage, PRELUDE};
@@ -48,7 +59,20 @@ pub(super) fn lower(
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
     match op {
-        Op::Matmul | Op::Gemm(_) => Some(lower_product(op, ins, outs, cx)),
+        Op::Matmul | Op::Gemm(_) => Some(lower_product(op, false, &[], ins, outs, cx)),
+        Op::Fused(f @ (FusedOp::Matmul { .. } | FusedOp::Gemm { .. })) => {
+            let stages = &f.epilogue().stages;
+            if let Some(s) = stages.iter().find(|s| !supported(s)) {
+                return Some(Err(WebnnError::NotSupported(format!(
+                    "build: the GPU engine cannot apply {s:?} in a matrix product's epilogue"
+                ))));
+            }
+            Some(match f {
+                FusedOp::Matmul { has_bias, .. } => lower_product(&Op::Matmul, *has_bias, stages, ins, outs, cx),
+                FusedOp::Gemm { options, .. } => lower_product(&Op::Gemm(*options), false, stages, ins, outs, cx),
+                _ => return None,
+            })
+        }
         _ => None,
     }
 }
@@ -70,8 +94,10 @@ fn too_large() -> WebnnError {
     WebnnError::Operation("build: tensor too large for the GPU engine".into())
 }
 
-/// The kernel's declarations. `c`: gemm's C operand (its storage).
-fn decls(st: Storage, c: Option<Storage>) -> String {
+/// The kernel's declarations. `c`: gemm's C operand or a fused matmul's bias
+/// (its storage); `stages`: the fused epilogue, whose residual operands follow
+/// C among the bindings.
+fn decls(st: Storage, c: Option<Storage>, stages: &[Stage]) -> String {
     let mut s = String::from(PRELUDE);
     let mut b = 0;
     let mut bind = |s: &mut String, name: &str, access: &str| {
@@ -83,8 +109,16 @@ fn decls(st: Storage, c: Option<Storage>) -> String {
     if c.is_some() {
         bind(&mut s, "c", "read");
     }
+    let res = residuals(stages);
+    for j in 0..res {
+        bind(&mut s, &format!("res{j}"), "read");
+    }
     bind(&mut s, "out", "read_write");
     bind(&mut s, "p", "read");
+    for j in 0..res {
+        s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), st, true));
+    }
+    s.push_str(&epilogue_wgsl(stages));
     s.push_str(&load_fn("ld_a", "a", st, true));
     s.push_str(&load_fn("ld_b", "b", st, true));
     if let Some(cs) = c {
@@ -107,7 +141,7 @@ fn decls(st: Storage, c: Option<Storage>) -> String {
     };
     let _ = writeln!(
         s,
-        "fn emit(m: u32, n: u32, v: f32) {{\n  let r = bitcast<f32>(p[{P_ALPHA}]) * v{term};\n  out[base_o + m * p[{P_N}] + n] = {};\n}}",
+        "fn emit(m: u32, n: u32, v: f32) {{\n  let i = base_o + m * p[{P_N}] + n;\n  let r = epilogue(bitcast<f32>(p[{P_ALPHA}]) * v{term}, i);\n  out[i] = {};\n}}",
         st.encode("r")
     );
     s
@@ -132,8 +166,13 @@ pub(super) fn float_product_operands<'a>(
     Ok((a, b, out, t))
 }
 
+/// matmul or gemm (`op`), with a bias vector as input 2 (`bias`, matmul only)
+/// and the epilogue `stages`, whose residual operands are the inputs after the
+/// product's own.
 fn lower_product(
     op: &Op,
+    bias: bool,
+    stages: &[Stage],
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
@@ -211,8 +250,22 @@ fn lower_product(
             p[P_SAK] = 1;
             p[P_SBK] = u32_of(n, "a stride")?;
             p[P_SBN] = 1;
-            c = None;
+            c = match (bias, ins.get(2)) {
+                (false, _) => None,
+                // The bias as C: one value per column, beta 1.
+                (true, Some(&bc)) if bc.1.element_count() == n && bc.1.data_type == t => {
+                    p[P_SCM] = 0;
+                    p[P_SCN] = 1;
+                    p[P_BETA] = 1f32.to_bits();
+                    Some(bc)
+                }
+                (true, _) => return Err(WebnnError::Operation("internal: fused matmul without its bias vector".into())),
+            };
         }
+    }
+    let own = 2 + usize::from(c.is_some());
+    if ins.len() != own + residuals(stages) || ins[own..].iter().any(|r| r.1 != out.1) {
+        return Err(WebnnError::Operation(format!("internal: {} (fused) without its residual operands", op.name())));
     }
     p[P_M] = u32_of(m, "a matrix dimension")?;
     p[P_N] = u32_of(n, "a matrix dimension")?;
@@ -223,7 +276,7 @@ fn lower_product(
     let words = l.word_output(out)?;
     let core = Core {
         first: "a",
-        decls: decls(st, c.map(|c| Storage::of(c.1.data_type))),
+        decls: decls(st, c.map(|c| Storage::of(c.1.data_type)), stages),
         lhs_k_fast: p[P_SAK] == 1,
         rhs_k_fast: p[P_SBK] == 1 && p[P_SBN] != 1,
     };
@@ -231,6 +284,7 @@ fn lower_product(
     if let Some(c) = c {
         reads.push(Buf::Operand(c.0));
     }
+    reads.extend(ins[own..].iter().map(|r| Buf::Operand(r.0)));
     coop::launch_either(&core, t, &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     l.finish_words(words, out)?;
     Ok(l)
@@ -246,17 +300,19 @@ mod tests {
     fn matmul_and_gemm_kernels_are_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {
             for c in [None, Some(st)] {
-                for lk in [false, true] {
-                    let core = Core {
-                        first: "a",
-                        decls: decls(st, c),
-                        lhs_k_fast: lk,
-                        rhs_k_fast: !lk,
-                    };
-                    for t in Tile::ALL {
-                        validate(&core.wgsl(t, lk));
+                for stages in super::super::fused::tests::epilogues() {
+                    for lk in [false, true] {
+                        let core = Core {
+                            first: "a",
+                            decls: decls(st, c, &stages),
+                            lhs_k_fast: lk,
+                            rhs_k_fast: !lk,
+                        };
+                        for t in Tile::ALL {
+                            validate(&core.wgsl(t, lk));
+                        }
+                        validate(&core.reduce_wgsl(lk));
                     }
-                    validate(&core.reduce_wgsl(lk));
                 }
             }
         }

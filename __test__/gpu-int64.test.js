@@ -1,5 +1,5 @@
 'use strict'
-// int64/uint64 on a GPU without 64-bit integer shaders: WEBNN_GPU_WITHOUT=int64
+// int64/uint64 on a GPU without 64-bit integer shaders: WEBNN_GPU_FEATURES=no-int64
 // keeps the GPU engine from using SHADER_INT64 (lavapipe has it), so the
 // engine's emulated 64-bit arithmetic runs. Every conformance case that has an
 // int64 or uint64 operand anywhere in its graph (and linear resample2d, whose
@@ -12,7 +12,7 @@
 // WEBNN_REQUIRE_GPU=1 (as CI sets it).
 
 // Read by the engine when it opens the device: set before the addon loads.
-process.env.WEBNN_GPU_WITHOUT = 'int64'
+process.env.WEBNN_GPU_FEATURES = 'no-int64'
 
 const test = require('ava')
 const { ml } = require('../index.js')

@@ -10,8 +10,8 @@
 // weights and outputs rounded once to float16, as benchmark/float16.js does) on
 // both devices; the agreement bound is then 3e-2 (float16 keeps 11 significant
 // bits per layer). On a GPU with cooperative matrices (WEBNN_LOG=info says so)
-// the float16 products run on the tensor-core kernel; WEBNN_GPU_WITHOUT=coop
-// runs them on the tiled float32 kernels for an A/B.
+// WEBNN_GPU_FEATURES=coop runs the float16 products on the experimental
+// tensor-core kernel for an A/B (off by default: slower so far).
 //
 // Last, a matmul line: TFLOP/s of an [S, S] x [S, S] product on the GPU,
 // from the slope between a graph of one product and a graph of R chained products

@@ -69,13 +69,13 @@ pub const GPU_FORCE_NONE: Var = Var {
     description: "`1`: createContext behaves as if no GPU adapter existed",
 };
 
-pub const GPU_WITHOUT: Var = Var {
-    name: "WEBNN_GPU_WITHOUT",
+pub const GPU_FEATURES: Var = Var {
+    name: "WEBNN_GPU_FEATURES",
     kind: Kind::TestHook,
-    default: "every feature the adapter has",
-    description: "comma-separated GPU features to leave off when a device is opened: `int64` (64-bit integer shaders; \
-                  int64 is emulated), `coop` (cooperative matrices; float16 products run on the tiled kernels) \
-                  (read at each createContext)",
+    default: "the adapter's 64-bit integer shaders; no cooperative matrices",
+    description: "comma-separated words read at each createContext: `no-int64` opens GPU devices without 64-bit \
+                  integer shaders (int64 is emulated); `coop` turns on the experimental cooperative-matrix float16 \
+                  GEMM where the adapter has it (off by default: slower than the tiled kernels so far)",
 };
 
 pub const REQUIRE_GPU: Var = Var {
@@ -93,7 +93,7 @@ pub const FUZZ_CASES: Var = Var {
 };
 
 /// The declared variables: docs/CONFIG.md lists the same.
-pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, LOG, GPU_FORCE_NONE, GPU_WITHOUT, REQUIRE_GPU, FUZZ_CASES];
+pub const VARS: [Var; 8] = [CPU_SIMD, CPU_PASSES, CPU_PROFILE, LOG, GPU_FORCE_NONE, GPU_FEATURES, REQUIRE_GPU, FUZZ_CASES];
 
 fn read(v: &Var) -> Option<String> {
     std::env::var_os(v.name).map(|s| s.to_string_lossy().into_owned())
@@ -199,9 +199,9 @@ pub fn gpu_force_none() -> bool {
     flag(&GPU_FORCE_NONE)
 }
 
-/// `GPU_WITHOUT` names `word`.
-fn gpu_without(word: &str) -> bool {
-    read(&GPU_WITHOUT).is_some_and(|s| parse_words(&s).any(|w| w == word))
+/// `GPU_FEATURES` names `word`.
+fn gpu_feature(word: &str) -> bool {
+    read(&GPU_FEATURES).is_some_and(|s| parse_words(&s).any(|w| w == word))
 }
 
 fn parse_words(s: &str) -> impl Iterator<Item = String> + '_ {
@@ -210,12 +210,13 @@ fn parse_words(s: &str) -> impl Iterator<Item = String> + '_ {
 
 /// GPU devices are opened without 64-bit integer shaders.
 pub fn gpu_no_int64() -> bool {
-    gpu_without("int64")
+    gpu_feature("no-int64")
 }
 
-/// GPU devices are opened without cooperative matrices.
-pub fn gpu_no_coop() -> bool {
-    gpu_without("coop")
+/// GPU devices whose adapter has cooperative matrices are opened with them, and
+/// float16 products run on the experimental cooperative-matrix GEMM.
+pub fn gpu_coop() -> bool {
+    gpu_feature("coop")
 }
 
 pub fn require_gpu() -> bool {

@@ -389,12 +389,12 @@ impl GpuEngine {
         let adapter_name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
         log(LogLevel::Info, || format!("GPU context ({pref:?} power preference): using {adapter_name}"));
         let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64 | wgpu::Features::SHADER_F64;
-        // `config::GPU_WITHOUT` leaves 64-bit integer shaders off, so the emulated
+        // `config::GPU_FEATURES` (`no-int64`) leaves 64-bit integer shaders off, so the emulated
         // int64/uint64 arithmetic can be tested on adapters that have them.
         if crate::config::gpu_no_int64() {
             wanted.remove(wgpu::Features::SHADER_INT64);
         }
-        let coop = coop_f16_available(adapter) && !crate::config::gpu_no_coop();
+        let coop = crate::config::gpu_coop() && coop_f16_available(adapter);
         if coop {
             wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
@@ -447,7 +447,7 @@ impl GpuEngine {
         log(LogLevel::Info, || {
             format!(
                 "GPU cooperative matrices (f16 16x16x16, f32 accumulator) for float16 matmul/gemm: {}",
-                if coop_f16 { "on" } else if crate::config::gpu_no_coop() { "off (switched off)" } else { "off (the adapter has none)" }
+                if coop_f16 { "on" } else if !crate::config::gpu_coop() { "off (experimental; WEBNN_GPU_FEATURES=coop turns it on)" } else { "off (the adapter has none)" }
             )
         });
         let (tx, rx) = mpsc::channel();

@@ -13,7 +13,7 @@
 // unless WEBNN_REQUIRE_GPU=1.
 
 const test = require('ava')
-const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose } = require('./helpers.js')
+const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
 
 const { MLGraphBuilder } = webnn
 const REQUIRED = process.env.WEBNN_REQUIRE_GPU === '1'
@@ -98,38 +98,6 @@ function matmulRef (a, as, b, bs) {
   return y
 }
 
-/** conv2d on nchw data (oihw filter), padding [top, bottom, left, right]. */
-function conv2dRef (x, xs, w, ws, { bias, padding = [0, 0, 0, 0], strides = [1, 1], groups = 1 } = {}) {
-  const [n, c, h, wi] = xs
-  const [o, cig, kh, kw] = ws
-  const oh = Math.floor((h + padding[0] + padding[1] - kh) / strides[0]) + 1
-  const ow = Math.floor((wi + padding[2] + padding[3] - kw) / strides[1]) + 1
-  const cog = o / groups
-  const y = new Float64Array(n * o * oh * ow)
-  for (let b = 0; b < n; b++) {
-    for (let co = 0; co < o; co++) {
-      const grp = Math.floor(co / cog)
-      for (let oy = 0; oy < oh; oy++) {
-        for (let ox = 0; ox < ow; ox++) {
-          let s = bias ? bias[co] : 0
-          for (let ci = 0; ci < cig; ci++) {
-            for (let ky = 0; ky < kh; ky++) {
-              const iy = oy * strides[0] + ky - padding[0]
-              if (iy < 0 || iy >= h) continue
-              for (let kx = 0; kx < kw; kx++) {
-                const ix = ox * strides[1] + kx - padding[2]
-                if (ix < 0 || ix >= wi) continue
-                s += x[((b * c + grp * cig + ci) * h + iy) * wi + ix] * w[((co * cig + ci) * kh + ky) * kw + kx]
-              }
-            }
-          }
-          y[((b * o + co) * oh + oy) * ow + ox] = s
-        }
-      }
-    }
-  }
-  return { y, shape: [n, o, oh, ow] }
-}
 
 /** nchw data as nhwc. */
 function toNhwc (x, [n, c, h, w]) {

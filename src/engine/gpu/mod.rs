@@ -447,7 +447,7 @@ impl GpuEngine {
         log(LogLevel::Info, || {
             format!(
                 "GPU cooperative matrices (f16 16x16x16, f32 accumulator) for float16 matmul/gemm: {}",
-                if coop_f16 { "on" } else if !crate::config::gpu_coop() { "off (experimental; WEBNN_GPU_FEATURES=coop turns it on)" } else { "off (the adapter has none)" }
+                if coop_f16 { "on" } else if !crate::config::gpu_coop() { "off (experimental; see config::GPU_FEATURES)" } else { "off (the adapter has none)" }
             )
         });
         let (tx, rx) = mpsc::channel();
@@ -659,7 +659,7 @@ pub(crate) struct Pending {
     submission: wgpu::SubmissionIndex,
     staging: Option<wgpu::Buffer>,
     state: Arc<AtomicU8>,
-    /// With `WEBNN_LOG=debug`, for a plan's first computes: the job's start and
+    /// With `config::LOG` at debug, for a plan's first computes: the job's start and
     /// its submission, to log where the first computes' time goes.
     timing: Option<(u32, std::time::Instant, std::time::Instant)>,
 }

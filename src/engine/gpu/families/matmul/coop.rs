@@ -433,21 +433,9 @@ mod tests {
         assert!(!applies(DataType::Float16, 512, 512, 1, &cx(&tiny, true)));
     }
 
-    /// A stand-in family whose operands and epilogue use every binding.
+    /// The stand-in family of tiled.rs's tests.
     fn core(lk: bool, rk: bool) -> Core {
-        Core {
-            decls: "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n\
-                    @group(0) @binding(1) var<storage, read> p: array<u32>;\n\
-                    var<private> z0: u32;\n\
-                    fn setup(z: u32) { z0 = z; }\n\
-                    fn lhs(m: u32, k: u32) -> f32 { return f32(m + k + p[4]); }\n\
-                    fn rhs(k: u32, n: u32) -> f32 { return f32(k * n); }\n\
-                    fn emit(m: u32, n: u32, v: f32) { out[z0 * 7u + m * p[1] + n] = bitcast<u32>(v); }\n"
-                .into(),
-            first: "out",
-            lhs_k_fast: lk,
-            rhs_k_fast: rk,
-        }
+        super::super::tiled::stand_in(lk, rk)
     }
 
     #[test]

@@ -444,6 +444,25 @@ impl Core {
     }
 }
 
+/// A stand-in family for kernel tests, whose operands and epilogue use every
+/// binding (tiled.rs's and coop.rs's tests).
+#[cfg(test)]
+pub(super) fn stand_in(lhs_k_fast: bool, rhs_k_fast: bool) -> Core {
+    Core {
+        decls: "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n\
+                @group(0) @binding(1) var<storage, read> p: array<u32>;\n\
+                var<private> z0: u32;\n\
+                fn setup(z: u32) { z0 = z; }\n\
+                fn lhs(m: u32, k: u32) -> f32 { return f32(m + k + p[4]); }\n\
+                fn rhs(k: u32, n: u32) -> f32 { return f32(k * n); }\n\
+                fn emit(m: u32, n: u32, v: f32) { out[z0 * 7u + m * p[1] + n] = bitcast<u32>(v); }\n"
+            .into(),
+        first: "out",
+        lhs_k_fast,
+        rhs_k_fast,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,19 +506,7 @@ mod tests {
 
     #[test]
     fn every_tile_and_orientation_is_valid_wgsl() {
-        let core = Core {
-            decls: "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n\
-                    @group(0) @binding(1) var<storage, read> p: array<u32>;\n\
-                    var<private> z0: u32;\n\
-                    fn setup(z: u32) { z0 = z; }\n\
-                    fn lhs(m: u32, k: u32) -> f32 { return f32(m + k + p[4]); }\n\
-                    fn rhs(k: u32, n: u32) -> f32 { return f32(k * n); }\n\
-                    fn emit(m: u32, n: u32, v: f32) { out[z0 * 7u + m * p[1] + n] = bitcast<u32>(v); }\n"
-                .into(),
-            first: "out",
-            lhs_k_fast: true,
-            rhs_k_fast: false,
-        };
+        let core = stand_in(true, false);
         for t in Tile::ALL {
             for swap in [false, true] {
                 validate(&core.wgsl(t, swap));

@@ -216,6 +216,6 @@ test('a GPU context prints nothing on a headless machine unless WEBNN_LOG asks',
   t.is(info.stdout.trim(), '2,4')
   t.regex(info.stderr, /^webnn-node: GPU adapters found in \d+ ms: /m)
   t.regex(info.stderr, /^webnn-node: GPU context \(Default power preference\): using .+/m)
-  t.regex(info.stderr, /^webnn-node: GPU graph compiled in \d+ ms \(\d+ new shader pipelines/m)
+  t.regex(info.stderr, /^webnn-node: GPU graph compiled in \d+ ms \(compiler passes [\d.]+ ms; \d+ new shader pipelines/m)
   t.notRegex(info.stderr, /XDG_RUNTIME_DIR/)
 })

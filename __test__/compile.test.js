@@ -11,6 +11,7 @@
 
 const test = require('ava')
 const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
+const { erf } = require('./conformance/reference.js')
 
 const { MLGraphBuilder } = webnn
 
@@ -55,19 +56,6 @@ function matmulRef (a, as, b, bs) {
   return y
 }
 
-/** erf by its Taylor series (|x| < 4: terms stay below 1e7, about 1e-9 error). */
-function erf (x) {
-  if (Math.abs(x) >= 4) return Math.sign(x)
-  let term = x
-  let sum = x
-  for (let n = 1; n < 200; n++) {
-    term *= (-x * x) / n
-    const add = term / (2 * n + 1)
-    sum += add
-    if (Math.abs(add) < 1e-17) break
-  }
-  return (2 / Math.sqrt(Math.PI)) * sum
-}
 
 const relu = (v) => Math.max(v, 0)
 const relu6 = (v) => Math.min(Math.max(v, 0), 6)

@@ -14,6 +14,7 @@
 
 const test = require('ava')
 const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
+const { erf } = require('./conformance/reference.js')
 
 const { MLGraphBuilder } = webnn
 const REQUIRED = process.env.WEBNN_REQUIRE_GPU === '1'
@@ -41,19 +42,6 @@ function randHalf (n, lo = -1, hi = 1) {
 // ---------------------------------------------------------------------------
 // float64 references
 
-/** erf by its Taylor series (|x| < 4: about 1e-9 error). */
-function erf (x) {
-  if (Math.abs(x) >= 4) return Math.sign(x)
-  let term = x
-  let sum = x
-  for (let n = 1; n < 200; n++) {
-    term *= (-x * x) / n
-    const add = term / (2 * n + 1)
-    sum += add
-    if (Math.abs(add) < 1e-17) break
-  }
-  return (2 / Math.sqrt(Math.PI)) * sum
-}
 const gelu = (v) => 0.5 * v * (1 + erf(v / Math.SQRT2))
 const relu = (v) => Math.max(v, 0)
 const leaky = (v) => (v < 0 ? 0.1 * v : v)

@@ -12,10 +12,12 @@
 //! The logical operators' uint8 outputs are packed like any uint8 tensor, so they
 //! are read back (and fed to where/not/cast) with no conversion.
 //!
-//! float16 is computed in float32 and rounded once (as the CPU engine does): the
-//! conversions are done with integer operations in the shader, round to nearest
-//! even, keep subnormals, infinities and NaN, and do not depend on the adapter's
-//! shader-f16 support or on how a driver rounds `pack2x16float`.
+//! float16 is computed in float32 and rounded once (as the CPU engine does):
+//! loads widen with `unpack2x16float` (exact: every float16, subnormals
+//! included, is a normal float32); stores round with integer operations in the
+//! shader (to nearest even, keeping subnormals, infinities and NaN), so they do
+//! not depend on the adapter's shader-f16 support or on how a driver rounds
+//! `pack2x16float`.
 //!
 //! Float comparisons (max, min, clamp, relu, the logical operators) use the
 //! integer order of the bit patterns, so they are exact even where a driver
@@ -698,6 +700,12 @@ pub fn load_fn(name: &str, binding: &str, s: Storage, decoded: bool) -> String {
         _ => ("u32", format!("(({binding}[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu)")),
     };
     let _ = ty;
+    if decoded && s == Storage::F16 {
+        // One conversion instruction, exact (every float16 is a float32; the
+        // subnormals are normal there), with no branches: the shader compiler
+        // can schedule it late, so a prefetching load's latency stays hidden.
+        return format!("fn {name}(i: u32) -> f32 {{ return unpack2x16float({binding}[i >> 1u])[i & 1u]; }}\n");
+    }
     if decoded {
         format!(
             "fn {name}(i: u32) -> {} {{ return {}; }}\n",

@@ -351,6 +351,172 @@ pub(in crate::engine::gpu) fn wgsl(core: &Core, t: CoopTile) -> String {
     s
 }
 
+/// The direct variant: for products whose operands are plain float16 matrices
+/// in their buffers (matmul, gemm; `Direct::fits` says when), every subgroup
+/// loads its 16x16 fragments straight from the operand buffers with
+/// `coopLoad`/`coopLoadT` (no workgroup tiles, no per-element decode: the
+/// fragments of neighbouring subgroups meet in the caches), K in steps of 16.
+/// The family binds `a` and `b` as `array<f16>` and defines, besides `setup` and
+/// `emit`: `fn a_at(m, k) -> u32` and `fn b_at(k, n) -> u32` (element indices)
+/// and `fn a_pitch() -> u32`, `fn b_pitch() -> u32` (the stride of the slow axis).
+///
+/// Loads stay inside the operands: a fragment whose rows or columns would pass
+/// M or N starts at M - 16 or N - 16 instead (M, N >= 16) and emits only the
+/// elements no other fragment owns, and K is a multiple of 16. Every fragment
+/// starts on a multiple of 8 halves (16 bytes) and every pitch is a multiple of
+/// 8, as Vulkan's cooperative matrix loads want: `Direct::fits` checks the
+/// shapes and strides that make it so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::engine::gpu) struct Direct {
+    /// A's k (B's k) is its contiguous axis.
+    pub a_k_fast: bool,
+    pub b_k_fast: bool,
+}
+
+impl Direct {
+    /// Whether an M x N x K product whose operands' element strides (batch
+    /// strides included) are `strides` can load its fragments directly.
+    pub fn fits(m: usize, n: usize, k: usize, strides: &[usize], cx: &Cx) -> bool {
+        cx.coop_f16
+            && m >= 16
+            && n >= 16
+            && k >= 16
+            && m % 8 == 0
+            && n % 8 == 0
+            && k % 16 == 0
+            && strides.iter().all(|&s| s == 1 || s % 8 == 0)
+            && Direct::pick(m, n, 1, cx).is_some()
+    }
+
+    /// The tile: as the staged core's choice, limited to what the device allows.
+    fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
+        let groups = |t: CoopTile| {
+            m.div_ceil(t.bm() as usize)
+                .saturating_mul(n.div_ceil(t.bn() as usize))
+                .saturating_mul(batches)
+        };
+        let wanted = if groups(CoopTile::LARGE) >= 132 { CoopTile::LARGE } else { CoopTile::SMALL };
+        let direct_fits = |t: CoopTile| {
+            let l = cx.limits;
+            t.threads() <= l.max_compute_invocations_per_workgroup
+                && t.threads() <= l.max_compute_workgroup_size_x
+                && t.sgm * t.sgn * 256 * 4 <= l.max_compute_workgroup_storage_size
+        };
+        [wanted, CoopTile::SMALL].into_iter().find(|&t| direct_fits(t))
+    }
+
+    /// Adds the dispatch (call only where `fits`); arguments as `launch`'s.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        self,
+        decls: &str,
+        l: &mut Lowering,
+        m: usize,
+        n: usize,
+        k: usize,
+        batches: usize,
+        mut params: Vec<u32>,
+        reads: Vec<Buf>,
+        writes: Vec<Buf>,
+        cx: &Cx,
+    ) -> Result<()> {
+        let tile = Direct::pick(m, n, batches, cx).ok_or_else(|| {
+            crate::error::WebnnError::Operation("internal: the direct cooperative GEMM chosen where no tile fits".into())
+        })?;
+        if params.len() < super::tiled::P_FAMILY {
+            params.resize(super::tiled::P_FAMILY, 0);
+        }
+        params[0] = u32_of(m, "a matrix dimension")?;
+        params[1] = u32_of(n, "a matrix dimension")?;
+        params[2] = u32_of(k, "a matrix dimension")?;
+        params[3] = 1 | (u32_of(batches, "the number of batches")? << 8);
+        let gx = u32_of(n.div_ceil(tile.bn() as usize), "the number of GPU workgroups")?;
+        let gy = u32_of(m.div_ceil(tile.bm() as usize), "the number of GPU workgroups")?;
+        let gz = u32_of(batches, "the number of GPU workgroups")?;
+        l.steps.push(Lowered::Dispatch {
+            wgsl: self.wgsl(decls, tile),
+            reads,
+            writes,
+            params,
+            grid: Grid::Groups([gx, gy, gz]),
+        });
+        Ok(())
+    }
+
+    /// The kernel's text for a tile.
+    pub fn wgsl(self, decls: &str, t: CoopTile) -> String {
+        let (bm, bn) = (t.bm(), t.bn());
+        let mut s = String::new();
+        let _ = writeln!(s, "{MARKER} direct {bm}x{bn} {}x{} subgroups", t.sgm, t.sgn);
+        s.push_str("enable f16;\nenable wgpu_cooperative_matrix;\n");
+        s.push_str(decls);
+        let _ = writeln!(s, "var<workgroup> stage: array<f32, {}>;", t.sgm * t.sgn * 256);
+        let _ = writeln!(
+            s,
+            "@compute @workgroup_size({threads})\n\
+             fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{\n\
+             \x20 let rows = p[0];\n  let cols = p[1];\n  let depth = p[2];\n  setup(wg.z);\n\
+             \x20 let sg = li / {SUBGROUP}u;\n  let lane = li % {SUBGROUP}u;\n\
+             \x20 let fm0 = wg.y * {bm}u + (sg / {sgn}u) * {fm16}u;\n  let fn0 = wg.x * {bn}u + (sg % {sgn}u) * {fn16}u;\n\
+             \x20 let pa = a_pitch();\n  let pb = b_pitch();",
+            threads = t.threads(),
+            sgn = t.sgn,
+            fm16 = t.fm * 16,
+            fn16 = t.fn_ * 16,
+        );
+        // Nominal fragment origins and the clamped ones the loads use.
+        for i in 0..t.fm {
+            let _ = writeln!(s, "  let am{i} = fm0 + {}u;\n  let ar{i} = min(am{i}, rows - 16u);", i * 16);
+        }
+        for j in 0..t.fn_ {
+            let _ = writeln!(s, "  let bm{j} = fn0 + {}u;\n  let bc{j} = min(bm{j}, cols - 16u);", j * 16);
+        }
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                let _ = writeln!(s, "  var c{i}_{j} = coop_mat16x16<f32, C>();");
+            }
+        }
+        // A is M x K: row-major (coopLoadT) where its k is contiguous; B is
+        // K x N: column-major (coopLoad) where its k is contiguous.
+        let (la, lb) = (
+            if self.a_k_fast { "coopLoadT" } else { "coopLoad" },
+            if self.b_k_fast { "coopLoad" } else { "coopLoadT" },
+        );
+        s.push_str("  for (var k = 0u; k < depth; k = k + 16u) {\n");
+        for i in 0..t.fm {
+            let _ = writeln!(s, "    let a{i} = {la}<coop_mat16x16<f16, A>>(&a[a_at(ar{i}, k)], pa);");
+        }
+        for j in 0..t.fn_ {
+            let _ = writeln!(s, "    let b{j} = {lb}<coop_mat16x16<f16, B>>(&b[b_at(k, bc{j})], pb);");
+        }
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                let _ = writeln!(s, "    c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
+            }
+        }
+        s.push_str("  }\n  let sbase = sg * 256u;\n");
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                let _ = writeln!(
+                    s,
+                    "  {{\n    let v = c{i}_{j};\n    let at = &stage[sbase];\n    let pitch = 16u;\n    coopStoreT(v, at, pitch);\n  }}\n  workgroupBarrier();"
+                );
+                for e in 0..256 / SUBGROUP {
+                    let _ = writeln!(
+                        s,
+                        "  {{\n    let x = lane + {off}u;\n    let row = ar{i} + x / 16u;\n    let col = bc{j} + x % 16u;\n\
+                         \x20   if (row >= am{i} && col >= bm{j} && row < rows && col < cols) {{ emit(row, col, stage[sbase + x]); }}\n  }}",
+                        off = e * SUBGROUP,
+                    );
+                }
+                s.push_str("  workgroupBarrier();\n");
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+}
+
 /// Parses, validates and writes SPIR-V for a cooperative kernel, as wgpu does
 /// on a device with cooperative matrices (catches naga's SPIR-V backend panics,
 /// such as "Expression [N] is not cached", here rather than on the device).
@@ -358,7 +524,7 @@ pub(in crate::engine::gpu) fn wgsl(core: &Core, t: CoopTile) -> String {
 pub(in crate::engine::gpu) fn validate_coop(src: &str) {
     use naga::valid::{Capabilities, ValidationFlags, Validator};
     let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-    let caps = Capabilities::COOPERATIVE_MATRIX | Capabilities::SHADER_FLOAT16;
+    let caps = Capabilities::COOPERATIVE_MATRIX | Capabilities::SHADER_FLOAT16 | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     let info = Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
         .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
@@ -466,6 +632,98 @@ mod tests {
         let r = std::panic::catch_unwind(|| validate_coop(&stride));
         assert!(r.is_err(), "an inline coopStoreT stride passed naga's SPIR-V backend");
         validate_coop(&src.replacen(named, "    coopStoreT(c0_0, &stage[sg * 256u], 16u);\n", 1));
+    }
+
+    #[test]
+    fn direct_kernels_validate_and_write_spirv() {
+        let decls = |ak: bool, bk: bool| {
+            format!(
+                "{}@group(0) @binding(0) var<storage, read> a: array<f16>;\n\
+                 @group(0) @binding(1) var<storage, read> b: array<f16>;\n\
+                 @group(0) @binding(2) var<storage, read_write> out: array<u32>;\n\
+                 @group(0) @binding(3) var<storage, read> p: array<u32>;\n\
+                 fn setup(z: u32) {{}}\n\
+                 fn a_at(m: u32, k: u32) -> u32 {{ return {}; }}\n\
+                 fn b_at(k: u32, n: u32) -> u32 {{ return {}; }}\n\
+                 fn a_pitch() -> u32 {{ return p[4]; }}\nfn b_pitch() -> u32 {{ return p[5]; }}\n\
+                 fn emit(m: u32, n: u32, v: f32) {{ out[m * p[1] + n] = bitcast<u32>(v); }}\n",
+                crate::engine::gpu::wgsl::PRELUDE,
+                if ak { "m * p[4] + k" } else { "k * p[4] + m" },
+                if bk { "n * p[5] + k" } else { "k * p[5] + n" },
+            )
+        };
+        for t in CoopTile::ALL {
+            for ak in [false, true] {
+                for bk in [false, true] {
+                    let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk), t);
+                    assert!(src.starts_with(MARKER));
+                    // Row-major A where its k is contiguous, column-major B likewise.
+                    assert_eq!(src.contains("coopLoadT<coop_mat16x16<f16, A>>"), ak, "{src}");
+                    assert_eq!(src.contains("coopLoad<coop_mat16x16<f16, B>>"), bk, "{src}");
+                    validate_coop(&src);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn direct_loads_only_aligned_plain_products() {
+        let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, max_compute_workgroup_storage_size: 49152, ..Default::default() };
+        let on = cx(&limits, true);
+        assert!(Direct::fits(64, 64, 64, &[64, 1, 64, 1], &on));
+        assert!(Direct::fits(24, 40, 32, &[32, 1, 1, 32, 0, 960], &on));
+        assert!(!Direct::fits(64, 64, 64, &[64, 1, 64, 1], &cx(&limits, false)));
+        // K not a multiple of 16, M or N not of 8, a side under one fragment,
+        // a stride off the 16-byte grid: the staged core.
+        assert!(!Direct::fits(64, 64, 40, &[40, 1, 64, 1], &on));
+        assert!(!Direct::fits(60, 64, 64, &[64, 1, 64, 1], &on));
+        assert!(!Direct::fits(64, 12, 64, &[64, 1, 12, 1], &on));
+        assert!(!Direct::fits(64, 64, 64, &[64, 1, 64, 1, 4100], &on));
+    }
+
+    /// Lowered float16 matmuls and gemms: aligned ones load fragments directly,
+    /// others take the staged cooperative core; both validate.
+    #[test]
+    fn aligned_float16_products_lower_to_the_direct_kernel() {
+        use crate::ops::matmul::GemmOptions;
+        use crate::ops::Op;
+        use crate::graph::OperandDesc;
+        let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, max_compute_workgroup_storage_size: 49152, ..Default::default() };
+        let on = cx(&limits, true);
+        let h = |s: &[usize]| OperandDesc::new(DataType::Float16, s.to_vec());
+        let kernel = |l: &Lowering| -> String {
+            let k: Vec<&String> = l
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Lowered::Dispatch { wgsl, .. } if wgsl.starts_with(MARKER) => Some(wgsl),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(k.len(), 1);
+            k[0].clone()
+        };
+        let (a, b, y) = (h(&[2, 64, 96]), h(&[96, 48]), h(&[2, 64, 48]));
+        let l = super::super::lower(&Op::Matmul, &[(0, &a), (1, &b)], &[(2, &y)], &on).unwrap().unwrap();
+        let src = kernel(&l);
+        assert!(src.contains("direct"), "{src}");
+        validate_coop(&src);
+        for (at, bt) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (m, n, k) = (32, 48, 64);
+            let a = h(&if at { [k, m] } else { [m, k] });
+            let b = h(&if bt { [n, k] } else { [k, n] });
+            let c = h(&[n]);
+            let op = Op::Gemm(GemmOptions { alpha: 0.5, beta: 2.0, a_transpose: at, b_transpose: bt, has_c: true });
+            let y = h(&[m, n]);
+            let l = super::super::lower(&op, &[(0, &a), (1, &b), (2, &c)], &[(3, &y)], &on).unwrap().unwrap();
+            let src = kernel(&l);
+            assert!(src.contains("direct"), "{src}");
+            validate_coop(&src);
+        }
+        // K of 70: staged.
+        let (a, b, y) = (h(&[64, 70]), h(&[70, 48]), h(&[64, 48]));
+        let l = super::super::lower(&Op::Matmul, &[(0, &a), (1, &b)], &[(2, &y)], &on).unwrap().unwrap();
+        assert!(!kernel(&l).contains("direct"));
     }
 
     /// The kernels the families really lower float16 products to on a

@@ -97,30 +97,44 @@ fn too_large() -> WebnnError {
 /// The kernel's declarations. `c`: gemm's C operand or a fused matmul's bias
 /// (its storage); `stages`: the fused epilogue, whose residual operands follow
 /// C among the bindings.
-fn decls(st: Storage, c: Option<Storage>, stages: &[Stage]) -> String {
+/// `direct`: for the direct cooperative kernel (`coop::Direct`), A and B bound as
+/// `array<f16>`, with the element indices and pitches it loads fragments by.
+fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool) -> String {
     let mut s = String::from(PRELUDE);
     let mut b = 0;
-    let mut bind = |s: &mut String, name: &str, access: &str| {
-        let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<u32>;");
+    let mut bind = |s: &mut String, name: &str, access: &str, ty: &str| {
+        let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
         b += 1;
     };
-    bind(&mut s, "a", "read");
-    bind(&mut s, "b", "read");
+    let ab = if direct { "f16" } else { "u32" };
+    bind(&mut s, "a", "read", ab);
+    bind(&mut s, "b", "read", ab);
     if c.is_some() {
-        bind(&mut s, "c", "read");
+        bind(&mut s, "c", "read", "u32");
     }
     let res = residuals(stages);
     for j in 0..res {
-        bind(&mut s, &format!("res{j}"), "read");
+        bind(&mut s, &format!("res{j}"), "read", "u32");
     }
-    bind(&mut s, "out", "read_write");
-    bind(&mut s, "p", "read");
+    bind(&mut s, "out", "read_write", "u32");
+    bind(&mut s, "p", "read", "u32");
     for j in 0..res {
         s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), st, true));
     }
     s.push_str(&epilogue_wgsl(stages));
-    s.push_str(&load_fn("ld_a", "a", st, true));
-    s.push_str(&load_fn("ld_b", "b", st, true));
+    if direct {
+        let _ = write!(
+            s,
+            "fn ld_a(i: u32) -> f32 {{ return f32(a[i]); }}\nfn ld_b(i: u32) -> f32 {{ return f32(b[i]); }}\n\
+             fn a_at(m: u32, k: u32) -> u32 {{ return base_a + m * p[{P_SAM}] + k * p[{P_SAK}]; }}\n\
+             fn b_at(k: u32, n: u32) -> u32 {{ return base_b + k * p[{P_SBK}] + n * p[{P_SBN}]; }}\n\
+             fn a_pitch() -> u32 {{ return max(p[{P_SAM}], p[{P_SAK}]); }}\n\
+             fn b_pitch() -> u32 {{ return max(p[{P_SBK}], p[{P_SBN}]); }}\n"
+        );
+    } else {
+        s.push_str(&load_fn("ld_a", "a", st, true));
+        s.push_str(&load_fn("ld_b", "b", st, true));
+    }
     if let Some(cs) = c {
         s.push_str(&load_fn("ld_c", "c", cs, true));
     }
@@ -274,9 +288,10 @@ fn lower_product(
         return Ok(l);
     }
     let words = l.word_output(out)?;
+    let cs = c.map(|c| Storage::of(c.1.data_type));
     let core = Core {
         first: "a",
-        decls: decls(st, c.map(|c| Storage::of(c.1.data_type)), stages),
+        decls: decls(st, cs, stages, false),
         lhs_k_fast: p[P_SAK] == 1,
         rhs_k_fast: p[P_SBK] == 1 && p[P_SBN] != 1,
     };
@@ -285,7 +300,16 @@ fn lower_product(
         reads.push(Buf::Operand(c.0));
     }
     reads.extend(ins[own..].iter().map(|r| Buf::Operand(r.0)));
-    coop::launch_either(&core, t, &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
+    // Plain float16 matrices on a cooperative device: fragments straight from
+    // the operands (the strides, batch strides included, keep them aligned).
+    let strides = [P_SAM, P_SAK, P_SBK, P_SBN].into_iter().chain(P_BSA..P_BSB + BATCH_DIMS).map(|i| p[i] as usize);
+    let strides: Vec<usize> = strides.collect();
+    if t == DataType::Float16 && coop::Direct::fits(m, n, k, &strides, cx) {
+        let direct = coop::Direct { a_k_fast: core.lhs_k_fast, b_k_fast: core.rhs_k_fast };
+        direct.launch(&decls(st, cs, stages, true), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
+    } else {
+        coop::launch_either(&core, t, &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
+    }
     l.finish_words(words, out)?;
     Ok(l)
 }
@@ -304,7 +328,7 @@ mod tests {
                     for lk in [false, true] {
                         let core = Core {
                             first: "a",
-                            decls: decls(st, c, &stages),
+                            decls: decls(st, c, &stages, false),
                             lhs_k_fast: lk,
                             rhs_k_fast: !lk,
                         };

@@ -161,7 +161,12 @@ const MATMULS = [
   [[3, 1, 20, 35], [2, 35, 18]], // broadcast batches
   [[5, 40, 9], [9, 31]], // K below one fragment step
   [[33, 128, 40], [40, 520]], // enough workgroups for the 128 x 128 tile
-  [[2, 15, 300], [300, 17]] // M below 16: the tiled kernel on every device
+  [[2, 15, 300], [300, 17]], // M below 16: the tiled kernel on every device
+  // Plain aligned products (M, N multiples of 8, K of 16): with cooperative
+  // matrices, fragments loaded straight from the operands.
+  [[64, 96], [96, 48]],
+  [[24, 32], [32, 40]], // edge fragments start at M - 16 and N - 16
+  [[2, 3, 136, 64], [3, 64, 200]] // batches, one broadcast; edges of the 128 x 128 tile
 ]
 
 for (const [sa, sb] of MATMULS) {
@@ -187,7 +192,11 @@ const GEMMS = [
   [37, 29, 45, { bTranspose: true, alpha: 0.5 }, [37, 1]],
   [37, 29, 45, { aTranspose: true, bTranspose: true, alpha: -1.25, beta: 0.75 }, [37, 29]],
   [70, 66, 130, { alpha: 2, beta: -0.5 }, []],
-  [200, 150, 33, { bTranspose: true, beta: 1 }, [1, 150]]
+  [200, 150, 33, { bTranspose: true, beta: 1 }, [1, 150]],
+  // Aligned: the direct cooperative kernel where the device has it.
+  [64, 48, 32, { aTranspose: true, bTranspose: true, alpha: 0.5, beta: 2 }, [48]],
+  [40, 56, 64, { bTranspose: true }, [40, 1]],
+  [48, 40, 96, { aTranspose: true }, null]
 ]
 
 for (const [m, n, k, options, sc] of GEMMS) {
@@ -234,17 +243,23 @@ function childLog (env) {
 }
 
 function parseLog (log) {
-  const on = /cooperative matrices \(f16 16x16x16, f32 accumulator\) for float16 matmul\/gemm: (on|off[^\n]*)/.exec(log)
+  const on = /cooperative matrices \(f16 16x16x16, f32 accumulator\) for float16 matmul\/gemm: ((?:on|off)[^\n]*)/.exec(log)
   const count = /(\d+) float16 products on cooperative matrices/.exec(log)
   return { device: on && on[1], products: count && Number(count[1]) }
 }
 
-gpuTest('a float16 matmul takes the cooperative-matrix kernel only with WEBNN_GPU_FEATURES=coop, and there exactly where the device has it', (t) => {
-  const on = parseLog(childLog({ WEBNN_GPU_FEATURES: 'coop' }))
-  t.log(`cooperative matrices on this device (opted in): ${on.device}; float16 products on them: ${on.products}`)
-  t.truthy(on.device, 'the log names the cooperative-matrix state')
-  t.is(on.products, on.device === 'on' ? 1 : 0)
-  const plain = parseLog(childLog({}))
-  t.is(plain.products, 0)
-  t.regex(plain.device, /^off \(experimental/)
+gpuTest('an aligned float16 matmul takes the cooperative-matrix kernel exactly where the device has it, unless WEBNN_GPU_FEATURES=no-coop', (t) => {
+  const all = parseLog(childLog({ WEBNN_GPU_FEATURES: 'coop' }))
+  t.log(`cooperative matrices on this device with coop: ${all.device}; float16 products on them: ${all.products}`)
+  t.truthy(all.device, 'the log names the cooperative-matrix state')
+  t.is(all.products, all.device.startsWith('on') ? 1 : 0)
+  // By default: on NVIDIA adapters that have them (direct kernel only).
+  const plain = parseLog(childLog({ WEBNN_GPU_FEATURES: '' }))
+  t.log(`by default: ${plain.device}; float16 products on them: ${plain.products}`)
+  t.is(plain.products, plain.device.startsWith('on') ? 1 : 0)
+  if (plain.device.startsWith('on')) t.regex(plain.device, /direct kernel/)
+  if (all.device === 'off (the adapter has none)') t.is(plain.device, all.device)
+  const off = parseLog(childLog({ WEBNN_GPU_FEATURES: 'no-coop' }))
+  t.is(off.products, 0)
+  t.regex(off.device, /^off \(no-coop/)
 })

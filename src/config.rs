@@ -72,10 +72,12 @@ pub const GPU_FORCE_NONE: Var = Var {
 pub const GPU_FEATURES: Var = Var {
     name: "WEBNN_GPU_FEATURES",
     kind: Kind::TestHook,
-    default: "the adapter's 64-bit integer shaders; no cooperative matrices",
+    default: "the adapter's 64-bit integer shaders; cooperative matrices for aligned float16 matmul/gemm on NVIDIA adapters",
     description: "comma-separated words read at each createContext: `no-int64` opens GPU devices without 64-bit \
-                  integer shaders (int64 is emulated); `coop` turns on the experimental cooperative-matrix float16 \
-                  GEMM where the adapter has it (off by default: slower than the tiled kernels so far)",
+                  integer shaders (int64 is emulated); `no-coop` opens them without cooperative matrices (float16 \
+                  products on the tiled kernels); `coop` opens them with cooperative matrices on any adapter that \
+                  has them and also runs the experimental staged cooperative GEMM (convolutions, unaligned \
+                  products; slower than the tiled kernels so far)",
 };
 
 pub const REQUIRE_GPU: Var = Var {
@@ -213,10 +215,26 @@ pub fn gpu_no_int64() -> bool {
     gpu_feature("no-int64")
 }
 
-/// GPU devices whose adapter has cooperative matrices are opened with them, and
-/// float16 products run on the experimental cooperative-matrix GEMM.
-pub fn gpu_coop() -> bool {
-    gpu_feature("coop")
+/// Where GPU devices use cooperative matrices (`GPU_FEATURES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuCoop {
+    /// None (`no-coop`).
+    Off,
+    /// The direct kernel for aligned float16 matmul/gemm, on NVIDIA adapters
+    /// (the default: the only ones it was measured on).
+    Direct,
+    /// Any adapter that has them, and the staged kernel too (`coop`).
+    All,
+}
+
+pub fn gpu_coop_mode() -> GpuCoop {
+    if gpu_feature("no-coop") {
+        GpuCoop::Off
+    } else if gpu_feature("coop") {
+        GpuCoop::All
+    } else {
+        GpuCoop::Direct
+    }
 }
 
 pub fn require_gpu() -> bool {

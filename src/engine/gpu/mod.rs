@@ -111,9 +111,11 @@ pub(crate) struct Shared {
     pub queue: wgpu::Queue,
     pub limits: wgpu::Limits,
     /// Cooperative 16x16x16 matrices with float16 A and B and a float32
-    /// accumulator, in subgroups of exactly 32 (`coop_f16_available`): float16
-    /// matmul and gemm run on `families::matmul::coop`.
+    /// accumulator, in subgroups of exactly 32 (`coop_f16_available`): aligned
+    /// float16 matmul and gemm run on `families::matmul::coop::Direct`.
     pub coop_f16: bool,
+    /// Also the staged cooperative core (`config::GpuCoop::All`).
+    pub coop_staged: bool,
     pub adapter: String,
     /// First uncaptured error or device loss: every later execution fails with it.
     pub lost: Arc<Mutex<Option<String>>>,
@@ -335,6 +337,9 @@ fn rank(info: &wgpu::AdapterInfo, pref: PowerPreference) -> u8 {
 /// assigns tiles to subgroups by `local_invocation_index / 32`). lavapipe and most
 /// non-NVIDIA Vulkan drivers have none of this, so the tiled kernels stay the
 /// fallback.
+/// PCI vendor id of NVIDIA adapters.
+const NVIDIA: u32 = 0x10de;
+
 fn coop_f16_available(adapter: &wgpu::Adapter) -> bool {
     let needed = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16;
     if !adapter.features().contains(needed) {
@@ -394,7 +399,14 @@ impl GpuEngine {
         if crate::config::gpu_no_int64() {
             wanted.remove(wgpu::Features::SHADER_INT64);
         }
-        let coop = crate::config::gpu_coop() && coop_f16_available(adapter);
+        // Cooperative matrices: by default on NVIDIA adapters only (the kernels
+        // were measured and checked there), on any adapter with `coop`.
+        let mode = crate::config::gpu_coop_mode();
+        let coop = match mode {
+            crate::config::GpuCoop::Off => false,
+            crate::config::GpuCoop::Direct => info.vendor == NVIDIA && coop_f16_available(adapter),
+            crate::config::GpuCoop::All => coop_f16_available(adapter),
+        };
         if coop {
             wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
@@ -447,7 +459,13 @@ impl GpuEngine {
         log(LogLevel::Info, || {
             format!(
                 "GPU cooperative matrices (f16 16x16x16, f32 accumulator) for float16 matmul/gemm: {}",
-                if coop_f16 { "on" } else if !crate::config::gpu_coop() { "off (experimental; see config::GPU_FEATURES)" } else { "off (the adapter has none)" }
+                match (coop_f16, mode) {
+                    (true, crate::config::GpuCoop::All) => "on (direct and staged kernels)",
+                    (true, _) => "on (direct kernel: aligned products)",
+                    (false, crate::config::GpuCoop::Off) => "off (no-coop; see config::GPU_FEATURES)",
+                    (false, crate::config::GpuCoop::Direct) if info.vendor != NVIDIA && coop_f16_available(adapter) => "off (not an NVIDIA adapter; `coop` turns them on)",
+                    (false, _) => "off (the adapter has none)",
+                }
             )
         });
         let (tx, rx) = mpsc::channel();
@@ -468,6 +486,7 @@ impl GpuEngine {
                 queue,
                 limits,
                 coop_f16,
+                coop_staged: coop_f16 && mode == crate::config::GpuCoop::All,
                 adapter: adapter_name,
                 lost,
                 pipelines: Mutex::new(HashMap::new()),

@@ -213,8 +213,12 @@ pub(super) struct Cx<'a> {
     /// 64-bit float shaders (SHADER_F64): quantizeLinear's exact division.
     pub f64: bool,
     /// Cooperative float16 16x16 matrices with a float32 accumulator
-    /// (`Shared::coop_f16`): float16 products take `families::matmul::coop`.
+    /// (`Shared::coop_f16`): aligned float16 matmul/gemm take
+    /// `families::matmul::coop::Direct`.
     pub coop_f16: bool,
+    /// The staged cooperative core for every other float16 product
+    /// (`Shared::coop_staged`, `families::matmul::coop::launch_either`).
+    pub coop_staged: bool,
     pub limits: &'a wgpu::Limits,
 }
 
@@ -598,6 +602,7 @@ impl GpuPlan {
             int64: shared.device.features().contains(wgpu::Features::SHADER_INT64),
             f64: shared.device.features().contains(wgpu::Features::SHADER_F64),
             coop_f16: shared.coop_f16,
+            coop_staged: shared.coop_staged,
             limits: &shared.limits,
         };
         let mut lowered = Vec::with_capacity(graph.operators.len());

@@ -67,10 +67,14 @@ impl CoopTile {
     pub const LARGE: CoopTile = CoopTile { sgm: 2, sgn: 4, fm: 4, fn_: 2, bk: 32 };
     /// 64 x 64, 4 subgroups of 32 x 32: where the large tile leaves the GPU idle.
     pub const SMALL: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 2, fn_: 2, bk: 32 };
-    /// The direct kernel's: one subgroup of 4 x 4 fragments (64 x 64). On an
-    /// H200, 4096^3 float16: 206 TFLOP/s per product; 2 x 2 such subgroups 183;
-    /// the large tile's 8 subgroups of 4 x 2, 95; 2 x 2 subgroups of 2 x 2, 55.
-    pub const DIRECT: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 4, fn_: 4, bk: 16 };
+    /// The direct kernel's: 2 x 2 subgroups of 4 x 4 fragments (128 x 128)
+    /// where that makes two workgroups per H100/H200 multiprocessor, else one
+    /// subgroup of 4 x 4 (64 x 64). On an H200 (2026-11-28, 4096^3 float16, per
+    /// product in a chain, two calls): 183-295 and 206-232 TFLOP/s; 2 x 1 or
+    /// 1 x 2 subgroups of 4 x 4, 145-159; 4 x 2 or 2 x 4 fragments per
+    /// subgroup, 61-105; the staged core's large tile, 95.
+    pub const DIRECT: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 4, fn_: 4, bk: 16 };
+    pub const DIRECT_SMALL: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 4, fn_: 4, bk: 16 };
     #[cfg(test)]
     pub const ALL: [CoopTile; 2] = [CoopTile::LARGE, CoopTile::SMALL];
 
@@ -393,15 +397,23 @@ impl Direct {
             && Direct::pick(m, n, 1, cx).is_some()
     }
 
-    /// The tile (`CoopTile::DIRECT`), where the device's limits allow it: its
-    /// workgroup memory is the staging area alone.
-    fn pick(_m: usize, _n: usize, _batches: usize, cx: &Cx) -> Option<CoopTile> {
-        let t = CoopTile::DIRECT;
+    /// The tile (`CoopTile::DIRECT` where it makes 264 workgroups, else
+    /// `DIRECT_SMALL`), where the device's limits allow it: its workgroup memory
+    /// is the staging area alone.
+    fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
+        let groups = |t: CoopTile| {
+            m.div_ceil(t.bm() as usize)
+                .saturating_mul(n.div_ceil(t.bn() as usize))
+                .saturating_mul(batches)
+        };
+        let wanted = if groups(CoopTile::DIRECT) >= 264 { CoopTile::DIRECT } else { CoopTile::DIRECT_SMALL };
         let l = cx.limits;
-        (t.threads() <= l.max_compute_invocations_per_workgroup
-            && t.threads() <= l.max_compute_workgroup_size_x
-            && t.sgm * t.sgn * 256 * 4 <= l.max_compute_workgroup_storage_size)
-            .then_some(t)
+        let fits = |t: CoopTile| {
+            t.threads() <= l.max_compute_invocations_per_workgroup
+                && t.threads() <= l.max_compute_workgroup_size_x
+                && t.sgm * t.sgn * 256 * 4 <= l.max_compute_workgroup_storage_size
+        };
+        [wanted, CoopTile::DIRECT_SMALL].into_iter().find(|&t| fits(t))
     }
 
     /// Adds the dispatch (call only where `fits`); arguments as `launch`'s.
@@ -651,7 +663,7 @@ mod tests {
                 if bk { "n * p[5] + k" } else { "k * p[5] + n" },
             )
         };
-        for t in [CoopTile::DIRECT, CoopTile::LARGE, CoopTile::SMALL] {
+        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL] {
             for ak in [false, true] {
                 for bk in [false, true] {
                     let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk), t);

@@ -569,6 +569,62 @@ pub(crate) fn write_padded(queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: &[
     }
 }
 
+/// Bytes per piece of `upload`'s parallel copy: large enough that handing a
+/// piece to a thread costs little beside copying it, small enough to spread
+/// one large filter (ResNet-50's largest: 9.4 MB) over the threads and to leave
+/// little for the calling thread (each constant's last partial piece).
+const UPLOAD_PIECE: usize = 1 << 16;
+
+/// Writes each `(buffer, bytes)` into its buffer from offset 0 through the queue
+/// (ordered before the next submission), padded with zeros to whole words
+/// (`padded`; the buffer must be at least that long). Like `write_padded`, but
+/// for a build's constants (ResNet-50's are 100 MB): the queue's staging memory
+/// is taken here, one allocation per buffer on this thread (wgpu's error
+/// scopes are per thread), then filled straight from `bytes` in pieces on
+/// rayon's pool (build runs off the JS thread), so the one copy of the weights
+/// (and the first touch of the staging pages) is spread over the cores rather
+/// than made on one.
+pub(crate) fn upload(queue: &wgpu::Queue, items: &[(wgpu::Buffer, &[u8])]) -> Result<()> {
+    use rayon::prelude::*;
+    let mut views = Vec::with_capacity(items.len());
+    for (buffer, bytes) in items {
+        let size = padded(bytes.len());
+        let size = match wgpu::BufferSize::new(size) {
+            Some(n) if size <= buffer.size() => n,
+            _ => {
+                return Err(WebnnError::Operation(format!(
+                    "internal: a {}-byte constant does not fit its {}-byte GPU buffer",
+                    bytes.len(),
+                    buffer.size()
+                )))
+            }
+        };
+        // `None` after wgpu reported the error (to the caller's scopes).
+        let view = queue.write_buffer_with(buffer, 0, size).ok_or_else(|| {
+            WebnnError::Operation(format!("build: the GPU could not stage a {}-byte constant", bytes.len()))
+        })?;
+        views.push(view);
+    }
+    // Whole pieces as arrays: `WriteOnly` of a slice is not `Send`, of an array it is.
+    let mut pieces: Vec<(wgpu::WriteOnly<'_, [u8; UPLOAD_PIECE]>, &[u8])> = Vec::new();
+    for (view, (_, bytes)) in views.iter_mut().zip(items) {
+        // The staging memory is not zeroed: the padding is written too.
+        let (data, mut tail) = view.slice(..).split_at(bytes.len());
+        tail.fill(0);
+        let (whole, mut rest) = data.into_chunks::<UPLOAD_PIECE>();
+        let mut src = bytes.chunks_exact(UPLOAD_PIECE);
+        pieces.extend(whole.into_iter().zip(&mut src));
+        rest.copy_from_slice(src.remainder());
+    }
+    pieces.into_par_iter().with_max_len(1).for_each(|(dst, src)| {
+        let mut dst: wgpu::WriteOnly<'_, [u8]> = dst.into();
+        dst.copy_from_slice(src);
+    });
+    // Dropping a view (on this thread, as it was made) queues its copy.
+    drop(views);
+    Ok(())
+}
+
 fn groups_for(invocations: usize) -> Result<(u32, u32)> {
     let groups = invocations.div_ceil(WORKGROUP as usize).max(1);
     let x = groups.min(65535);
@@ -804,21 +860,27 @@ impl GpuPlan {
                 last_use.insert(i, s);
             }
         }
+        // Every constant an operator reads, in one batch (`upload`).
+        let mut constants: Vec<(wgpu::Buffer, &[u8])> = Vec::new();
+        for operator in &graph.operators {
+            for &i in &operator.inputs {
+                if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
+                    if let std::collections::hash_map::Entry::Vacant(e) = buffers.entry(i) {
+                        let b = new_buffer(padded(bytes.len()), "webnn constant");
+                        constants.push((b.clone(), &bytes[..]));
+                        e.insert(b);
+                    }
+                }
+            }
+        }
+        upload(&shared.queue, &constants)?;
+        drop(constants);
         let mut pool = Pool { free: Vec::new() };
         let mut commands = Vec::new();
         let mut warmed: HashSet<String> = HashSet::new();
         let mut first = Vec::new();
         let mut kept = Vec::new();
         for (s, (operator, lowering)) in graph.operators.iter().zip(lowered).enumerate() {
-            for &i in &operator.inputs {
-                if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
-                    buffers.entry(i).or_insert_with(|| {
-                        let b = new_buffer(padded(bytes.len()), "webnn constant");
-                        write_padded(&shared.queue, &b, bytes);
-                        b
-                    });
-                }
-            }
             let take = |size: u64, pool: &mut Pool| {
                 pool.take(size)
                     .unwrap_or_else(|| new_buffer((size.div_ceil(256) * 256).min(limit).max(size), "webnn intermediate"))
@@ -1320,6 +1382,91 @@ mod tests {
             [0, 0x8000_0000, m3 as u32, mx, 3]
         );
         assert_eq!(clamp_params(DataType::Uint64, Some(1e30), None), [mx, mx, 0, 0, 1]);
+    }
+
+    /// `upload` writes every constant byte-exact and zero-pads to whole words:
+    /// empty constants, odd lengths, lengths around the piece size, float16 and
+    /// int8 data; read back through a mapped buffer. Skipped without an adapter.
+    #[test]
+    fn upload_writes_constants_byte_exact_and_pads_with_zeros() {
+        let (_, adapters) = crate::engine::gpu::adapters();
+        let Some(adapter) = adapters
+            .iter()
+            .find(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
+        else {
+            eprintln!("no GPU adapter: upload test skipped");
+            return;
+        };
+        let Ok((device, queue)) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())) else {
+            eprintln!("no GPU device: upload test skipped");
+            return;
+        };
+        // Seeded bytes (xorshift), never zeros only.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut bytes = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 24) as u8
+                })
+                .collect()
+        };
+        let f16s: Vec<u8> = [1.5f32, -0.0, 65504.0, 1e-7, f32::NAN]
+            .iter()
+            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+            .collect(); // 10 bytes: half a word of padding
+        let i8s: Vec<u8> = [-128i8, -1, 0, 1, 127].iter().map(|&x| x as u8).collect();
+        let p = UPLOAD_PIECE;
+        let mut data = vec![Vec::new(), bytes(1), bytes(3), f16s, i8s, bytes(4), bytes(4097)];
+        for n in [p - 1, p, p + 1, 3 * p + 2] {
+            data.push(bytes(n));
+        }
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buffers: Vec<wgpu::Buffer> = data
+            .iter()
+            .map(|b| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: padded(b.len()),
+                    usage,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
+        let items: Vec<(wgpu::Buffer, &[u8])> = buffers.iter().cloned().zip(data.iter().map(Vec::as_slice)).collect();
+        upload(&queue, &items).unwrap();
+        let total: u64 = buffers.iter().map(|b| b.size()).sum();
+        let read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: total,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        let mut at = 0;
+        for b in &buffers {
+            encoder.copy_buffer_to_buffer(b, 0, &read, at, b.size());
+            at += b.size();
+        }
+        queue.submit([encoder.finish()]);
+        read.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
+        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        let got = read.slice(..).get_mapped_range().unwrap().to_vec();
+        let mut at = 0;
+        for (b, want) in buffers.iter().zip(&data) {
+            let size = b.size() as usize;
+            assert_eq!(size % 4, 0);
+            let (head, pad) = got[at..at + size].split_at(want.len());
+            assert_eq!(head, &want[..], "a {}-byte constant", want.len());
+            assert!(pad.iter().all(|&x| x == 0), "padding of a {}-byte constant", want.len());
+            at += size;
+        }
+        // A buffer shorter than the padded bytes is an error, not a panic.
+        let small = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 4, usage, mapped_at_creation: false });
+        let long = bytes(5);
+        assert!(upload(&queue, &[(small, &long[..])]).is_err());
     }
 
     fn d(t: DataType, shape: &[usize]) -> OperandDesc {

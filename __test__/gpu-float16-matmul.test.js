@@ -166,7 +166,8 @@ const MATMULS = [
   // matrices, fragments loaded straight from the operands.
   [[64, 96], [96, 48]],
   [[24, 32], [32, 40]], // edge fragments start at M - 16 and N - 16
-  [[2, 3, 136, 64], [3, 64, 200]] // batches, one broadcast; edges of the 128 x 128 tile
+  [[2, 3, 136, 64], [3, 64, 200]], // batches, one broadcast; edges of the 128 x 128 tile
+  [[2304, 32], [32, 2056]] // 18 x 17 tiles of 128 x 128: bands of 8, 8 and 2 tile rows
 ]
 
 for (const [sa, sb] of MATMULS) {

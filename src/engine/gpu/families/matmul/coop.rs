@@ -46,6 +46,8 @@ pub(in crate::engine::gpu) const MARKER: &str = "// coop gemm";
 
 /// Invocations per subgroup the kernel assumes (`coop_f16_available` checks it).
 const SUBGROUP: u32 = 32;
+/// Tile rows per band of the direct kernel's workgroup order (`Direct::wgsl`).
+const SWIZZLE: u32 = 8;
 /// Padding, in halves, of each row of the workgroup tiles.
 const PAD: u32 = 8;
 
@@ -465,10 +467,14 @@ impl Direct {
         let _ = writeln!(
             s,
             "@compute @workgroup_size({threads})\n\
-             fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{\n\
+             fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {{\n\
              \x20 let rows = p[0];\n  let cols = p[1];\n  let depth = p[2];\n  setup(wg.z);\n\
+             \x20 // Tiles in bands of {SWIZZLE} tile rows, column by column within a band, so\n\
+             \x20 // the workgroups in flight share their rows of A and columns of B in L2.\n\
+             \x20 let pid = wg.y * nwg.x + wg.x;\n  let band = {SWIZZLE}u * nwg.x;\n  let first = (pid / band) * {SWIZZLE}u;\n\
+             \x20 let height = min(nwg.y - first, {SWIZZLE}u);\n  let ty = first + (pid % band) % height;\n  let tx = (pid % band) / height;\n\
              \x20 let sg = li / {SUBGROUP}u;\n  let lane = li % {SUBGROUP}u;\n\
-             \x20 let fm0 = wg.y * {bm}u + (sg / {sgn}u) * {fm16}u;\n  let fn0 = wg.x * {bn}u + (sg % {sgn}u) * {fn16}u;\n\
+             \x20 let fm0 = ty * {bm}u + (sg / {sgn}u) * {fm16}u;\n  let fn0 = tx * {bn}u + (sg % {sgn}u) * {fn16}u;\n\
              \x20 let pa = a_pitch();\n  let pb = b_pitch();",
             threads = t.threads(),
             sgn = t.sgn,

@@ -10,8 +10,8 @@
 // weights and outputs rounded once to float16, as benchmark/float16.js does) on
 // both devices; the agreement bound is then 3e-2 (float16 keeps 11 significant
 // bits per layer). On a GPU with cooperative matrices (WEBNN_LOG=info says so)
-// WEBNN_GPU_FEATURES=coop runs the float16 products on the experimental
-// tensor-core kernel for an A/B (off by default: slower so far).
+// the aligned float16 matmul runs on the direct tensor-core kernel;
+// WEBNN_GPU_FEATURES=no-coop runs it on the tiled kernels for an A/B.
 //
 // Last, a matmul line: TFLOP/s of an [S, S] x [S, S] product on the GPU,
 // from the slope between a graph of one product and a graph of R chained products
@@ -95,7 +95,7 @@ async function main () {
   const iters = Number(arg('iters', 200))
   const warmup = Number(arg('warmup', 20))
   const size = Number(arg('matmul', 4096))
-  const chain = Number(arg('chain', 5))
+  const chain = Number(arg('chain', 20))
   let gpu
   try {
     gpu = await ml.createContext({ deviceType: 'gpu' })

@@ -107,13 +107,15 @@ impl CoopTile {
 
     /// The large tile where it makes at least 132 workgroups (one per H100
     /// multiprocessor), else the small one; None when neither fits the limits.
+    /// Workgroups of an M x N product repeated `batches` times.
+    fn groups(self, m: usize, n: usize, batches: usize) -> usize {
+        m.div_ceil(self.bm() as usize)
+            .saturating_mul(n.div_ceil(self.bn() as usize))
+            .saturating_mul(batches)
+    }
+
     fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
-        let groups = |t: CoopTile| {
-            m.div_ceil(t.bm() as usize)
-                .saturating_mul(n.div_ceil(t.bn() as usize))
-                .saturating_mul(batches)
-        };
-        let wanted = if groups(CoopTile::LARGE) >= 132 { CoopTile::LARGE } else { CoopTile::SMALL };
+        let wanted = if CoopTile::LARGE.groups(m, n, batches) >= 132 { CoopTile::LARGE } else { CoopTile::SMALL };
         [wanted, CoopTile::SMALL].into_iter().find(|t| t.fits(cx))
     }
 }
@@ -143,7 +145,7 @@ pub(in crate::engine::gpu) fn launch(
     n: usize,
     k: usize,
     batches: usize,
-    mut params: Vec<u32>,
+    params: Vec<u32>,
     reads: Vec<Buf>,
     writes: Vec<Buf>,
     cx: &Cx,
@@ -151,24 +153,27 @@ pub(in crate::engine::gpu) fn launch(
     let tile = CoopTile::pick(m, n, batches, cx).ok_or_else(|| {
         crate::error::WebnnError::Operation("internal: the cooperative GEMM chosen where no tile fits".into())
     })?;
-    if params.len() < super::tiled::P_FAMILY {
-        params.resize(super::tiled::P_FAMILY, 0);
-    }
-    params[0] = u32_of(m, "a matrix dimension")?;
-    params[1] = u32_of(n, "a matrix dimension")?;
-    params[2] = u32_of(k, "a matrix dimension")?;
-    // As the tiled core's: one split, the batches above 8 bits.
-    params[3] = 1 | (u32_of(batches, "the number of batches")? << 8);
+    push(l, tile, wgsl(core, tile), [m, n, k, batches], params, reads, writes)
+}
+
+/// Adds one cooperative dispatch of an M x N x K product `batches` times
+/// (`mnkb`) on `tile`: the core's parameter words (as the tiled core's: one
+/// split, the batches above 8 bits) and one workgroup per tile and batch.
+fn push(
+    l: &mut Lowering,
+    tile: CoopTile,
+    wgsl: String,
+    mnkb: [usize; 4],
+    mut params: Vec<u32>,
+    reads: Vec<Buf>,
+    writes: Vec<Buf>,
+) -> Result<()> {
+    let [m, n, k, batches] = mnkb;
+    super::tiled::core_params(&mut params, m, n, k, 1, batches)?;
     let gx = u32_of(n.div_ceil(tile.bn() as usize), "the number of GPU workgroups")?;
     let gy = u32_of(m.div_ceil(tile.bm() as usize), "the number of GPU workgroups")?;
     let gz = u32_of(batches, "the number of GPU workgroups")?;
-    l.steps.push(Lowered::Dispatch {
-        wgsl: wgsl(core, tile),
-        reads,
-        writes,
-        params,
-        grid: Grid::Groups([gx, gy, gz]),
-    });
+    l.steps.push(Lowered::Dispatch { wgsl, reads, writes, params, grid: Grid::Groups([gx, gy, gz]) });
     Ok(())
 }
 
@@ -403,12 +408,7 @@ impl Direct {
     /// `DIRECT_SMALL`), where the device's limits allow it: its workgroup memory
     /// is the staging area alone.
     fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
-        let groups = |t: CoopTile| {
-            m.div_ceil(t.bm() as usize)
-                .saturating_mul(n.div_ceil(t.bn() as usize))
-                .saturating_mul(batches)
-        };
-        let wanted = if groups(CoopTile::DIRECT) >= 264 { CoopTile::DIRECT } else { CoopTile::DIRECT_SMALL };
+        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 { CoopTile::DIRECT } else { CoopTile::DIRECT_SMALL };
         let l = cx.limits;
         let fits = |t: CoopTile| {
             t.threads() <= l.max_compute_invocations_per_workgroup
@@ -428,7 +428,7 @@ impl Direct {
         n: usize,
         k: usize,
         batches: usize,
-        mut params: Vec<u32>,
+        params: Vec<u32>,
         reads: Vec<Buf>,
         writes: Vec<Buf>,
         cx: &Cx,
@@ -436,24 +436,7 @@ impl Direct {
         let tile = Direct::pick(m, n, batches, cx).ok_or_else(|| {
             crate::error::WebnnError::Operation("internal: the direct cooperative GEMM chosen where no tile fits".into())
         })?;
-        if params.len() < super::tiled::P_FAMILY {
-            params.resize(super::tiled::P_FAMILY, 0);
-        }
-        params[0] = u32_of(m, "a matrix dimension")?;
-        params[1] = u32_of(n, "a matrix dimension")?;
-        params[2] = u32_of(k, "a matrix dimension")?;
-        params[3] = 1 | (u32_of(batches, "the number of batches")? << 8);
-        let gx = u32_of(n.div_ceil(tile.bn() as usize), "the number of GPU workgroups")?;
-        let gy = u32_of(m.div_ceil(tile.bm() as usize), "the number of GPU workgroups")?;
-        let gz = u32_of(batches, "the number of GPU workgroups")?;
-        l.steps.push(Lowered::Dispatch {
-            wgsl: self.wgsl(decls, tile),
-            reads,
-            writes,
-            params,
-            grid: Grid::Groups([gx, gy, gz]),
-        });
-        Ok(())
+        push(l, tile, self.wgsl(decls, tile), [m, n, k, batches], params, reads, writes)
     }
 
     /// The kernel's text for a tile.

@@ -164,6 +164,26 @@ const MIN_SPLIT_STEPS: usize = 2;
 /// Most workgroups one product's K is split across (255 fits the word's 8 bits).
 const MAX_SPLITS: usize = 16;
 
+/// Fills the core's parameter words (rows, columns, depth; splits with the
+/// batches above 8 bits), making room for them in a family's list.
+pub(in crate::engine::gpu) fn core_params(
+    params: &mut Vec<u32>,
+    rows: usize,
+    cols: usize,
+    k: usize,
+    splits: u32,
+    batches: usize,
+) -> Result<()> {
+    if params.len() < P_FAMILY {
+        params.resize(P_FAMILY, 0);
+    }
+    params[0] = u32_of(rows, "a matrix dimension")?;
+    params[1] = u32_of(cols, "a matrix dimension")?;
+    params[2] = u32_of(k, "a matrix dimension")?;
+    params[3] = splits | (u32_of(batches, "the number of batches")? << 8);
+    Ok(())
+}
+
 impl Core {
     /// Adds to `l` the steps computing an M x N x K product `batches` times (grid z): picks the
     /// tile, and computes C^T = B^T A^T instead when N is the thin side (so the
@@ -184,13 +204,7 @@ impl Core {
         let swap = n <= 4 && m > 4;
         let (rows, cols) = if swap { (n, m) } else { (m, n) };
         let (tile, splits) = Tile::pick(rows, cols, k, batches, cx)?;
-        if params.len() < P_FAMILY {
-            params.resize(P_FAMILY, 0);
-        }
-        params[0] = u32_of(rows, "a matrix dimension")?;
-        params[1] = u32_of(cols, "a matrix dimension")?;
-        params[2] = u32_of(k, "a matrix dimension")?;
-        params[3] = splits | ((batches as u32) << 8);
+        core_params(&mut params, rows, cols, k, splits, batches)?;
         let gx = u32_of(cols.div_ceil(tile.bn as usize), "the number of GPU workgroups")?;
         let gy = u32_of(rows.div_ceil(tile.bm as usize), "the number of GPU workgroups")?;
         let gz = u32_of(batches.saturating_mul(splits as usize), "the number of GPU workgroups")?;
@@ -503,12 +517,18 @@ mod tests {
         assert_eq!(pick(4096, 4096, 4096), (Tile::LARGE, 1));
         // ResNet-50's last 3x3 layer: 32 tiles of four K slices, K split 9 ways.
         assert_eq!(pick(512, 49, 4608), (Tile::SPLIT, 9));
-        // Its classifier: one row, 32 tiles, 128 K steps (4 per slice and split).
-        assert_eq!(pick(1, 1000, 2048), (Tile::ROW, 4));
+        // Its classifier: one row, 32 tiles, 128 K steps: split 9 ways for
+        // about 264 workgroups (each slice of a split keeps 3 or 4 K steps).
+        assert_eq!(pick(1, 1000, 2048), (Tile::ROW, 9));
+        // At least MIN_SPLIT_STEPS per slice: 64 K steps in 4 slices allow 8 splits.
+        assert_eq!(pick(1, 1000, 1024), (Tile::ROW, 8));
         // Short K: the plain small tile, never split.
         assert_eq!(pick(64, 3136, 32), (Tile::SMALL, 1));
-        // Enough medium tiles: no split.
-        assert_eq!(pick(256, 3136, 64), (Tile::MEDIUM, 1));
+        // 196 medium tiles (under two per multiprocessor) and 4 K steps: split in
+        // two (the rule MobileNetV2 was measured faster with, MIN_SPLIT_STEPS).
+        assert_eq!(pick(256, 3136, 64), (Tile::MEDIUM, 2));
+        // 264 or more medium tiles: no split.
+        assert_eq!(pick(512, 3136, 64), (Tile::MEDIUM, 1));
     }
 
     #[test]

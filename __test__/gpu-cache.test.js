@@ -13,10 +13,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { webnn, INDEX } = require('./helpers.js')
+const { webnn, gpuTestFor, INDEX } = require('./helpers.js')
 
-const REQUIRED = process.env.WEBNN_REQUIRE_GPU === '1'
-const hasGpu = webnn.ml.createContext({ deviceType: 'gpu' }).then(() => true, (e) => e)
+const hasGpu = webnn.ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context }), (error) => ({ error }))
 
 const A = Array.from({ length: 15 }, (_, i) => ((i * 7) % 11) / 4 - 1.2)
 const B = Array.from({ length: 20 }, (_, i) => ((i * 5) % 13) / 6 - 1)
@@ -90,20 +89,7 @@ function cacheFiles (dir) {
   })
 }
 
-function gpuTest (title, fn) {
-  test(title, async (t) => {
-    const has = await hasGpu
-    if (has !== true) {
-      if (REQUIRED) t.fail(`no GPU context: ${has.name}: ${has.message}`)
-      else {
-        t.log(`no GPU context (${has.name}); not run`)
-        t.pass()
-      }
-      return
-    }
-    await fn(t)
-  })
-}
+const gpuTest = gpuTestFor(hasGpu)
 
 gpuTest('a second process loads the pipelines the first one saved in gpuCacheDirectory', (t) => {
   const dir = path.join(tempDir(t), 'nested', 'cache')

@@ -2,47 +2,31 @@
 // float16 matmul and gemm on the GPU device, on odd shapes (edge tiles along M, N
 // and K, broadcast batches, both transposes, alpha, beta and every shape of C),
 // against a float64 reference computed here from the float16 inputs. The GPU
-// computes float16 products in float32 and rounds once to float16: on a device
-// with cooperative matrices (an NVIDIA GPU through Vulkan) on the tensor-core
-// kernel (src/engine/gpu/families/matmul/coop.rs), elsewhere (lavapipe) on the
-// tiled float32 kernels. Each element must be within the rounding of the result
+// computes float16 products in float32 and rounds once to float16: on an NVIDIA
+// GPU with cooperative matrices the aligned ones (M, N multiples of 8, K of 16)
+// on the direct tensor-core kernel (src/engine/gpu/families/matmul/coop.rs),
+// elsewhere (lavapipe) on the tiled float32 kernels. Each element must be within the rounding of the result
 // (2^-11 relative, one float16 ULP allowed for the float32 sums landing across a
 // rounding boundary) plus the float32 accumulation's error bound
 // (K * 2^-23 * sum |a b|).
 //
 // Which kernel ran is checked in a child process with WEBNN_LOG=info: the log
 // says whether the device has cooperative matrices, and each build how many
-// float16 products took them. The kernel is experimental and off by default
-// (slower than the tiled kernels on an H200 so far): without
-// WEBNN_GPU_FEATURES=coop no product takes it; with it, a float16 matmul takes it
-// exactly where the device has cooperative matrices.
+// float16 products took them: an aligned float16 matmul takes them exactly where
+// the device has them (by default on NVIDIA adapters; WEBNN_GPU_FEATURES=coop on
+// any), and none with WEBNN_GPU_FEATURES=no-coop.
 //
 // Where no GPU context can be created the tests log why and pass, unless
 // WEBNN_REQUIRE_GPU=1 (as in gpu.test.js).
 
-const test = require('ava')
 const { spawnSync } = require('child_process')
 const path = require('path')
-const { webnn, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
+const { webnn, gpuTestFor, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
 
 const { ml, MLGraphBuilder } = webnn
-const REQUIRED = process.env.WEBNN_REQUIRE_GPU === '1'
 const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context }), (error) => ({ error }))
 
-function gpuTest (title, fn) {
-  test(title, async (t) => {
-    const { context, error } = await gpu
-    if (!context) {
-      if (REQUIRED) t.fail(`no GPU context: ${error && error.name}: ${error && error.message}`)
-      else {
-        t.log(`no GPU context (${error && error.name}: ${error && error.message}); not run`)
-        t.pass()
-      }
-      return
-    }
-    await fn(t, context)
-  })
-}
+const gpuTest = gpuTestFor(gpu)
 
 const F16 = (shape) => ({ dataType: 'float16', shape })
 const size = (shape) => shape.reduce((a, b) => a * b, 1)

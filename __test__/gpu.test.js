@@ -11,7 +11,7 @@
 
 const test = require('ava')
 const { execFileSync } = require('node:child_process')
-const { webnn, INDEX, mulberry32, randomFloat32, assertClose, assertExact, rejectsDOMException, float16Array, fromFloat16Bits } = require('./helpers.js')
+const { webnn, gpuTestFor, INDEX, mulberry32, randomFloat32, assertClose, assertExact, rejectsDOMException, float16Array, fromFloat16Bits } = require('./helpers.js')
 
 const { ml, MLGraphBuilder, MLContext } = webnn
 const REQUIRED = process.env.WEBNN_REQUIRE_GPU === '1'
@@ -20,20 +20,7 @@ const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context
 const cpu = ml.createContext({ deviceType: 'cpu' })
 
 /** Declares a test that needs a GPU context. */
-function gpuTest (title, fn) {
-  test(title, async (t) => {
-    const { context, error } = await gpu
-    if (!context) {
-      if (REQUIRED) t.fail(`no GPU context: ${error && error.name}: ${error && error.message}`)
-      else {
-        t.log(`no GPU context (${error && error.name}: ${error && error.message}); not run`)
-        t.pass()
-      }
-      return
-    }
-    await fn(t, context)
-  })
-}
+const gpuTest = gpuTestFor(gpu)
 
 const F32 = (dimensions) => ({ dataType: 'float32', dimensions })
 

@@ -200,7 +200,32 @@ function conv2dRef (x, xs, w, ws, { bias, padding = [0, 0, 0, 0], strides = [1, 
   return { y, shape: [n, o, oh, ow] }
 }
 
+/**
+ * Returns `gpuTest(title, fn)`, which declares an ava test needing the GPU
+ * context `probe` resolves to (`{ context }` or `{ error }`): `fn(t, context)`
+ * runs where there is one; elsewhere the test logs why and passes, or fails
+ * under WEBNN_REQUIRE_GPU=1 (CI sets it: lavapipe is installed there).
+ */
+function gpuTestFor (probe) {
+  const test = require('ava')
+  const required = process.env.WEBNN_REQUIRE_GPU === '1'
+  return (title, fn) => test(title, async (t) => {
+    const { context, error } = await probe
+    if (!context) {
+      const why = `${error && error.name}: ${error && error.message}`
+      if (required) t.fail(`no GPU context: ${why}`)
+      else {
+        t.log(`no GPU context (${why}); not run`)
+        t.pass()
+      }
+      return
+    }
+    await fn(t, context)
+  })
+}
+
 module.exports = {
+  gpuTestFor,
   conv2dRef,
   ROOT,
   INDEX,

@@ -71,10 +71,10 @@ impl CoopTile {
     pub const SMALL: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 2, fn_: 2, bk: 32 };
     /// The direct kernel's: 2 x 2 subgroups of 4 x 4 fragments (128 x 128)
     /// where that makes two workgroups per H100/H200 multiprocessor, else one
-    /// subgroup of 4 x 4 (64 x 64). On an H200 (2026-11-28, 4096^3 float16, per
-    /// product in a chain, two calls): 183-295 and 206-232 TFLOP/s; 2 x 1 or
-    /// 1 x 2 subgroups of 4 x 4, 145-159; 4 x 2 or 2 x 4 fragments per
-    /// subgroup, 61-105; the staged core's large tile, 95.
+    /// subgroup of 4 x 4 (64 x 64). On an H200 (2026-11-28, 4096^3 float16):
+    /// every 4 x 4-fragment tile 84-89 TFLOP/s per product over chains of 20;
+    /// on noisier 5-chain sweeps, 4 x 2 or 2 x 4 fragments per subgroup and the
+    /// staged core's large tile far behind them.
     pub const DIRECT: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 4, fn_: 4, bk: 16 };
     pub const DIRECT_SMALL: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 4, fn_: 4, bk: 16 };
     #[cfg(test)]

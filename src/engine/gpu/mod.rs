@@ -330,6 +330,9 @@ fn rank(info: &wgpu::AdapterInfo, pref: PowerPreference) -> u8 {
     }
 }
 
+/// PCI vendor id of NVIDIA adapters.
+const NVIDIA: u32 = 0x10de;
+
 /// Whether the adapter can run the cooperative-matrix float16 GEMM
 /// (`families::matmul::coop`): wgpu's experimental cooperative matrices and
 /// shader f16, a subgroup-scoped 16x16x16 configuration with float16 A and B and
@@ -337,9 +340,6 @@ fn rank(info: &wgpu::AdapterInfo, pref: PowerPreference) -> u8 {
 /// assigns tiles to subgroups by `local_invocation_index / 32`). lavapipe and most
 /// non-NVIDIA Vulkan drivers have none of this, so the tiled kernels stay the
 /// fallback.
-/// PCI vendor id of NVIDIA adapters.
-const NVIDIA: u32 = 0x10de;
-
 fn coop_f16_available(adapter: &wgpu::Adapter) -> bool {
     let needed = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16;
     if !adapter.features().contains(needed) {
@@ -402,11 +402,13 @@ impl GpuEngine {
         // Cooperative matrices: by default on NVIDIA adapters only (the kernels
         // were measured and checked there), on any adapter with `coop`.
         let mode = crate::config::gpu_coop_mode();
-        let coop = match mode {
-            crate::config::GpuCoop::Off => false,
-            crate::config::GpuCoop::Direct => info.vendor == NVIDIA && coop_f16_available(adapter),
-            crate::config::GpuCoop::All => coop_f16_available(adapter),
-        };
+        let (available, nvidia) = (coop_f16_available(adapter), info.vendor == NVIDIA);
+        let coop = available
+            && match mode {
+                crate::config::GpuCoop::Off => false,
+                crate::config::GpuCoop::Direct => nvidia,
+                crate::config::GpuCoop::All => true,
+            };
         if coop {
             wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
@@ -463,7 +465,7 @@ impl GpuEngine {
                     (true, crate::config::GpuCoop::All) => "on (direct and staged kernels)",
                     (true, _) => "on (direct kernel: aligned products)",
                     (false, crate::config::GpuCoop::Off) => "off (no-coop; see config::GPU_FEATURES)",
-                    (false, crate::config::GpuCoop::Direct) if info.vendor != NVIDIA && coop_f16_available(adapter) => "off (not an NVIDIA adapter; `coop` turns them on)",
+                    (false, crate::config::GpuCoop::Direct) if available && !nvidia => "off (not an NVIDIA adapter; `coop` turns them on)",
                     (false, _) => "off (the adapter has none)",
                 }
             )

@@ -289,12 +289,7 @@ fn lower_product(
     }
     let words = l.word_output(out)?;
     let cs = c.map(|c| Storage::of(c.1.data_type));
-    let core = Core {
-        first: "a",
-        decls: decls(st, cs, stages, false),
-        lhs_k_fast: p[P_SAK] == 1,
-        rhs_k_fast: p[P_SBK] == 1 && p[P_SBN] != 1,
-    };
+    let (lhs_k_fast, rhs_k_fast) = (p[P_SAK] == 1, p[P_SBK] == 1 && p[P_SBN] != 1);
     let mut reads = vec![Buf::Operand(a.0), Buf::Operand(b.0)];
     if let Some(c) = c {
         reads.push(Buf::Operand(c.0));
@@ -302,12 +297,13 @@ fn lower_product(
     reads.extend(ins[own..].iter().map(|r| Buf::Operand(r.0)));
     // Plain float16 matrices on a cooperative device: fragments straight from
     // the operands (the strides, batch strides included, keep them aligned).
-    let strides = [P_SAM, P_SAK, P_SBK, P_SBN].into_iter().chain(P_BSA..P_BSB + BATCH_DIMS).map(|i| p[i] as usize);
-    let strides: Vec<usize> = strides.collect();
+    let strides: Vec<usize> =
+        [P_SAM, P_SAK, P_SBK, P_SBN].into_iter().chain(P_BSA..P_BSB + BATCH_DIMS).map(|i| p[i] as usize).collect();
     if t == DataType::Float16 && coop::Direct::fits(m, n, k, &strides, cx) {
-        let direct = coop::Direct { a_k_fast: core.lhs_k_fast, b_k_fast: core.rhs_k_fast };
+        let direct = coop::Direct { a_k_fast: lhs_k_fast, b_k_fast: rhs_k_fast };
         direct.launch(&decls(st, cs, stages, true), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     } else {
+        let core = Core { first: "a", decls: decls(st, cs, stages, false), lhs_k_fast, rhs_k_fast };
         coop::launch_either(&core, t, &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     }
     l.finish_words(words, out)?;

@@ -10,7 +10,7 @@
 // conv2d outputs concatenated on channels are computed into the concatenation.
 
 const test = require('ava')
-const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
+const { webnn, createContext, matmulRef, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
 const { erf } = require('./conformance/reference.js')
 
 const { MLGraphBuilder } = webnn
@@ -38,24 +38,6 @@ function perChannel (y, shape, f) {
   const [, c, h, w] = shape
   return y.map((v, i) => f(v, Math.floor(i / (h * w)) % c))
 }
-
-function matmulRef (a, as, b, bs) {
-  const [m, k] = as.slice(-2)
-  const n = bs.at(-1)
-  const batches = count(as.slice(0, -2))
-  const y = new Float64Array(batches * m * n)
-  for (let t = 0; t < batches; t++) {
-    for (let i = 0; i < m; i++) {
-      for (let j = 0; j < n; j++) {
-        let s = 0
-        for (let p = 0; p < k; p++) s += a[(t * m + i) * k + p] * b[p * n + j]
-        y[(t * m + i) * n + j] = s
-      }
-    }
-  }
-  return y
-}
-
 
 const relu = (v) => Math.max(v, 0)
 const relu6 = (v) => Math.min(Math.max(v, 0), 6)

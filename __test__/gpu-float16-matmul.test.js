@@ -21,7 +21,7 @@
 
 const { spawnSync } = require('child_process')
 const path = require('path')
-const { webnn, gpuTestFor, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
+const { webnn, gpuTestFor, matmulRefBound, elementCount, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
 
 const { ml, MLGraphBuilder } = webnn
 const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context }), (error) => ({ error }))
@@ -29,63 +29,11 @@ const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context
 const gpuTest = gpuTestFor(gpu)
 
 const F16 = (shape) => ({ dataType: 'float16', shape })
-const size = (shape) => shape.reduce((a, b) => a * b, 1)
 
 /** Random float16 bits in [-2, 2) and the values they hold. */
 function randomHalf (rand, n) {
   const bits = float16Array(Array.from({ length: n }, () => rand() * 4 - 2))
   return { bits, values: Float64Array.from(bits, fromFloat16Bits) }
-}
-
-/** Row-major strides of `shape`. */
-function strides (shape) {
-  const s = new Array(shape.length).fill(1)
-  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1]
-  return s
-}
-
-/** float64 matmul with numpy broadcasting of the batch dimensions: the values
- * and, per element, sum |a b| (for the accumulation bound). */
-function matmulRef (a, sa, b, sb) {
-  const [m, k] = sa.slice(-2)
-  const n = sb.at(-1)
-  const ba = sa.slice(0, -2)
-  const bb = sb.slice(0, -2)
-  const rank = Math.max(ba.length, bb.length)
-  const pa = [...new Array(rank - ba.length).fill(1), ...ba]
-  const pb = [...new Array(rank - bb.length).fill(1), ...bb]
-  const bo = pa.map((d, i) => Math.max(d, pb[i]))
-  const so = strides(bo)
-  const sta = strides(pa)
-  const stb = strides(pb)
-  const batches = size(bo)
-  const out = new Float64Array(batches * m * n)
-  const mag = new Float64Array(batches * m * n)
-  for (let z = 0; z < batches; z++) {
-    let oa = 0
-    let ob = 0
-    for (let d = 0; d < rank; d++) {
-      const q = Math.floor(z / so[d]) % bo[d]
-      if (pa[d] !== 1) oa += q * sta[d]
-      if (pb[d] !== 1) ob += q * stb[d]
-    }
-    oa *= m * k
-    ob *= k * n
-    for (let i = 0; i < m; i++) {
-      for (let j = 0; j < n; j++) {
-        let s = 0
-        let g = 0
-        for (let p = 0; p < k; p++) {
-          const v = a[oa + i * k + p] * b[ob + p * n + j]
-          s += v
-          g += Math.abs(v)
-        }
-        out[(z * m + i) * n + j] = s
-        mag[(z * m + i) * n + j] = g
-      }
-    }
-  }
-  return { out, mag, shape: [...bo, m, n], k }
 }
 
 /** float64 gemm: alpha * A' B' + beta * C (C broadcast to [M, N]). */
@@ -158,14 +106,14 @@ for (const [sa, sb] of MATMULS) {
   gpuTest(`float16 matmul ${JSON.stringify(sa)} x ${JSON.stringify(sb)} matches the float64 reference`, async (t) => {
     const { context } = await gpu
     const rand = mulberry32(sa.concat(sb).reduce((x, y) => x * 31 + y, 7))
-    const a = randomHalf(rand, size(sa))
-    const b = randomHalf(rand, size(sb))
-    const ref = matmulRef(a.values, sa, b.values, sb)
+    const a = randomHalf(rand, elementCount(sa))
+    const b = randomHalf(rand, elementCount(sb))
+    const ref = matmulRefBound(a.values, sa, b.values, sb)
     const builder = new MLGraphBuilder(context)
     const y = builder.matmul(builder.input('a', F16(sa)), builder.input('b', F16(sb)))
     t.deepEqual(y.shape, ref.shape)
     const graph = await builder.build({ y })
-    const r = await context.compute(graph, { a: a.bits, b: b.bits }, { y: new Uint16Array(size(ref.shape)) })
+    const r = await context.compute(graph, { a: a.bits, b: b.bits }, { y: new Uint16Array(elementCount(ref.shape)) })
     check(t, r.outputs.y, ref, `matmul ${sa} x ${sb}`)
   })
 }
@@ -190,9 +138,9 @@ for (const [m, n, k, options, sc] of GEMMS) {
     const rand = mulberry32(m * 1000003 + n * 1009 + k + (sc ? sc.length * 7 : 0) + JSON.stringify(options).length)
     const sa = options.aTranspose ? [k, m] : [m, k]
     const sb = options.bTranspose ? [n, k] : [k, n]
-    const a = randomHalf(rand, size(sa))
-    const b = randomHalf(rand, size(sb))
-    const c = sc ? randomHalf(rand, size(sc)) : null
+    const a = randomHalf(rand, elementCount(sa))
+    const b = randomHalf(rand, elementCount(sb))
+    const c = sc ? randomHalf(rand, elementCount(sc)) : null
     const ref = gemmRef(a.values, sa, b.values, sb, { ...options, c: c && c.values, sc })
     const builder = new MLGraphBuilder(context)
     const opts = { ...options }

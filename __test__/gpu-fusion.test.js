@@ -13,7 +13,7 @@
 // unless WEBNN_REQUIRE_GPU=1.
 
 const test = require('ava')
-const { webnn, createContext, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
+const { webnn, createContext, matmulRef, mulberry32, randomFloat32, float16Array, fromFloat16Bits, assertClose, conv2dRef } = require('./helpers.js')
 const { erf } = require('./conformance/reference.js')
 
 const { MLGraphBuilder } = webnn
@@ -47,45 +47,6 @@ const relu = (v) => Math.max(v, 0)
 const leaky = (v) => (v < 0 ? 0.1 * v : v)
 const hardSwish = (v) => v * Math.min(Math.max(v + 3, 0), 6) / 6
 const sigmoid = (v) => 1 / (1 + Math.exp(-v))
-
-/** Batched matmul with numpy broadcasting of the batch dimensions. */
-function matmulRef (a, as, b, bs) {
-  const [m, k] = as.slice(-2)
-  const n = bs.at(-1)
-  const ab = as.slice(0, -2)
-  const bb = bs.slice(0, -2)
-  const rank = Math.max(ab.length, bb.length)
-  const pa = [...Array(rank - ab.length).fill(1), ...ab]
-  const pb = [...Array(rank - bb.length).fill(1), ...bb]
-  const ob = pa.map((d, i) => Math.max(d, pb[i]))
-  const batches = count(ob)
-  const y = new Float64Array(batches * m * n)
-  for (let t = 0; t < batches; t++) {
-    // Decode t into the output batch index, then each operand's.
-    let r = t
-    let ia = 0
-    let ib = 0
-    let sa = 1
-    let sb = 1
-    for (let d = rank - 1; d >= 0; d--) {
-      const q = r % ob[d]
-      r = Math.floor(r / ob[d])
-      ia += (pa[d] === 1 ? 0 : q) * sa
-      ib += (pb[d] === 1 ? 0 : q) * sb
-      sa *= pa[d]
-      sb *= pb[d]
-    }
-    for (let i = 0; i < m; i++) {
-      for (let j = 0; j < n; j++) {
-        let s = 0
-        for (let p = 0; p < k; p++) s += a[(ia * m + i) * k + p] * b[(ib * k + p) * n + j]
-        y[(t * m + i) * n + j] = s
-      }
-    }
-  }
-  return y
-}
-
 
 /** nchw data as nhwc. */
 function toNhwc (x, [n, c, h, w]) {

@@ -201,6 +201,60 @@ function conv2dRef (x, xs, w, ws, { bias, padding = [0, 0, 0, 0], strides = [1, 
 }
 
 /**
+ * float64 matmul of `a` (shape `as`) and `b` (shape `bs`) with numpy
+ * broadcasting of the batch dimensions: `{ out, mag, shape, k }`, where `mag`
+ * holds, per element, sum |a b| (for a float32 accumulation bound).
+ */
+function matmulRefBound (a, as, b, bs) {
+  const [m, k] = as.slice(-2)
+  const n = bs.at(-1)
+  const ab = as.slice(0, -2)
+  const bb = bs.slice(0, -2)
+  const rank = Math.max(ab.length, bb.length)
+  const pa = [...Array(rank - ab.length).fill(1), ...ab]
+  const pb = [...Array(rank - bb.length).fill(1), ...bb]
+  const ob = pa.map((d, i) => Math.max(d, pb[i]))
+  const batches = elementCount(ob)
+  const out = new Float64Array(batches * m * n)
+  const mag = new Float64Array(batches * m * n)
+  for (let t = 0; t < batches; t++) {
+    // Decode t into the output batch index, then each operand's.
+    let r = t
+    let ia = 0
+    let ib = 0
+    let sa = 1
+    let sb = 1
+    for (let d = rank - 1; d >= 0; d--) {
+      const q = r % ob[d]
+      r = Math.floor(r / ob[d])
+      ia += (pa[d] === 1 ? 0 : q) * sa
+      ib += (pb[d] === 1 ? 0 : q) * sb
+      sa *= pa[d]
+      sb *= pb[d]
+    }
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0
+        let g = 0
+        for (let p = 0; p < k; p++) {
+          const v = a[(ia * m + i) * k + p] * b[(ib * k + p) * n + j]
+          s += v
+          g += Math.abs(v)
+        }
+        out[(t * m + i) * n + j] = s
+        mag[(t * m + i) * n + j] = g
+      }
+    }
+  }
+  return { out, mag, shape: [...ob, m, n], k }
+}
+
+/** `matmulRefBound`'s values alone (a Float64Array). */
+function matmulRef (a, as, b, bs) {
+  return matmulRefBound(a, as, b, bs).out
+}
+
+/**
  * Returns `gpuTest(title, fn)`, which declares an ava test needing the GPU
  * context `probe` resolves to (`{ context }` or `{ error }`): `fn(t, context)`
  * runs where there is one; elsewhere the test logs why and passes, or fails
@@ -226,6 +280,8 @@ function gpuTestFor (probe) {
 
 module.exports = {
   gpuTestFor,
+  matmulRef,
+  matmulRefBound,
   conv2dRef,
   ROOT,
   INDEX,

@@ -167,12 +167,12 @@ async function assertContextUsable (t, context, seed = 7) {
   assertClose(t, result.outputs.y, expected, { rtol: 1e-6, atol: 1e-6, what: 'usable-context y' })
 }
 
-/** conv2d, nchw input, oihw filter, padding [top, bottom, left, right]. */
-function conv2dRef (x, xs, w, ws, { bias, padding = [0, 0, 0, 0], strides = [1, 1], groups = 1 } = {}) {
+/** conv2d, nchw input, oihw filter, padding [top, bottom, left, right], dilations [y, x]. */
+function conv2dRef (x, xs, w, ws, { bias, padding = [0, 0, 0, 0], strides = [1, 1], dilations = [1, 1], groups = 1 } = {}) {
   const [n, c, h, wi] = xs
   const [o, cig, kh, kw] = ws
-  const oh = Math.floor((h + padding[0] + padding[1] - kh) / strides[0]) + 1
-  const ow = Math.floor((wi + padding[2] + padding[3] - kw) / strides[1]) + 1
+  const oh = Math.floor((h + padding[0] + padding[1] - ((kh - 1) * dilations[0] + 1)) / strides[0]) + 1
+  const ow = Math.floor((wi + padding[2] + padding[3] - ((kw - 1) * dilations[1] + 1)) / strides[1]) + 1
   const cog = o / groups
   const y = new Float64Array(n * o * oh * ow)
   for (let b = 0; b < n; b++) {
@@ -183,10 +183,10 @@ function conv2dRef (x, xs, w, ws, { bias, padding = [0, 0, 0, 0], strides = [1, 
           let s = bias ? bias[co] : 0
           for (let ci = 0; ci < cig; ci++) {
             for (let ky = 0; ky < kh; ky++) {
-              const iy = oy * strides[0] + ky - padding[0]
+              const iy = oy * strides[0] + ky * dilations[0] - padding[0]
               if (iy < 0 || iy >= h) continue
               for (let kx = 0; kx < kw; kx++) {
-                const ix = ox * strides[1] + kx - padding[2]
+                const ix = ox * strides[1] + kx * dilations[1] - padding[2]
                 if (ix < 0 || ix >= wi) continue
                 s += x[((b * c + grp * cig + ci) * h + iy) * wi + ix] * w[((co * cig + ci) * kh + ky) * kw + kx]
               }

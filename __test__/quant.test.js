@@ -18,7 +18,7 @@
 // WEBNN_REQUIRE_GPU=1, a GPU context that cannot be created fails).
 
 const test = require('ava')
-const { webnn, mulberry32, randomInts, toFloat16Bits, fromFloat16Bits, VIEW, elementCount } = require('./helpers.js')
+const { webnn, conv2dRef, mulberry32, randomInts, toFloat16Bits, fromFloat16Bits, VIEW, elementCount } = require('./helpers.js')
 
 const { ml, MLGraphBuilder } = webnn
 const devices = (process.env.WEBNN_DEVICES || 'cpu,gpu').split(',').map((s) => s.trim()).filter(Boolean)
@@ -76,38 +76,6 @@ function quantizeRef (x, shape, p) {
     const j = paramIndex(i, shape, p.shape)
     return Math.min(hi, Math.max(lo, roundHalfEven(v / p.scale[j]) + p.zp[j]))
   })
-}
-
-/** nchw / oihw conv2d; padding [top, bottom, left, right]. */
-function conv2dRef (x, [n, c, h, w], f, [o, cg, kh, kw], bias, { padding = [0, 0, 0, 0], strides = [1, 1], dilations = [1, 1], groups = 1 } = {}) {
-  const oh = Math.floor((h + padding[0] + padding[1] - ((kh - 1) * dilations[0] + 1)) / strides[0]) + 1
-  const ow = Math.floor((w + padding[2] + padding[3] - ((kw - 1) * dilations[1] + 1)) / strides[1]) + 1
-  const og = o / groups
-  const out = new Float64Array(n * o * oh * ow)
-  for (let b = 0; b < n; b++) {
-    for (let oc = 0; oc < o; oc++) {
-      const g = Math.floor(oc / og)
-      for (let y = 0; y < oh; y++) {
-        for (let xo = 0; xo < ow; xo++) {
-          let s = bias ? bias[oc] : 0
-          for (let ci = 0; ci < cg; ci++) {
-            const ic = g * cg + ci
-            for (let ky = 0; ky < kh; ky++) {
-              const iy = y * strides[0] - padding[0] + ky * dilations[0]
-              if (iy < 0 || iy >= h) continue
-              for (let kx = 0; kx < kw; kx++) {
-                const ix = xo * strides[1] - padding[2] + kx * dilations[1]
-                if (ix < 0 || ix >= w) continue
-                s += x[((b * c + ic) * h + iy) * w + ix] * f[((oc * cg + ci) * kh + ky) * kw + kx]
-              }
-            }
-          }
-          out[((b * o + oc) * oh + y) * ow + xo] = s
-        }
-      }
-    }
-  }
-  return { values: out, shape: [n, o, oh, ow] }
 }
 
 /** [batch..., M, K] x [K, N] (B broadcast over the batch). */
@@ -362,7 +330,8 @@ function convCase (rng, spec, xType, { floatType = 'float32', xOptions = {}, fil
   const f = weights(rng, [spec.o, cg, spec.k, spec.k], 0, fanIn, { floatType, ...filterOptions })
   const bs = bias(rng, x.p.scale[0], f.p.scale, fanIn, { floatType, scales: biasScales && biasScales(x, f) })
   const options = { padding: spec.padding, strides: spec.strides, dilations: spec.dilations, groups }
-  const y = conv2dRef(x.values, x.shape, f.values, f.shape, bs.values, options)
+  const r = conv2dRef(x.values, x.shape, f.values, f.shape, { ...options, bias: bs.values })
+  const y = { values: r.y, shape: r.shape }
   const build = (b, xOperand) => b.conv2d(dq(b, xOperand, x.p), dq(b, constant(b, f.type, f.shape, f.q), f.p),
     { ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)), bias: dq(b, constant(b, 'int32', [spec.o], bs.q), bs.p) })
   return { x, f, bs, y, build }

@@ -72,9 +72,10 @@ pub const GPU_FORCE_NONE: Var = Var {
 pub const GPU_FEATURES: Var = Var {
     name: "WEBNN_GPU_FEATURES",
     kind: Kind::TestHook,
-    default: "the adapter's 64-bit integer shaders; cooperative matrices for aligned float16 matmul/gemm on NVIDIA adapters",
+    default: "the adapter's 64-bit integer shaders and 16-bit float storage; cooperative matrices for aligned float16 matmul/gemm on NVIDIA adapters",
     description: "comma-separated words read at each createContext: `no-int64` opens GPU devices without 64-bit \
-                  integer shaders (int64 is emulated); `no-coop` opens them without cooperative matrices (float16 \
+                  integer shaders (int64 is emulated); `no-f16` opens them without 16-bit float shaders (float16 \
+                  results are written a word per element and packed by a second pass; no cooperative matrices); `no-coop` opens them without cooperative matrices (float16 \
                   products on the tiled kernels); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (convolutions, unaligned \
                   products; slower than the tiled kernels so far)",
@@ -213,6 +214,11 @@ fn parse_words(s: &str) -> impl Iterator<Item = String> + '_ {
 /// GPU devices are opened without 64-bit integer shaders.
 pub fn gpu_no_int64() -> bool {
     gpu_feature("no-int64")
+}
+
+/// GPU devices are opened without 16-bit float shaders (`SHADER_F16`).
+pub fn gpu_no_f16() -> bool {
+    gpu_feature("no-f16")
 }
 
 /// Where GPU devices use cooperative matrices (`GPU_FEATURES`).

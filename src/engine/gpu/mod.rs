@@ -116,6 +116,10 @@ pub(crate) struct Shared {
     pub coop_f16: bool,
     /// Also the staged cooperative core (`config::GpuCoop::All`).
     pub coop_staged: bool,
+    /// 16-bit float shaders (`SHADER_F16`): kernels store float16 results as
+    /// `array<f16>` elements (`wgsl::Elems::Half`) instead of packing them in a
+    /// second pass.
+    pub half_store: bool,
     pub adapter: String,
     /// First uncaptured error or device loss: every later execution fails with it.
     pub lost: Arc<Mutex<Option<String>>>,
@@ -399,10 +403,15 @@ impl GpuEngine {
         if crate::config::gpu_no_int64() {
             wanted.remove(wgpu::Features::SHADER_INT64);
         }
+        // `no-f16`: float16 results through the packing pass (and no cooperative
+        // matrices, which need SHADER_F16), for tests and A/B.
+        if crate::config::gpu_no_f16() {
+            wanted.remove(wgpu::Features::SHADER_F16);
+        }
         // Cooperative matrices: by default on NVIDIA adapters only (the kernels
         // were measured and checked there), on any adapter with `coop`.
         let mode = crate::config::gpu_coop_mode();
-        let (available, nvidia) = (coop_f16_available(adapter), info.vendor == NVIDIA);
+        let (available, nvidia) = (coop_f16_available(adapter) && !crate::config::gpu_no_f16(), info.vendor == NVIDIA);
         let coop = available
             && match mode {
                 crate::config::GpuCoop::Off => false,
@@ -457,6 +466,17 @@ impl GpuEngine {
             });
         }
         let disk = cache::DiskCache::open(&device, &info, cache_dir);
+        let half_store = device.features().contains(wgpu::Features::SHADER_F16);
+        log(LogLevel::Info, || {
+            format!(
+                "GPU float16 results: {}",
+                if half_store {
+                    "stored as 16-bit elements (shader-f16)"
+                } else {
+                    "written a word per element, then packed (no shader-f16)"
+                }
+            )
+        });
         let coop_f16 = coop && device.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16);
         log(LogLevel::Info, || {
             format!(
@@ -489,6 +509,7 @@ impl GpuEngine {
                 limits,
                 coop_f16,
                 coop_staged: coop_f16 && mode == crate::config::GpuCoop::All,
+                half_store,
                 adapter: adapter_name,
                 lost,
                 pipelines: Mutex::new(HashMap::new()),

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::wgsl::{self, Access, MapKernel, Storage, MAX_RANK, P_DIMS, P_EXTRA, P_STRIDES, P_WORDS, WORKGROUP};
+use super::wgsl::{self, Access, Elems, MapKernel, Storage, MAX_RANK, P_DIMS, P_EXTRA, P_STRIDES, P_WORDS, WORKGROUP};
 use super::{families, log, LogLevel, Shared, FAILED, READY};
 use crate::engine::Bindings;
 use crate::error::{Result, WebnnError};
@@ -170,19 +170,25 @@ impl Lowering {
         Buf::Local(self.locals.len() - 1)
     }
 
-    /// Where a kernel that writes one element per u32 word (the element's bits in
-    /// the low bits, as `Storage::encode` makes them) should write `out`: the
-    /// operand itself for 32- and 64-bit types, else a scratch buffer that
-    /// `finish_words` packs into the operand afterwards (2 float16 or 4 int8/uint8
-    /// per word). Lets a family write narrow types without packing lanes itself.
-    pub(super) fn word_output(&mut self, out: (OperandId, &OperandDesc)) -> Result<Buf> {
+    /// Where and how a kernel that computes one element per invocation should
+    /// write `out`: the operand itself, one word per element, for 32- and 64-bit
+    /// types; float16 straight into the operand as `array<f16>` where the device
+    /// has 16-bit storage (`Cx::half_store`, `Elems::Half`); else one word per
+    /// element (the element's bits in the low bits, as `Storage::encode` makes
+    /// them) in a scratch buffer that `finish_words` packs into the operand
+    /// afterwards (2 float16 or 4 int8/uint8 per word). Lets a family write
+    /// narrow types without packing lanes itself.
+    pub(super) fn word_output(&mut self, out: (OperandId, &OperandDesc), cx: &Cx) -> Result<(Buf, Elems)> {
         let st = Storage::of(out.1.data_type);
         if st.lanes() == 1 {
-            return Ok(Buf::Operand(out.0));
+            return Ok((Buf::Operand(out.0), Elems::Words));
+        }
+        if st == Storage::F16 && cx.half_store {
+            return Ok((Buf::Operand(out.0), Elems::Half));
         }
         let n = out.1.element_count();
         let bytes = n.checked_mul(4).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU".into()))?;
-        Ok(self.local(Local::Scratch(padded(bytes))))
+        Ok((self.local(Local::Scratch(padded(bytes))), Elems::Words))
     }
 
     /// Packs what was written to `word_output`'s scratch into `out` (nothing to do
@@ -219,6 +225,9 @@ pub(super) struct Cx<'a> {
     /// The staged cooperative core for every other float16 product
     /// (`Shared::coop_staged`, `families::matmul::coop::launch_either`).
     pub coop_staged: bool,
+    /// float16 outputs stored as `array<f16>` (`Shared::half_store`,
+    /// `Lowering::word_output`).
+    pub half_store: bool,
     pub limits: &'a wgpu::Limits,
 }
 
@@ -659,6 +668,7 @@ impl GpuPlan {
             f64: shared.device.features().contains(wgpu::Features::SHADER_F64),
             coop_f16: shared.coop_f16,
             coop_staged: shared.coop_staged,
+            half_store: shared.half_store,
             limits: &shared.limits,
         };
         let mut lowered = Vec::with_capacity(graph.operators.len());

@@ -164,6 +164,51 @@ impl Storage {
     }
 }
 
+/// How a kernel that computes one output element per invocation stores it
+/// (`Lowering::word_output` picks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Elems {
+    /// One u32 word per element, the element's bits in the low bits
+    /// (`Storage::encode`); narrow types are packed afterwards
+    /// (`pack_words_wgsl`).
+    Words,
+    /// float16 elements straight into the operand, bound as `array<f16>`
+    /// (`SHADER_F16`): neighbouring invocations' 16-bit stores never touch each
+    /// other's halves, so no packing pass follows. The value is rounded by
+    /// `f32_to_f16` (as the packed path rounds it), widened exactly by
+    /// `unpack2x16float` and narrowed to f16, which is exact for a value that
+    /// is a float16 already whatever the driver's rounding mode (naga has no
+    /// bitcast from u32 to vec2<f16>).
+    Half,
+}
+
+impl Elems {
+    /// The directive a kernel with this store starts with (before any
+    /// declaration).
+    pub fn enable(self) -> &'static str {
+        match self {
+            Elems::Words => "",
+            Elems::Half => "enable f16;\n",
+        }
+    }
+
+    /// The element type of the output binding.
+    pub fn ty(self) -> &'static str {
+        match self {
+            Elems::Words => "u32",
+            Elems::Half => "f16",
+        }
+    }
+
+    /// The stored element for compute-type value `v` of storage `st`.
+    pub fn encode(self, st: Storage, v: &str) -> String {
+        match self {
+            Elems::Words => st.encode(v),
+            Elems::Half => format!("f16(unpack2x16float({}).x)", st.encode(v)),
+        }
+    }
+}
+
 /// Helpers every kernel may call; the driver drops what a kernel does not use.
 pub const PRELUDE: &str = r#"
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }

@@ -25,7 +25,7 @@ use std::fmt::Write;
 
 use super::reduction::{group_grid, group_head, index_fns, loader, wg_sum_fns, RowWalk, W_EXTRA, W_RED, WG};
 use crate::engine::gpu::plan::{contiguous_strides, dec, map_launch, not_supported, Buf, Cx, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{Storage, PRELUDE};
+use crate::engine::gpu::wgsl::{Elems, Storage, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::{Activation, Op};
@@ -167,11 +167,11 @@ fn prelu_body(st: Storage) -> String {
 
 /// The softmax kernel (one workgroup per row; see the module docs). The row
 /// walk's first extra word is a zero (see `opq`).
-fn softmax_wgsl(st: Storage) -> String {
-    let mut s = format!("// softmax {}\n", st.tag());
+fn softmax_wgsl(st: Storage, out: Elems) -> String {
+    let mut s = format!("// softmax {}\n{}", st.tag(), out.enable());
     s.push_str(PRELUDE);
     s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
-    s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
+    let _ = writeln!(s, "@group(0) @binding(1) var<storage, read_write> dst: array<{}>;", out.ty());
     s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
     s.push_str(&index_fns());
     s.push_str(&loader("ld", "src", st));
@@ -216,7 +216,7 @@ fn exp_diff(x: f32, m: f32) -> f32 {{
     dst[i] = {};
   }}
 }}",
-        st.encode("exp_diff(ld(i), m) * inv"),
+        out.encode(st, "exp_diff(ld(i), m) * inv"),
         h = WG / 2
     );
     s
@@ -227,6 +227,7 @@ fn lower_softmax(
     axis: usize,
     x: (OperandId, &OperandDesc),
     out: (OperandId, &OperandDesc),
+    cx: &Cx,
 ) -> Result<Lowering> {
     let t = x.1.data_type;
     if !matches!(t, DataType::Float32 | DataType::Float16) || axis >= x.1.shape.len() {
@@ -236,9 +237,9 @@ fn lower_softmax(
     let reduced: Vec<bool> = (0..shape.len()).map(|d| d == axis).collect();
     let walk = RowWalk::new(shape, &reduced, &[contiguous_strides(shape)]);
     let mut l = Lowering::default();
-    let dst = l.word_output(out)?;
+    let (dst, elems) = l.word_output(out, cx)?;
     l.steps.push(Lowered::Dispatch {
-        wgsl: softmax_wgsl(Storage::of(t)),
+        wgsl: softmax_wgsl(Storage::of(t), elems),
         reads: vec![Buf::Operand(x.0)],
         writes: vec![dst],
         params: walk.params()?,
@@ -248,7 +249,7 @@ fn lower_softmax(
     Ok(l)
 }
 
-fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &OperandDesc)]) -> Result<Lowering> {
+fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &OperandDesc)], cx: &Cx) -> Result<Lowering> {
     let out = *outs
         .first()
         .ok_or_else(|| WebnnError::Operation("internal: operator without outputs".into()))?;
@@ -268,7 +269,7 @@ fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Ope
             let body = prelu_body(Storage::of(t));
             Ok(Lowering::of(vec![map_launch(&[dec(*x), dec(*slope)], dec(out), body, &[])?]))
         }
-        (Op::Softmax { axis }, [x]) => lower_softmax(op, *axis, *x, out),
+        (Op::Softmax { axis }, [x]) => lower_softmax(op, *axis, *x, out, cx),
         _ => Err(WebnnError::Operation(format!("internal: wrong operand count for {}", op.name()))),
     }
 }
@@ -277,10 +278,10 @@ pub(super) fn lower(
     op: &Op,
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
-    _cx: &Cx,
+    cx: &Cx,
 ) -> Option<Result<Lowering>> {
     match op {
-        Op::Activation(_) | Op::Prelu | Op::Softmax { .. } => Some(lower_op(op, ins, outs)),
+        Op::Activation(_) | Op::Prelu | Op::Softmax { .. } => Some(lower_op(op, ins, outs, cx)),
         _ => None,
     }
 }
@@ -315,7 +316,10 @@ mod tests {
                 let (body, _) = activation_body(&act).unwrap();
                 validate(&MapKernel { inputs: vec![(st, true, Access::Same)], output: (st, true), body }.wgsl());
             }
-            validate(&softmax_wgsl(st));
+            validate(&softmax_wgsl(st, Elems::Words));
+            if st == Storage::F16 {
+                validate(&softmax_wgsl(st, Elems::Half));
+            }
         }
         assert!(activation_body(&Activation::Softmax { axis: 0 }).is_none());
         for st in [Storage::F32, Storage::F16, Storage::I32, Storage::I8] {
@@ -331,7 +335,7 @@ mod tests {
     #[test]
     fn lowering_rejects_what_it_cannot_run() {
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: true, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: true, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         let x = OperandDesc::new(DataType::Float16, vec![3, 70]);
         let l = lower(&Op::Softmax { axis: 1 }, &[(0, &x)], &[(1, &x)], &cx).unwrap().unwrap();
         // One workgroup per row, then the float16 packing.

@@ -39,7 +39,7 @@ use super::matmul::float_product_operands;
 use super::matmul::tiled::{Core, P_FAMILY};
 use crate::compile::fused::{FusedOp, Stage};
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
+use crate::engine::gpu::wgsl::{load_fn, Elems, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::conv::{pick, strides_at, InputLayout};
@@ -121,30 +121,46 @@ enum Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Variant {
     st: Storage,
+    /// How the output is stored (`Lowering::word_output`).
+    out: Elems,
     kind: Kind,
     layout: InputLayout,
     bias: bool,
+}
+
+impl Variant {
+    /// Whether the output is stored as float16 elements.
+    fn half(self) -> bool {
+        self.out == Elems::Half
+    }
+
+    /// The same kernel storing words: the split-K partial sums' kernel
+    /// (`Core::partial_decls`).
+    fn words(self) -> Variant {
+        Variant { out: Elems::Words, ..self }
+    }
 }
 
 /// Bindings and the index helpers every kernel shares, and the epilogue: reads
 /// x, w, [bias], [`extra`: the K table or the guard's flag], the residual
 /// operands; then out, p.
 fn common(v: Variant, extra: Option<&str>, stages: &[Stage]) -> String {
-    let mut s = String::from(PRELUDE);
-    let mut names: Vec<(String, &str)> = vec![("x".into(), "read"), ("w".into(), "read")];
+    let mut s = String::from(v.out.enable());
+    s.push_str(PRELUDE);
+    let mut names: Vec<(String, &str, &str)> = vec![("x".into(), "read", "u32"), ("w".into(), "read", "u32")];
     if v.bias {
-        names.push(("bias".into(), "read"));
+        names.push(("bias".into(), "read", "u32"));
     }
     if let Some(name) = extra {
-        names.push((name.into(), "read"));
+        names.push((name.into(), "read", "u32"));
     }
     for j in 0..residuals(stages) {
-        names.push((format!("res{j}"), "read"));
+        names.push((format!("res{j}"), "read", "u32"));
     }
-    names.push(("out".into(), "read_write"));
-    names.push(("p".into(), "read"));
-    for (b, (name, access)) in names.iter().enumerate() {
-        let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<u32>;");
+    names.push(("out".into(), "read_write", v.out.ty()));
+    names.push(("p".into(), "read", "u32"));
+    for (b, (name, access, ty)) in names.iter().enumerate() {
+        let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
     }
     for j in 0..residuals(stages) {
         s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), v.st, true));
@@ -200,7 +216,7 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
         ocs = P_OS + 1,
         oh = P_OS + 2,
         ow = P_OS + 3,
-        enc = v.st.encode("r"),
+        enc = v.out.encode(v.st, "r"),
     );
     s.push_str(match v.layout {
         InputLayout::Nchw => "fn lhs(m: u32, k: u32) -> f32 { return filt(m, k); }\n\
@@ -281,7 +297,7 @@ fn pointwise_decls(v: Variant, pixels: Pixels, stages: &[Stage]) -> String {
         fi = P_FS + 2,
         on = P_OS,
         ocs = P_OS + 1,
-        enc = v.st.encode("r"),
+        enc = v.out.encode(v.st, "r"),
     );
     // The input element of channel k (within the group) at output pixel q.
     let _ = match pixels {
@@ -424,7 +440,7 @@ fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
         fo = P_FS + 1,
         fy = P_FS + 3,
         fx = P_FS + 4,
-        enc = v.st.encode(&format!("epilogue(acc + {bias}, g)")),
+        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g)")),
     );
     s
 }
@@ -501,7 +517,7 @@ fn direct_wgsl(v: Variant, stages: &[Stage], guarded: bool) -> String {
         fi = P_FS + 2,
         fy = P_FS + 3,
         fx = P_FS + 4,
-        enc = v.st.encode(&format!("epilogue(acc + {bias}, g)")),
+        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g)")),
     );
     s
 }
@@ -660,17 +676,18 @@ fn lower_conv(
     for (i, v) in f.into_iter().enumerate() {
         p[P_FS + i] = u32_of(v, "a stride")?;
     }
-    let variant = Variant {
-        st: Storage::of(t),
-        kind,
-        layout,
-        bias: has_bias,
-    };
     let mut l = Lowering::default();
     if out.1.element_count() == 0 {
         return Ok(l);
     }
-    let dst = l.word_output(out)?;
+    let (dst, elems) = l.word_output(out, cx)?;
+    let variant = Variant {
+        st: Storage::of(t),
+        out: elems,
+        kind,
+        layout,
+        bias: has_bias,
+    };
     let mut reads = vec![Buf::Operand(x.0), Buf::Operand(w.0)];
     if has_bias {
         let b = ins
@@ -753,6 +770,7 @@ fn lower_conv(
         let core = Core {
             first: "x",
             decls: pointwise_decls(variant, pixels, stages),
+            partial_decls: variant.half().then(|| pointwise_decls(variant.words(), pixels, stages)),
             lhs_k_fast: layout == InputLayout::Nhwc || f[2] < f[1],
             rhs_k_fast: layout == InputLayout::Nhwc && f[2] < f[1],
         };
@@ -774,6 +792,7 @@ fn lower_conv(
         let core = Core {
             first: "x",
             decls: gemm_decls(variant, stages),
+            partial_decls: variant.half().then(|| gemm_decls(variant.words(), stages)),
             // nchw: the filter's K walks (i, y, x) (contiguous in oihw), the
             // gather walks pixels; nhwc: both walk K's innermost channels.
             lhs_k_fast: true,
@@ -823,7 +842,7 @@ mod tests {
         use crate::graph::DataType;
         use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, ConvTranspose2dAttrs, ConvTranspose2dFilterLayout};
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
         let (x, w, y) = (d(&[1, 4, 5, 5]), d(&[6, 4, 3, 3]), d(&[1, 6, 5, 5]));
         let conv = Op::Conv2d(Conv2dAttrs {
@@ -883,7 +902,7 @@ mod tests {
         use crate::graph::DataType;
         use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout};
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
         let conv = |k: usize, strides: [usize; 2], padding: [usize; 4], groups: usize, layout: InputLayout| {
             let x = if layout == InputLayout::Nchw { d(&[1, 8, 11, 13]) } else { d(&[1, 11, 13, 8]) };
@@ -917,43 +936,46 @@ mod tests {
 
     #[test]
     fn convolution_kernels_are_valid_wgsl() {
-        for st in [Storage::F32, Storage::F16] {
+        // Each kernel over a core, and the split-K kernel over its partial
+        // declarations where the output is stored as float16 elements.
+        let check = |core: &Core| {
+            for t in Tile::ALL {
+                for swap in [false, true] {
+                    validate(&core.wgsl(t, swap));
+                    if let Some(d) = &core.partial_decls {
+                        validate(&core.text(d, true, t, swap));
+                    }
+                }
+            }
+            validate(&core.reduce_wgsl(false));
+            validate(&core.reduce_wgsl(true));
+        };
+        for (st, out) in [(Storage::F32, Elems::Words), (Storage::F16, Elems::Words), (Storage::F16, Elems::Half)] {
             validate(&flag_wgsl(st));
             for kind in [Kind::Conv, Kind::Transpose] {
                 for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
                     for bias in [false, true] {
-                        let v = Variant { st, kind, layout, bias };
+                        let v = Variant { st, out, kind, layout, bias };
                         for stages in super::super::fused::tests::epilogues() {
-                            let core = Core {
+                            check(&Core {
                                 first: "x",
                                 decls: gemm_decls(v, &stages),
+                                partial_decls: v.half().then(|| gemm_decls(v.words(), &stages)),
                                 lhs_k_fast: true,
                                 rhs_k_fast: layout == InputLayout::Nhwc,
-                            };
-                            for t in Tile::ALL {
-                                for swap in [false, true] {
-                                    validate(&core.wgsl(t, swap));
-                                }
-                            }
-                            validate(&core.reduce_wgsl(false));
-                            validate(&core.reduce_wgsl(true));
+                            });
                             validate(&direct_wgsl(v, &stages, false));
                             validate(&direct_wgsl(v, &stages, true));
                             if kind == Kind::Conv {
                                 validate(&depthwise_wgsl(v, &stages));
                                 for pixels in [Pixels::Same, Pixels::Strided, Pixels::Padded] {
-                                    let core = Core {
+                                    check(&Core {
                                         first: "x",
                                         decls: pointwise_decls(v, pixels, &stages),
+                                        partial_decls: v.half().then(|| pointwise_decls(v.words(), pixels, &stages)),
                                         lhs_k_fast: true,
                                         rhs_k_fast: false,
-                                    };
-                                    for t in Tile::ALL {
-                                        for swap in [false, true] {
-                                            validate(&core.wgsl(t, swap));
-                                        }
-                                    }
-                                    validate(&core.reduce_wgsl(false));
+                                    });
                                 }
                             }
                         }

@@ -21,7 +21,7 @@ use std::fmt::Write;
 
 use crate::engine::cpu::kernels::gather::nearest_source;
 use crate::engine::gpu::plan::{contiguous_strides, not_supported, padded, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, MAX_RANK, PRELUDE, PRELUDE64};
+use crate::engine::gpu::wgsl::{load_fn, Elems, Storage, MAIN_HEAD, MAX_RANK, PRELUDE, PRELUDE64};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::gather::{InterpolationMode, PaddingMode};
@@ -84,12 +84,17 @@ pub(super) fn check_indexable(d: &OperandDesc, what: &str) -> Result<u32> {
 /// Bindings of a kernel: `reads` (read-only storage arrays of u32) in order, then
 /// `dst`, then the parameter words `p`.
 pub(super) fn header(reads: &[&str]) -> String {
+    header_out(reads, Elems::Words)
+}
+
+/// `header`, with `dst` bound for the output store `out`.
+pub(super) fn header_out(reads: &[&str], out: Elems) -> String {
     let mut s = String::new();
     for (k, r) in reads.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({k}) var<storage, read> {r}: array<u32>;");
     }
     let n = reads.len();
-    let _ = writeln!(s, "@group(0) @binding({n}) var<storage, read_write> dst: array<u32>;");
+    let _ = writeln!(s, "@group(0) @binding({n}) var<storage, read_write> dst: array<{}>;", out.ty());
     let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> p: array<u32>;", n + 1);
     s
 }
@@ -1053,7 +1058,7 @@ mod tests {
         let y = OperandDesc::new(DataType::Float32, vec![1, 1, 4, 4]);
         let op = Op::Resample2d { mode: InterpolationMode::Linear, axes: [2, 3] };
         for int64 in [false, true] {
-            let cx = Cx { int64, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+            let cx = Cx { int64, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
             let l = lower(&op, &[(0, &x)], &[(1, &y)], &cx).unwrap().unwrap();
             assert_eq!(l.locals.len(), 1);
             // Without SHADER_INT64 the exact blend is emulated.
@@ -1062,7 +1067,7 @@ mod tests {
         }
         let x16 = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
         let y16 = OperandDesc::new(DataType::Float16, vec![1, 1, 4, 4]);
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         assert!(lower(&op, &[(0, &x16)], &[(1, &y16)], &cx).unwrap().is_ok());
         let big = OperandDesc::new(DataType::Uint8, vec![1 << 31, 1]);
         let tri = Op::Triangular { upper: true, diagonal: 0 };

@@ -24,20 +24,20 @@ use std::fmt::Write;
 
 use super::reduction::{group_grid, group_head, index_fns, loader, RowWalk, W_EXTRA, W_RED};
 use crate::engine::gpu::plan::{contiguous_strides, not_supported, u32_of, Buf, Cx, Grid, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{Storage, MAIN_HEAD, PRELUDE};
+use crate::engine::gpu::wgsl::{Elems, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::pooling::InputLayout;
 use crate::ops::Op;
 
-/// Bindings: x, then each extra input, then dst, then p.
-fn bindings(extra: &[&str]) -> String {
+/// Bindings: x, then each extra input, then dst (stored as `out`), then p.
+fn bindings(extra: &[&str], out: Elems) -> String {
     let mut s = String::from("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
     for (k, name) in extra.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> {name}: array<u32>;", k + 1);
     }
     let n = extra.len() + 1;
-    let _ = writeln!(s, "@group(0) @binding({n}) var<storage, read_write> dst: array<u32>;");
+    let _ = writeln!(s, "@group(0) @binding({n}) var<storage, read_write> dst: array<{}>;", out.ty());
     let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> p: array<u32>;", n + 1);
     s
 }
@@ -118,12 +118,12 @@ fn affine(has_scale: bool, has_bias: bool, pi: &str, indent: &str) -> String {
 
 /// batchNormalization: parameters [0] elements, [1] inner size (elements after
 /// the axis), [2] features, [3] epsilon's bits, [4] zero (`opq`).
-fn batch_wgsl(st: Storage, has_scale: bool, has_bias: bool) -> String {
+fn batch_wgsl(st: Storage, out: Elems, has_scale: bool, has_bias: bool) -> String {
     let mut extra = vec!["mean", "variance"];
     extra.extend(optional(has_scale, has_bias));
-    let mut s = format!("// batchNormalization {} {has_scale} {has_bias}\n", st.tag());
+    let mut s = format!("// batchNormalization {} {has_scale} {has_bias}\n{}", st.tag(), out.enable());
     s.push_str(PRELUDE);
-    s.push_str(&bindings(&extra));
+    s.push_str(&bindings(&extra, out));
     s.push_str(&df_fns(4));
     s.push_str(&loader("ld", "src", st));
     for name in &extra {
@@ -141,18 +141,18 @@ fn batch_wgsl(st: Storage, has_scale: bool, has_bias: bool) -> String {
 }}
 ",
         affine(has_scale, has_bias, "c", "  "),
-        st.encode("y")
+        out.encode(st, "y")
     );
     s
 }
 
 /// instance and layer normalization (see the module docs); the walk's extra
 /// words are epsilon's bits and a zero (`opq`).
-fn grouped_wgsl(st: Storage, has_scale: bool, has_bias: bool) -> String {
+fn grouped_wgsl(st: Storage, out: Elems, has_scale: bool, has_bias: bool) -> String {
     let extra = optional(has_scale, has_bias);
-    let mut s = format!("// normalization groups {} {has_scale} {has_bias}\n", st.tag());
+    let mut s = format!("// normalization groups {} {has_scale} {has_bias}\n{}", st.tag(), out.enable());
     s.push_str(PRELUDE);
-    s.push_str(&bindings(&extra));
+    s.push_str(&bindings(&extra, out));
     s.push_str(&index_fns());
     s.push_str(&df_fns(W_EXTRA + 1));
     s.push_str(&loader("ld", "src", st));
@@ -200,7 +200,7 @@ fn wg_df(li: u32, v: vec2<f32>) -> vec2<f32> {{
 }}
 ",
         affine(has_scale, has_bias, "pbase + r_index(r, 1u)", "    "),
-        st.encode("y")
+        out.encode(st, "y")
     );
     s
 }
@@ -223,6 +223,7 @@ fn lower_batch(
     (has_scale, has_bias): (bool, bool),
     ins: &[(OperandId, &OperandDesc)],
     out: (OperandId, &OperandDesc),
+    cx: &Cx,
 ) -> Result<Lowering> {
     if ins.len() != 3 + has_scale as usize + has_bias as usize {
         return Err(wrong_count(op));
@@ -234,7 +235,7 @@ fn lower_batch(
     let inner: usize = shape[axis + 1..].iter().product();
     let n = x.1.element_count();
     let mut l = Lowering::default();
-    let dst = l.word_output(out)?;
+    let (dst, elems) = l.word_output(out, cx)?;
     let params = vec![
         u32_of(n, "the element count")?,
         u32_of(inner, "a dimension")?,
@@ -243,7 +244,7 @@ fn lower_batch(
         0,
     ];
     l.steps.push(Lowered::Dispatch {
-        wgsl: batch_wgsl(st, has_scale, has_bias),
+        wgsl: batch_wgsl(st, elems, has_scale, has_bias),
         reads: ins.iter().map(|i| Buf::Operand(i.0)).collect(),
         writes: vec![dst],
         params,
@@ -264,6 +265,7 @@ fn lower_grouped(
     (has_scale, has_bias): (bool, bool),
     ins: &[(OperandId, &OperandDesc)],
     out: (OperandId, &OperandDesc),
+    cx: &Cx,
 ) -> Result<Lowering> {
     if ins.len() != 1 + has_scale as usize + has_bias as usize {
         return Err(wrong_count(op));
@@ -275,9 +277,9 @@ fn lower_grouped(
     let mut params = walk.params()?;
     params[W_EXTRA] = epsilon.to_bits();
     let mut l = Lowering::default();
-    let dst = l.word_output(out)?;
+    let (dst, elems) = l.word_output(out, cx)?;
     l.steps.push(Lowered::Dispatch {
-        wgsl: grouped_wgsl(st, has_scale, has_bias),
+        wgsl: grouped_wgsl(st, elems, has_scale, has_bias),
         reads: ins.iter().map(|i| Buf::Operand(i.0)).collect(),
         writes: vec![dst],
         params,
@@ -287,12 +289,12 @@ fn lower_grouped(
     Ok(l)
 }
 
-fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &OperandDesc)]) -> Result<Lowering> {
+fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &OperandDesc)], cx: &Cx) -> Result<Lowering> {
     let out = *outs.first().ok_or_else(|| wrong_count(op))?;
     let x = ins.first().ok_or_else(|| wrong_count(op))?.1;
     let rank = x.shape.len();
     match op {
-        Op::BatchNormalization(a) => lower_batch(op, a.axis, a.epsilon, (a.has_scale, a.has_bias), ins, out),
+        Op::BatchNormalization(a) => lower_batch(op, a.axis, a.epsilon, (a.has_scale, a.has_bias), ins, out, cx),
         Op::InstanceNormalization(a) => {
             if rank != 4 {
                 return Err(wrong_count(op));
@@ -301,7 +303,7 @@ fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Ope
             let _: InputLayout = a.layout;
             let reduced: Vec<bool> = (0..rank).map(|d| d == h || d == w).collect();
             let param_strides = (0..rank).map(|d| (d == c) as usize).collect();
-            lower_grouped(op, &reduced, param_strides, a.epsilon, (a.has_scale, a.has_bias), ins, out)
+            lower_grouped(op, &reduced, param_strides, a.epsilon, (a.has_scale, a.has_bias), ins, out, cx)
         }
         Op::LayerNormalization(a) => {
             let reduced: Vec<bool> = (0..rank).map(|d| a.axes.contains(&d)).collect();
@@ -313,7 +315,7 @@ fn lower_op(op: &Op, ins: &[(OperandId, &OperandDesc)], outs: &[(OperandId, &Ope
                 *slot = s;
                 s *= x.shape[axis];
             }
-            lower_grouped(op, &reduced, param_strides, a.epsilon, (a.has_scale, a.has_bias), ins, out)
+            lower_grouped(op, &reduced, param_strides, a.epsilon, (a.has_scale, a.has_bias), ins, out, cx)
         }
         _ => Err(wrong_count(op)),
     }
@@ -323,11 +325,11 @@ pub(super) fn lower(
     op: &Op,
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
-    _cx: &Cx,
+    cx: &Cx,
 ) -> Option<Result<Lowering>> {
     match op {
         Op::BatchNormalization(_) | Op::InstanceNormalization(_) | Op::LayerNormalization(_) => {
-            Some(lower_op(op, ins, outs))
+            Some(lower_op(op, ins, outs, cx))
         }
         _ => None,
     }
@@ -342,9 +344,12 @@ mod tests {
     #[test]
     fn every_normalization_kernel_is_valid_wgsl() {
         for st in [Storage::F32, Storage::F16] {
-            for (s, b) in [(false, false), (true, false), (false, true), (true, true)] {
-                validate(&batch_wgsl(st, s, b));
-                validate(&grouped_wgsl(st, s, b));
+            let outs: &[Elems] = if st == Storage::F16 { &[Elems::Words, Elems::Half] } else { &[Elems::Words] };
+            for &out in outs {
+                for (s, b) in [(false, false), (true, false), (false, true), (true, true)] {
+                    validate(&batch_wgsl(st, out, s, b));
+                    validate(&grouped_wgsl(st, out, s, b));
+                }
             }
         }
     }
@@ -352,7 +357,7 @@ mod tests {
     #[test]
     fn layer_normalization_walks_scale_in_axes_order() {
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         let x = OperandDesc::new(DataType::Float32, vec![2, 3, 4]);
         let p = OperandDesc::new(DataType::Float32, vec![4, 3]);
         let op = Op::LayerNormalization(LayerNormalization {

@@ -23,9 +23,9 @@
 
 use std::fmt::Write;
 
-use super::gather::header;
+use super::gather::header_out;
 use crate::engine::gpu::plan::{contiguous_strides, not_supported, u32_of, Buf, Cx, Grid, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, PRELUDE};
+use crate::engine::gpu::wgsl::{load_fn, Elems, Storage, MAIN_HEAD, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{OperandDesc, OperandId};
 use crate::ops::pooling::{InputLayout, Pool2d, PoolKind};
@@ -42,10 +42,9 @@ pub(super) fn lower(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
-    let _ = cx;
     let Op::Pool2d(p) = op else { return None };
     Some(match (ins, outs) {
-        ([x], [out]) => pool(op, p, *x, *out),
+        ([x], [out]) => pool(op, p, *x, *out, cx),
         _ => Err(WebnnError::Operation(format!("internal: {} expects one input and one output", op.name()))),
     })
 }
@@ -232,10 +231,10 @@ fn pass(s: &mut String, group: bool, var: &str, ty: &str, init: &str, update: &s
 
 /// The pooling kernel of a kind, data type and variant (`group`: a workgroup per
 /// output). Binding 0 the input, 1 the output words, 2 the parameters.
-pub(super) fn pool_wgsl(kind: PoolKind, st: Storage, group: bool) -> String {
-    let mut s = format!("// {} {} {}\n", kind.name(), st.tag(), if group { "group" } else { "serial" });
+pub(super) fn pool_wgsl(kind: PoolKind, st: Storage, out: Elems, group: bool) -> String {
+    let mut s = format!("// {} {} {}\n{}", kind.name(), st.tag(), if group { "group" } else { "serial" }, out.enable());
     s.push_str(PRELUDE);
-    s.push_str(&header(&["src"]));
+    s.push_str(&header_out(&["src"], out));
     let ty = value_type(kind, st);
     if st.wide() {
         s.push_str("fn ldv(i: u32) -> vec2<u32> { return vec2<u32>(src[2u * i], src[2u * i + 1u]); }\n");
@@ -294,13 +293,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if st.wide() {
         let _ = writeln!(s, "    dst[2u * o] = {result}.x;\n    dst[2u * o + 1u] = {result}.y;");
     } else {
-        let _ = writeln!(s, "    dst[o] = {};", st.encode(result));
+        let _ = writeln!(s, "    dst[o] = {};", out.encode(st, result));
     }
     s.push_str("  }\n}\n");
     s
 }
 
-fn pool(op: &Op, p: &Pool2d, x: (OperandId, &OperandDesc), out: (OperandId, &OperandDesc)) -> Result<Lowering> {
+fn pool(op: &Op, p: &Pool2d, x: (OperandId, &OperandDesc), out: (OperandId, &OperandDesc), cx: &Cx) -> Result<Lowering> {
     let t = x.1.data_type;
     let st = Storage::of(t);
     if p.kind != PoolKind::Max && !matches!(st, Storage::F32 | Storage::F16) {
@@ -385,9 +384,9 @@ fn pool(op: &Op, p: &Pool2d, x: (OperandId, &OperandDesc), out: (OperandId, &Ope
         Grid::Threads(outputs)
     };
     let mut l = Lowering::default();
-    let dst = l.word_output(out)?;
+    let (dst, elems) = l.word_output(out, cx)?;
     l.steps.push(Lowered::Dispatch {
-        wgsl: pool_wgsl(p.kind, st, group),
+        wgsl: pool_wgsl(p.kind, st, elems, group),
         reads: vec![Buf::Operand(x.0)],
         writes: vec![dst],
         params,
@@ -407,11 +406,14 @@ mod tests {
     fn every_variant_is_valid_wgsl() {
         for group in [false, true] {
             for st in Storage::ALL {
-                validate(&pool_wgsl(PoolKind::Max, st, group));
+                validate(&pool_wgsl(PoolKind::Max, st, Elems::Words, group));
             }
             for st in [Storage::F32, Storage::F16] {
-                validate(&pool_wgsl(PoolKind::Average, st, group));
-                validate(&pool_wgsl(PoolKind::L2, st, group));
+                validate(&pool_wgsl(PoolKind::Average, st, Elems::Words, group));
+                validate(&pool_wgsl(PoolKind::L2, st, Elems::Words, group));
+            }
+            for kind in [PoolKind::Max, PoolKind::Average, PoolKind::L2] {
+                validate(&pool_wgsl(kind, Storage::F16, Elems::Half, group));
             }
         }
     }
@@ -428,7 +430,7 @@ mod tests {
             dilations: [1, 1],
         };
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         lower(&Op::Pool2d(p), &[(0, &x)], &[(1, &y)], &cx).unwrap()
     }
 

@@ -31,7 +31,7 @@
 use std::fmt::Write;
 
 use crate::engine::gpu::plan::{not_supported, padded, u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, Storage, MAX_RANK, PRELUDE};
+use crate::engine::gpu::wgsl::{load_fn, Elems, Storage, MAX_RANK, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{OperandDesc, OperandId};
 use crate::ops::reduction::{ArgKind, ReduceKind};
@@ -223,8 +223,8 @@ fn value_type(fold: Fold, st: Storage) -> &'static str {
 }
 
 /// WGSL of the accumulator (`struct Acc`, `init`, `step`, `merge`) and of
-/// `store(o, a)`, which writes output o.
-fn fold_fns(fold: Fold, st: Storage) -> String {
+/// `store(o, a)`, which writes output o (stored as `out`).
+fn fold_fns(fold: Fold, st: Storage, out: Elems) -> String {
     let vt = value_type(fold, st);
     let et = if st.wide() { "vec2<u32>" } else { st.compute_type() };
     let float = et == "f32";
@@ -271,7 +271,7 @@ fn fold_fns(fold: Fold, st: Storage) -> String {
         if st.wide() {
             format!("  dst[2u * o] = {v}.x;\n  dst[2u * o + 1u] = {v}.y;\n")
         } else {
-            format!("  dst[o] = {};\n", st.encode(v))
+            format!("  dst[o] = {};\n", out.encode(st, v))
         }
     };
     match fold {
@@ -405,17 +405,19 @@ fn acc_words_fns(fold: Fold, st: Storage) -> (u32, String) {
 }
 
 /// The reduction kernel (see `Mode`).
-fn reduce_wgsl(fold: Fold, st: Storage, mode: Mode) -> String {
-    let mut s = format!("// reduce {fold:?} {} {mode:?}\n", st.tag());
+/// `out`: how the output is stored (`Elems::Words` in the split modes, whose
+/// `dst` holds accumulator words).
+fn reduce_wgsl(fold: Fold, st: Storage, mode: Mode, out: Elems) -> String {
+    let mut s = format!("// reduce {fold:?} {} {mode:?}\n{}", st.tag(), out.enable());
     s.push_str(PRELUDE);
     s.push_str("@group(0) @binding(0) var<storage, read> src: array<u32>;\n");
-    s.push_str("@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n");
+    let _ = writeln!(s, "@group(0) @binding(1) var<storage, read_write> dst: array<{}>;", out.ty());
     s.push_str("@group(0) @binding(2) var<storage, read> p: array<u32>;\n");
     s.push_str(&index_fns());
     if mode != Mode::Final {
         s.push_str(&loader("ld", "src", st));
     }
-    s.push_str(&fold_fns(fold, st));
+    s.push_str(&fold_fns(fold, st, out));
     if matches!(mode, Mode::Partial | Mode::Final) {
         s.push_str(&acc_words_fns(fold, st).1);
     }
@@ -493,6 +495,7 @@ fn lower_fold(
     axes: &[usize],
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
+    cx: &Cx,
 ) -> Result<Lowering> {
     let (&[x], &[out]) = (ins, outs) else {
         return Err(WebnnError::Operation(format!("internal: wrong operand count for {}", op.name())));
@@ -508,13 +511,17 @@ fn lower_fold(
         return Err(WebnnError::Operation(format!("internal: {} output size does not match its input", op.name())));
     }
     let mut l = Lowering::default();
-    // argMin/argMax write both words of each int64 themselves.
-    let dst = match fold {
-        Fold::Arg { .. } => Buf::Operand(out.0),
-        Fold::Reduce(_) => l.word_output(out)?,
+    let split = walk.red >= SPLIT_ROW && walk.groups < SPLIT_MAX_OUTPUTS;
+    // argMin/argMax write both words of each int64 themselves. The split
+    // modes' kernels bind `dst` as accumulator words (`reduce_wgsl`), so their
+    // float16 results are packed afterwards.
+    let (dst, elems) = match fold {
+        Fold::Arg { .. } => (Buf::Operand(out.0), Elems::Words),
+        Fold::Reduce(_) if split => l.word_output(out, &Cx { half_store: false, ..*cx })?,
+        Fold::Reduce(_) => l.word_output(out, cx)?,
     };
     let params = walk.params()?;
-    if walk.red >= SPLIT_ROW && walk.groups < SPLIT_MAX_OUTPUTS {
+    if split {
         // Few very long rows: chunks of each row in parallel, then their merge.
         let parts = walk.red.div_ceil(CHUNK);
         let units = walk.groups * parts;
@@ -527,14 +534,14 @@ fn lower_fold(
         p[W_EXTRA] = u32_of(CHUNK, "a chunk size")?;
         p[W_EXTRA + 1] = u32_of(parts, "a chunk count")?;
         l.steps.push(Lowered::Dispatch {
-            wgsl: reduce_wgsl(fold, st, Mode::Partial),
+            wgsl: reduce_wgsl(fold, st, Mode::Partial, Elems::Words),
             reads: vec![Buf::Operand(x.0)],
             writes: vec![partials],
             params: p.clone(),
             grid: group_grid(units)?,
         });
         l.steps.push(Lowered::Dispatch {
-            wgsl: reduce_wgsl(fold, st, Mode::Final),
+            wgsl: reduce_wgsl(fold, st, Mode::Final, Elems::Words),
             reads: vec![partials],
             writes: vec![dst],
             params: p,
@@ -545,7 +552,7 @@ fn lower_fold(
         let (mode, grid) =
             if per_group { (Mode::Group, group_grid(walk.groups)?) } else { (Mode::Thread, Grid::Threads(walk.groups)) };
         l.steps.push(Lowered::Dispatch {
-            wgsl: reduce_wgsl(fold, st, mode),
+            wgsl: reduce_wgsl(fold, st, mode, elems),
             reads: vec![Buf::Operand(x.0)],
             writes: vec![dst],
             params,
@@ -562,13 +569,13 @@ pub(super) fn lower(
     op: &Op,
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
-    _cx: &Cx,
+    cx: &Cx,
 ) -> Option<Result<Lowering>> {
     match op {
-        Op::Reduce { kind, axes, .. } => Some(lower_fold(op, Fold::Reduce(*kind), axes, ins, outs)),
+        Op::Reduce { kind, axes, .. } => Some(lower_fold(op, Fold::Reduce(*kind), axes, ins, outs, cx)),
         Op::ArgMinMax { kind, axes, select_last_index, .. } => {
             let fold = Fold::Arg { max: *kind == ArgKind::Max, last: *select_last_index };
-            Some(lower_fold(op, fold, axes, ins, outs))
+            Some(lower_fold(op, fold, axes, ins, outs, cx))
         }
         _ => None,
     }
@@ -598,7 +605,11 @@ mod tests {
                     continue;
                 }
                 for mode in [Mode::Thread, Mode::Group, Mode::Partial, Mode::Final] {
-                    validate(&reduce_wgsl(fold, st, mode));
+                    validate(&reduce_wgsl(fold, st, mode, Elems::Words));
+                }
+                if st == Storage::F16 && matches!(fold, Fold::Reduce(_)) {
+                    validate(&reduce_wgsl(fold, st, Mode::Thread, Elems::Half));
+                    validate(&reduce_wgsl(fold, st, Mode::Group, Elems::Half));
                 }
                 count += 1;
             }
@@ -636,7 +647,7 @@ mod tests {
     #[test]
     fn lowering_picks_the_walk_and_rejects_what_the_core_does() {
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         let x = d(DataType::Float16, &[3, 1000]);
         let op = Op::Reduce { kind: ReduceKind::Sum, axes: vec![1], keep_dimensions: false };
         let l = lower(&op, &[(0, &x)], &[(1, &d(DataType::Float16, &[3]))], &cx).unwrap().unwrap();

@@ -14,9 +14,9 @@
 
 use std::fmt::Write;
 
-use super::gather::{bits_type, check_indexable, elem_main, header, launch, raw_load};
+use super::gather::{bits_type, check_indexable, elem_main, header, header_out, launch, raw_load};
 use crate::engine::gpu::plan::{contiguous_strides, u32_of, Buf, Cx, Grid, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, Storage, MAIN_HEAD, MAX_RANK, PRELUDE};
+use crate::engine::gpu::wgsl::{load_fn, Elems, Storage, MAIN_HEAD, MAX_RANK, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{OperandDesc, OperandId};
 use crate::ops::Op;
@@ -38,7 +38,7 @@ pub(super) fn lower(op: &Op, ins: &[Operand], outs: &[Operand], cx: &Cx) -> Opti
     Some(match (op, ins) {
         (Op::Reverse { axes }, [x]) => index_map(*x, out, axes),
         (Op::Tile { .. }, [x]) => index_map(*x, out, &[]),
-        (Op::CumulativeSum { axis, exclusive, reversed }, [x]) => cumulative_sum(*x, out, *axis, *exclusive, *reversed),
+        (Op::CumulativeSum { axis, exclusive, reversed }, [x]) => cumulative_sum(*x, out, *axis, *exclusive, *reversed, cx),
         (Op::QuantizeLinear, [x, s, z]) => blockwise(true, *x, *s, *z, out, cx.f64),
         (Op::DequantizeLinear, [x, s, z]) => blockwise(false, *x, *s, *z, out, cx.f64),
         _ => Err(internal("unexpected operand count")),
@@ -114,15 +114,15 @@ fn index_map(x: Operand, out: Operand, axes: &[usize]) -> Result<Lowering> {
 /// Invocation g scans line g: `p[0]` lines, `p[1]` elements along the axis,
 /// `p[2]` inner size, flags in `p[3]` (bit 0 exclusive, bit 1 reversed). Writes
 /// one element per u32 word (two for int64).
-pub(super) fn cumulative_sum_wgsl(st: Storage) -> Result<String> {
-    let mut s = format!("// cumulativeSum {}\n", st.tag());
+pub(super) fn cumulative_sum_wgsl(st: Storage, out: Elems) -> Result<String> {
+    let mut s = format!("// cumulativeSum {}\n{}", st.tag(), out.enable());
     s.push_str(PRELUDE);
-    s.push_str(&header(&["src"]));
+    s.push_str(&header_out(&["src"], out));
     // (acc type, zero, element load, acc + x, encoded acc, store of the encoding at index k)
     let (acc_ty, zero, load, add, store) = match st {
         Storage::F32 | Storage::F16 => {
             s.push_str(&load_fn("ld", "src", st, true));
-            ("f32", "0.0", "ld(k)", "acc + x", format!("dst[k] = {};", st.encode("v")))
+            ("f32", "0.0", "ld(k)", "acc + x", format!("dst[k] = {};", out.encode(st, "v")))
         }
         Storage::I32 => {
             s.push_str(&load_fn("ld", "src", st, true));
@@ -168,19 +168,19 @@ pub(super) fn cumulative_sum_wgsl(st: Storage) -> Result<String> {
     Ok(s)
 }
 
-fn cumulative_sum(x: Operand, out: Operand, axis: usize, exclusive: bool, reversed: bool) -> Result<Lowering> {
+fn cumulative_sum(x: Operand, out: Operand, axis: usize, exclusive: bool, reversed: bool, cx: &Cx) -> Result<Lowering> {
     let shape = &x.1.shape;
     if axis >= shape.len() || out.1.shape != *shape {
         return Err(internal("cumulativeSum shapes"));
     }
     let st = Storage::of(x.1.data_type);
-    let wgsl = cumulative_sum_wgsl(st)?;
     check_indexable(x.1, "the cumulativeSum input")?;
     let total = x.1.element_count();
     let (n, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
     let lines = total / n;
     let mut l = Lowering::default();
-    let words = l.word_output(out)?;
+    let (words, elems) = l.word_output(out, cx)?;
+    let wgsl = cumulative_sum_wgsl(st, elems)?;
     let params = vec![
         u32_of(lines, "the number of lines")?,
         u32_of(n, "a dimension")?,
@@ -369,11 +369,12 @@ mod tests {
             validate(&index_map_wgsl(st));
         }
         for t in [DataType::Float32, DataType::Float16, DataType::Int32, DataType::Int64] {
-            let w = cumulative_sum_wgsl(Storage::of(t)).unwrap();
+            let w = cumulative_sum_wgsl(Storage::of(t), Elems::Words).unwrap();
             validate(&w);
             crate::engine::gpu::int64::validate_without_int64(&w);
         }
-        assert!(cumulative_sum_wgsl(Storage::U32).is_err());
+        assert!(cumulative_sum_wgsl(Storage::U32, Elems::Words).is_err());
+        validate(&cumulative_sum_wgsl(Storage::F16, Elems::Half).unwrap());
         for f in [Storage::F32, Storage::F16] {
             for i in QUANT_INTS {
                 validate(&quantize_wgsl(f, Storage::of(i), false).unwrap());

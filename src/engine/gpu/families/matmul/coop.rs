@@ -576,7 +576,7 @@ mod tests {
     }
 
     fn cx(limits: &wgpu::Limits, coop: bool) -> Cx<'_> {
-        Cx { int64: false, f64: false, coop_f16: coop, coop_staged: coop, limits }
+        Cx { int64: false, f64: false, coop_f16: coop, coop_staged: coop, half_store: coop, limits }
     }
 
     #[test]
@@ -636,26 +636,31 @@ mod tests {
 
     #[test]
     fn direct_kernels_validate_and_write_spirv() {
-        let decls = |ak: bool, bk: bool| {
+        // Words out, and float16 elements out (whose declarations begin with
+        // their own `enable f16;`, as the matmul family's do).
+        let decls = |ak: bool, bk: bool, half: bool| {
             format!(
-                "{}@group(0) @binding(0) var<storage, read> a: array<f16>;\n\
+                "{}{}@group(0) @binding(0) var<storage, read> a: array<f16>;\n\
                  @group(0) @binding(1) var<storage, read> b: array<f16>;\n\
-                 @group(0) @binding(2) var<storage, read_write> out: array<u32>;\n\
+                 @group(0) @binding(2) var<storage, read_write> out: array<{}>;\n\
                  @group(0) @binding(3) var<storage, read> p: array<u32>;\n\
                  fn setup(z: u32) {{}}\n\
                  fn a_at(m: u32, k: u32) -> u32 {{ return {}; }}\n\
                  fn b_at(k: u32, n: u32) -> u32 {{ return {}; }}\n\
                  fn a_pitch() -> u32 {{ return p[4]; }}\nfn b_pitch() -> u32 {{ return p[5]; }}\n\
-                 fn emit(m: u32, n: u32, v: f32) {{ out[m * p[1] + n] = bitcast<u32>(v); }}\n",
+                 fn emit(m: u32, n: u32, v: f32) {{ out[m * p[1] + n] = {}; }}\n",
+                if half { "enable f16;\n" } else { "" },
                 crate::engine::gpu::wgsl::PRELUDE,
+                if half { "f16" } else { "u32" },
                 if ak { "m * p[4] + k" } else { "k * p[4] + m" },
                 if bk { "n * p[5] + k" } else { "k * p[5] + n" },
+                if half { "f16(unpack2x16float(f32_to_f16(v)).x)" } else { "bitcast<u32>(v)" },
             )
         };
         for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL] {
             for ak in [false, true] {
-                for bk in [false, true] {
-                    let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk), t);
+                for (bk, half) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk, half), t);
                     assert!(src.starts_with(MARKER));
                     // Row-major A where its k is contiguous, column-major B likewise.
                     assert_eq!(src.contains("coopLoadT<coop_mat16x16<f16, A>>"), ak, "{src}");

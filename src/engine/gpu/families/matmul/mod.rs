@@ -28,7 +28,7 @@ use super::fused::{epilogue_wgsl, residuals, supported};
 use crate::compile::fused::{FusedOp, Stage};
 
 use crate::engine::gpu::plan::{collapse, not_supported, u32_of, Buf, Cx, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, Storage, PRELUDE};
+use crate::engine::gpu::wgsl::{load_fn, Elems, Storage, PRELUDE};
 use crate::error::{Result, WebnnError};
 use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::Op;
@@ -99,8 +99,10 @@ fn too_large() -> WebnnError {
 /// C among the bindings.
 /// `direct`: for the direct cooperative kernel (`coop::Direct`), A and B bound as
 /// `array<f16>`, with the element indices and pitches it loads fragments by.
-fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool) -> String {
-    let mut s = String::from(PRELUDE);
+/// `out`: how the output is stored (`Lowering::word_output`).
+fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool, out: Elems) -> String {
+    let mut s = String::from(out.enable());
+    s.push_str(PRELUDE);
     let mut b = 0;
     let mut bind = |s: &mut String, name: &str, access: &str, ty: &str| {
         let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
@@ -116,7 +118,7 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool) -> Str
     for j in 0..res {
         bind(&mut s, &format!("res{j}"), "read", "u32");
     }
-    bind(&mut s, "out", "read_write", "u32");
+    bind(&mut s, "out", "read_write", out.ty());
     bind(&mut s, "p", "read", "u32");
     for j in 0..res {
         s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), st, true));
@@ -156,7 +158,7 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool) -> Str
     let _ = writeln!(
         s,
         "fn emit(m: u32, n: u32, v: f32) {{\n  let i = base_o + m * p[{P_N}] + n;\n  let r = epilogue(bitcast<f32>(p[{P_ALPHA}]) * v{term}, i);\n  out[i] = {};\n}}",
-        st.encode("r")
+        out.encode(st, "r")
     );
     s
 }
@@ -287,7 +289,7 @@ fn lower_product(
     if out.1.element_count() == 0 {
         return Ok(l);
     }
-    let words = l.word_output(out)?;
+    let (words, elems) = l.word_output(out, cx)?;
     let cs = c.map(|c| Storage::of(c.1.data_type));
     let (lhs_k_fast, rhs_k_fast) = (p[P_SAK] == 1, p[P_SBK] == 1 && p[P_SBN] != 1);
     let mut reads = vec![Buf::Operand(a.0), Buf::Operand(b.0)];
@@ -301,9 +303,15 @@ fn lower_product(
         [P_SAM, P_SAK, P_SBK, P_SBN].into_iter().chain(P_BSA..P_BSB + BATCH_DIMS).map(|i| p[i] as usize).collect();
     if t == DataType::Float16 && coop::Direct::fits(m, n, k, &strides, cx) {
         let direct = coop::Direct { a_k_fast: lhs_k_fast, b_k_fast: rhs_k_fast };
-        direct.launch(&decls(st, cs, stages, true), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
+        direct.launch(&decls(st, cs, stages, true, elems), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     } else {
-        let core = Core { first: "a", decls: decls(st, cs, stages, false), lhs_k_fast, rhs_k_fast };
+        let core = Core {
+            first: "a",
+            decls: decls(st, cs, stages, false, elems),
+            partial_decls: (elems == Elems::Half).then(|| decls(st, cs, stages, false, Elems::Words)),
+            lhs_k_fast,
+            rhs_k_fast,
+        };
         coop::launch_either(&core, t, &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     }
     l.finish_words(words, out)?;
@@ -322,16 +330,25 @@ mod tests {
             for c in [None, Some(st)] {
                 for stages in super::super::fused::tests::epilogues() {
                     for lk in [false, true] {
-                        let core = Core {
-                            first: "a",
-                            decls: decls(st, c, &stages, false),
-                            lhs_k_fast: lk,
-                            rhs_k_fast: !lk,
-                        };
-                        for t in Tile::ALL {
-                            validate(&core.wgsl(t, lk));
+                        for out in [Elems::Words, Elems::Half] {
+                            if out == Elems::Half && st != Storage::F16 {
+                                continue;
+                            }
+                            let core = Core {
+                                first: "a",
+                                decls: decls(st, c, &stages, false, out),
+                                partial_decls: (out == Elems::Half).then(|| decls(st, c, &stages, false, Elems::Words)),
+                                lhs_k_fast: lk,
+                                rhs_k_fast: !lk,
+                            };
+                            for t in Tile::ALL {
+                                validate(&core.wgsl(t, lk));
+                                if let Some(d) = &core.partial_decls {
+                                    validate(&core.text(d, true, t, lk));
+                                }
+                            }
+                            validate(&core.reduce_wgsl(lk));
                         }
-                        validate(&core.reduce_wgsl(lk));
                     }
                 }
             }

@@ -146,6 +146,11 @@ impl Tile {
 /// memory contiguously (true: k), so the tile loads coalesce.
 pub(in crate::engine::gpu) struct Core {
     pub decls: String,
+    /// `decls` with the output bound as words, where `decls` stores float16
+    /// elements (`wgsl::Elems::Half`): the split-K kernel writes its partial
+    /// sums (float32 bits) to `out`, and its `emit` (never called there) must
+    /// type-check against that binding.
+    pub partial_decls: Option<String>,
     /// The name of the family's binding 0 (a read), which the split-K
     /// reduction rebinds to the partial sums; the output binding must be `out`.
     pub first: &'static str,
@@ -233,7 +238,7 @@ impl Core {
         let mut pw = writes.clone();
         pw[0] = part;
         l.steps.push(Lowered::Dispatch {
-            wgsl: self.wgsl(tile, swap),
+            wgsl: self.text(self.partial_decls.as_deref().unwrap_or(&self.decls), true, tile, swap),
             reads: reads.clone(),
             writes: pw,
             params: params.clone(),
@@ -279,10 +284,18 @@ impl Core {
     }
 
     /// The kernel's text for a tile; `swap`: compute C^T = B^T A^T.
+    /// The kernel's text for a tile, for one split; `swap`: compute C^T = B^T A^T.
     pub fn wgsl(&self, t: Tile, swap: bool) -> String {
+        self.text(&self.decls, false, t, swap)
+    }
+
+    /// The kernel over the given declarations; `split`: K split across
+    /// workgroups (grid z), each writing its partial sums to `out` as float32
+    /// words (`p[3]` says how many splits).
+    pub(in crate::engine::gpu) fn text(&self, decls: &str, split: bool, t: Tile, swap: bool) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "// tiled gemm {}x{}x{} {}x{}{}", t.bm, t.bn, t.bk, t.tm, t.tn, if swap { " swapped" } else { "" });
-        s.push_str(&self.decls);
+        s.push_str(decls);
         let (a_k_fast, b_k_fast) = if swap {
             s.push_str(
                 "fn load_a(m: u32, k: u32) -> f32 { return rhs(k, m); }\n\
@@ -299,11 +312,13 @@ impl Core {
             (self.lhs_k_fast, self.rhs_k_fast)
         };
         // Where C goes: the family's epilogue, or this split's partial sums.
-        s.push_str(
+        s.push_str(if split {
             "fn put_c(m: u32, n: u32, v: f32) {\n  let splits = p[3] & 0xffu;\n  if (splits == 1u) { store(m, n, v); return; }\n\
              \x20 let nb = p[3] >> 8u;\n  let zs = zsplit;\n  out[((zs * nb + zbatch) * p[0] + m) * p[1] + n] = bitcast<u32>(v);\n}\n\
-             var<private> zsplit: u32;\nvar<private> zbatch: u32;\n",
-        );
+             var<private> zsplit: u32;\nvar<private> zbatch: u32;\n"
+        } else {
+            "fn put_c(m: u32, n: u32, v: f32) { store(m, n, v); }\nvar<private> zsplit: u32;\nvar<private> zbatch: u32;\n"
+        });
         let threads = t.threads();
         // Threads of one K slice; slice `sl` takes K steps sl, sl + S, ...
         let per = threads / t.slices;
@@ -478,6 +493,7 @@ pub(super) fn stand_in(lhs_k_fast: bool, rhs_k_fast: bool) -> Core {
                 fn rhs(k: u32, n: u32) -> f32 { return f32(k * n); }\n\
                 fn emit(m: u32, n: u32, v: f32) { out[z0 * 7u + m * p[1] + n] = bitcast<u32>(v); }\n"
             .into(),
+        partial_decls: None,
         first: "out",
         lhs_k_fast,
         rhs_k_fast,
@@ -511,7 +527,7 @@ mod tests {
     #[test]
     fn tiles_and_splits_follow_the_grid_size() {
         let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, ..Default::default() };
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, half_store: false, limits: &limits };
         let pick = |m, n, k| Tile::pick(m, n, k, 1, &cx).unwrap();
         // A big product: 1024 large tiles, K whole.
         assert_eq!(pick(4096, 4096, 4096), (Tile::LARGE, 1));
@@ -536,7 +552,14 @@ mod tests {
         let core = stand_in(true, false);
         for t in Tile::ALL {
             for swap in [false, true] {
-                validate(&core.wgsl(t, swap));
+                let one = core.wgsl(t, swap);
+                validate(&one);
+                // One split: results go straight to the family's store; only
+                // the split kernel writes partial sums.
+                let split = core.text(&core.decls, true, t, swap);
+                assert!(!one.contains("(zs * nb + zbatch)"), "{one}");
+                assert!(split.contains("(zs * nb + zbatch)"), "{split}");
+                validate(&split);
             }
         }
         validate(&core.reduce_wgsl(false));

@@ -72,7 +72,7 @@ pub const GPU_FORCE_NONE: Var = Var {
 pub const GPU_FEATURES: Var = Var {
     name: "WEBNN_GPU_FEATURES",
     kind: Kind::TestHook,
-    default: "the adapter's 64-bit integer shaders and 16-bit float storage; cooperative matrices for aligned float16 matmul/gemm on NVIDIA adapters",
+    default: "the adapter's 64-bit integer shaders and 16-bit float shaders; cooperative matrices for aligned float16 matmul/gemm on NVIDIA adapters",
     description: "comma-separated words read at each createContext: `no-int64` opens GPU devices without 64-bit \
                   integer shaders (int64 is emulated); `no-f16` opens them without 16-bit float shaders (float16 \
                   results are written a word per element and packed by a second pass; no cooperative matrices); `no-coop` opens them without cooperative matrices (float16 \

@@ -12,6 +12,7 @@
 //! result is a plain conv2d writing the normalization's output operand; the old
 //! constants stay for whatever else reads them (`compact` drops them otherwise).
 
+use super::fused::{Epilogue, FusedOp, Stage};
 use super::{constant, constant_f64, desc, push_constant_f64, rewrite_all, scale_constant_along, Rewrite, Uses};
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::OperandDesc;
@@ -21,6 +22,50 @@ use crate::ops::Op;
 /// Folds every foldable pair; returns how many.
 pub fn run(g: &mut Graph) -> usize {
     rewrite_all(g, find)
+}
+
+/// The GPU's float16 pairs, which `run` leaves apart: a float16 conv2d read
+/// only by a batchNormalization along its channels becomes a fused conv2d
+/// whose epilogue rounds the convolution's result to float16 (where the
+/// unfused graph stores it) and then normalizes it (`Stage::BatchNorm`, whose
+/// mean, variance, scale and bias operands follow the conv's inputs; they need
+/// not be constants). The GPU kernels compute the stage as the GPU's
+/// batchNormalization kernel does, so the results are the unfused graph's; the
+/// epilogue pass then appends what follows (relu, a residual add). Returns how
+/// many pairs it fused.
+pub fn run_float16(g: &mut Graph) -> usize {
+    rewrite_all(g, |g, uses, i| {
+        let bn_op = &g.operators[i];
+        let Op::BatchNormalization(bn) = bn_op.op else { return None };
+        let x = bn_op.inputs[0];
+        let p = uses.fusable_producer(x, i)?;
+        let conv = &g.operators[p];
+        let Op::Conv2d(attrs) = &conv.op else { return None };
+        if desc(g, x).data_type != crate::graph::DataType::Float16 {
+            return None;
+        }
+        let channel_axis = match attrs.input_layout {
+            InputLayout::Nchw => 1,
+            InputLayout::Nhwc => 3,
+        };
+        let stage = Stage::BatchNorm { epsilon: bn.epsilon, has_scale: bn.has_scale, has_bias: bn.has_bias };
+        if bn.axis != channel_axis || bn_op.inputs.len() != 1 + stage.extras() {
+            return None;
+        }
+        let mut inputs = conv.inputs.clone();
+        inputs.extend_from_slice(&bn_op.inputs[1..]);
+        let epilogue = Epilogue { stages: vec![Stage::RoundHalf, stage] };
+        // In the normalization's place: its parameters are computed by then.
+        Some(Rewrite {
+            at: i,
+            op: Operator {
+                op: Op::Fused(FusedOp::Conv2d { attrs: attrs.clone(), epilogue }),
+                inputs,
+                outputs: bn_op.outputs.clone(),
+            },
+            remove: vec![p],
+        })
+    })
 }
 
 fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {

@@ -27,6 +27,14 @@ pub enum Stage {
     /// kept in float32: where the unfused graph stores a float16 intermediate
     /// (every float16 operator's result is rounded before anything reads it).
     RoundHalf,
+    /// batchNormalization along the output's channels: reads the next extra
+    /// inputs, mean and variance then scale and bias where present, one value
+    /// per channel. Only the GPU pipeline forms it, for a float16 conv2d and
+    /// the batchNormalization reading it (`bn_fold::run_float16`), and the GPU
+    /// kernels compute it as the GPU's batchNormalization kernel does; the CPU
+    /// engine rejects it (its pipeline folds float32 pairs and leaves float16
+    /// pairs apart).
+    BatchNorm { epsilon: f32, has_scale: bool, has_bias: bool },
 }
 
 impl Stage {
@@ -42,6 +50,18 @@ impl Stage {
             }
             Stage::AddTensor => x + extra,
             Stage::RoundHalf => round_half(x),
+            // Not a function of one value: it reads per-channel operands
+            // (see the variant).
+            Stage::BatchNorm { .. } => x,
+        }
+    }
+
+    /// How many extra inputs the stage reads (after the operator's own).
+    pub fn extras(&self) -> usize {
+        match self {
+            Stage::AddTensor => 1,
+            Stage::BatchNorm { has_scale, has_bias, .. } => 2 + *has_scale as usize + *has_bias as usize,
+            _ => 0,
         }
     }
 
@@ -60,7 +80,7 @@ impl Stage {
             ),
             Stage::Activation(a) => matches!(a, A::Relu | A::Clamp { .. }),
             Stage::Scalar { kind, .. } => matches!(kind, BinaryKind::Max | BinaryKind::Min),
-            Stage::AddTensor => false,
+            Stage::AddTensor | Stage::BatchNorm { .. } => false,
             Stage::RoundHalf => true,
         }
     }
@@ -134,9 +154,9 @@ pub struct Epilogue {
 }
 
 impl Epilogue {
-    /// How many extra inputs (`Stage::AddTensor`) the stages read.
+    /// How many extra inputs the stages read (`Stage::extras`).
     pub fn extra_inputs(&self) -> usize {
-        self.stages.iter().filter(|s| matches!(s, Stage::AddTensor)).count()
+        self.stages.iter().map(Stage::extras).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -144,8 +164,9 @@ impl Epilogue {
     }
 }
 
-/// A fused operator. Inputs: those of the operator it extends, then one operand
-/// per `Stage::AddTensor` of its epilogue, in order.
+/// A fused operator. Inputs: those of the operator it extends, then the extra
+/// operands of its epilogue's stages in order (`Stage::extras`: one per
+/// `Stage::AddTensor`, the parameters of a `Stage::BatchNorm`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FusedOp {
     /// conv2d (input, filter, [bias]) then the epilogue.

@@ -217,6 +217,11 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
         bias::run(&mut g);
     }
     if passes.epilogue {
+        // float16 pairs, where the GPU kernels apply the stage.
+        let bn = fused::Stage::BatchNorm { epsilon: 0.0, has_scale: false, has_bias: false };
+        if stage_ok(&bn) {
+            bn_fold::run_float16(&mut g);
+        }
         gpu_epilogue(&mut g, stage_ok);
     }
     dce::run(&mut g);
@@ -599,6 +604,51 @@ mod gpu_tests {
         let f = gpu(&g);
         assert_eq!(testing::ops(&f), ["matmul", "add", "relu", "sigmoid"]);
         gpu_agrees(&g, 1e-5);
+    }
+
+    #[test]
+    fn float16_conv_batch_normalization_relu_is_one_fused_conv() {
+        // conv2d -> batchNormalization -> relu (-> add -> relu) in float16, nchw
+        // and nhwc, 3x3, 1x1 and depthwise, constant and input parameters: one
+        // fused conv2d that rounds where the graph stores (after the conv and
+        // before the add) and normalizes as the GPU's batchNormalization
+        // kernel does.
+        let t = DataType::Float16;
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for (k, groups, residual, input_mean) in [(3, 1, false, false), (1, 1, true, false), (3, 8, false, true), (1, 2, true, true)] {
+                let (c, o) = (8, if groups == 8 { 8 } else { 12 });
+                let mut b = Builder::new();
+                let xs = if layout == InputLayout::Nchw { [2, c, 9, 7] } else { [2, 9, 7, c] };
+                let x = b.input_t("x", t, &xs);
+                let fl = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
+                let fshape = if layout == InputLayout::Nchw { [o, c / groups, k, k] } else { [o, k, k, c / groups] };
+                let f = b.constant_t(t, &fshape, -0.5, 0.5);
+                let bias = b.constant_t(t, &[o], -0.5, 0.5);
+                let pad = k / 2;
+                let opts = Conv2dOptions { padding: Some(vec![pad; 4]), groups, input_layout: layout, filter_layout: fl, ..Default::default() };
+                let y = b.b.conv2d(x, f, Some(bias), &opts).unwrap();
+                let mean = if input_mean { b.input_t("mean", t, &[o]) } else { b.constant_t(t, &[o], -0.2, 0.2) };
+                let var = b.constant_t(t, &[o], 0.5, 1.5);
+                let scale = b.constant_t(t, &[o], 0.5, 1.5);
+                let bb = (!input_mean).then(|| b.constant_t(t, &[o], -0.3, 0.3));
+                let axis = if layout == InputLayout::Nchw { 1 } else { 3 };
+                let z = b.b.batch_normalization(y, mean, var, Some(scale), bb, axis, 1e-3).unwrap();
+                let mut r = b.b.unary(UnaryKind::Relu, z).unwrap();
+                let mut want = vec![Stage::RoundHalf, Stage::BatchNorm { epsilon: 1e-3, has_scale: true, has_bias: !input_mean }, Stage::Unary(UnaryKind::Relu)];
+                if residual {
+                    let os: Vec<usize> = if layout == InputLayout::Nchw { vec![2, o, 9, 7] } else { vec![2, 9, 7, o] };
+                    let res = b.input_t("res", t, &os);
+                    r = b.b.binary(BinaryKind::Add, r, res).unwrap();
+                    r = b.b.unary(UnaryKind::Relu, r).unwrap();
+                    want.extend([Stage::RoundHalf, Stage::AddTensor, Stage::Unary(UnaryKind::Relu)]);
+                }
+                let g = b.b.build(&[("r".into(), r)]).unwrap();
+                let f = gpu(&g);
+                assert_eq!(testing::ops(&f), ["conv2d (fused)"], "{layout:?} k {k} groups {groups}");
+                assert_eq!(stages(&f, 0), want);
+                gpu_agrees(&g, 2e-3);
+            }
+        }
     }
 
     #[test]

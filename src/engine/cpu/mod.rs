@@ -146,6 +146,14 @@ impl CpuEngine {
     /// constant folding runs its kernels).
     pub fn compile_with(&self, graph: Graph, passes: Passes) -> Result<Arc<CpuPlan>> {
         let graph = self.pipeline(graph, passes);
+        // Only the GPU pipeline forms batchNormalization stages (see the variant).
+        let bn_stage = |o: &crate::graph::builder::Operator| match &o.op {
+            Op::Fused(f) => f.epilogue().stages.iter().any(|s| matches!(s, crate::compile::fused::Stage::BatchNorm { .. })),
+            _ => false,
+        };
+        if graph.operators.iter().any(bn_stage) {
+            return Err(WebnnError::NotSupported("build: the CPU engine does not apply batchNormalization epilogue stages".into()));
+        }
         Ok(Arc::new(CpuPlan::new(graph, self.pool.clone(), passes.in_place, self.options)?))
     }
 

@@ -33,7 +33,7 @@
 
 use std::fmt::Write;
 
-use super::fused::{epilogue_wgsl, residuals, supported};
+use super::fused::{epilogue_wgsl, extra_loads, extra_names, extras_fit, supported};
 use super::matmul::coop::launch_either;
 use super::matmul::float_product_operands;
 use super::matmul::tiled::{Core, P_FAMILY};
@@ -70,7 +70,9 @@ const P_TOTAL: usize = P_FS + 5;
 const P_OC: usize = P_TOTAL + 1;
 /// Pointwise kernel only: groups (grid z runs over batch x group).
 const P_GROUPS: usize = P_OC + 1;
-const P_WORDS: usize = P_GROUPS + 1;
+/// Zero at run time (the epilogue's double-float arithmetic, `fused::epilogue_wgsl`).
+const P_ZERO: usize = P_GROUPS + 1;
+const P_WORDS: usize = P_ZERO + 1;
 
 pub(super) fn lower(
     op: &Op,
@@ -154,18 +156,16 @@ fn common(v: Variant, extra: Option<&str>, stages: &[Stage]) -> String {
     if let Some(name) = extra {
         names.push((name.into(), "read", "u32"));
     }
-    for j in 0..residuals(stages) {
-        names.push((format!("res{j}"), "read", "u32"));
+    for name in extra_names(stages) {
+        names.push((name, "read", "u32"));
     }
     names.push(("out".into(), "read_write", v.out.ty()));
     names.push(("p".into(), "read", "u32"));
     for (b, (name, access, ty)) in names.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
     }
-    for j in 0..residuals(stages) {
-        s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), v.st, true));
-    }
-    s.push_str(&epilogue_wgsl(stages));
+    s.push_str(&extra_loads(stages, v.st));
+    s.push_str(&epilogue_wgsl(stages, P_ZERO));
     s.push_str(&load_fn("ld_x", "x", v.st, true));
     s.push_str(&load_fn("ld_w", "w", v.st, true));
     if v.bias {
@@ -204,7 +204,7 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
          fn xcol(k: u32, q: u32) -> f32 {{\n  let o = pix(q);\n  let kyd = ktab[4u * k + 1u];\n  let kxd = ktab[4u * k + 2u];\n{gather}\n\
          \x20 return ld_x(o.x * p[{xn}] + grp * p[{P_CIG}] * p[{xc}] + ktab[4u * k] + uy * p[{xh}] + ux * p[{xw}]);\n}}\n\
          fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = grp * p[{P_COG}] + oc;\n\
-         \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i);\n\
+         \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i, c);\n\
          \x20 out[i] = {enc};\n}}\n",
         fg = P_FS,
         fo = P_FS + 1,
@@ -289,7 +289,7 @@ fn pointwise_decls(v: Variant, pixels: Pixels, stages: &[Stage]) -> String {
          \x20 xb = b * p[{xn}] + grp * p[{P_CIG}] * p[{xc}];\n  wb = grp * p[{fg}];\n\
          \x20 ob = b * p[{on}] + grp * p[{P_COG}] * p[{ocs}];\n}}\n\
          fn filt(c: u32, k: u32) -> f32 {{ return ld_w(wb + c * p[{fo}] + k * p[{fi}]); }}\n\
-         fn put(c: u32, i: u32, v: f32) {{\n  let r = epilogue(v{bias}, i);\n  out[i] = {enc};\n}}\n",
+         fn put(c: u32, i: u32, v: f32) {{\n  let r = epilogue(v{bias}, i, grp * p[{P_COG}] + c);\n  out[i] = {enc};\n}}\n",
         xn = P_XS,
         xc = P_XS + 1,
         fg = P_FS,
@@ -440,7 +440,7 @@ fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
         fo = P_FS + 1,
         fy = P_FS + 3,
         fx = P_FS + 4,
-        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g)")),
+        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g, c)")),
     );
     s
 }
@@ -517,7 +517,7 @@ fn direct_wgsl(v: Variant, stages: &[Stage], guarded: bool) -> String {
         fi = P_FS + 2,
         fy = P_FS + 3,
         fx = P_FS + 4,
-        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g)")),
+        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g, c)")),
     );
     s
 }
@@ -698,8 +698,9 @@ fn lower_conv(
     let own = 2 + usize::from(has_bias);
     let res: Vec<Buf> = ins.iter().skip(own).map(|r| Buf::Operand(r.0)).collect();
     let mut guard: Option<(Buf, Vec<Buf>)> = None;
-    if res.len() != residuals(stages) || ins[own..].iter().any(|r| r.1 != out.1) {
-        return Err(WebnnError::Operation(format!("internal: {} (fused) without its residual operands", op.name())));
+    let extras: Vec<&OperandDesc> = ins[own.min(ins.len())..].iter().map(|r| r.1).collect();
+    if !extras_fit(stages, &extras, out.1, Some(out_c)) {
+        return Err(WebnnError::Operation(format!("internal: {} (fused) without its epilogue's operands", op.name())));
     }
     // A 1x1 conv2d (any strides and padding; dilations then change nothing)
     // is a plain product per batch and group.

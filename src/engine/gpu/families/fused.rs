@@ -20,8 +20,10 @@
 use std::fmt::Write;
 
 use crate::compile::fused::Stage;
+use crate::graph::OperandDesc;
 use super::activation::inlined_body;
-use crate::engine::gpu::wgsl::{binary_body, unary_body, Storage};
+use super::normalization::{affine, df_fns};
+use crate::engine::gpu::wgsl::{binary_body, load_fn, unary_body, Storage};
 use crate::ops::{Activation, UnaryKind};
 
 /// The unary operator an activation stage is, where it is one.
@@ -77,25 +79,103 @@ fn stage_x0(s: &Stage) -> Option<String> {
 }
 
 /// Whether the GPU kernels can apply a stage in their epilogue (the GPU
-/// compiler pipeline fuses only those).
+/// compiler pipeline fuses only those). `Stage::BatchNorm`: the convolution
+/// kernels only (`conv.rs`); the matrix products reject it.
 pub fn supported(s: &Stage) -> bool {
-    matches!(s, Stage::AddTensor) || stage_body(s).is_some()
+    matches!(s, Stage::AddTensor | Stage::BatchNorm { .. }) || stage_body(s).is_some()
 }
 
-/// How many residual operands (`AddTensor` stages) the stages read.
-pub(super) fn residuals(stages: &[Stage]) -> usize {
-    stages.iter().filter(|s| matches!(s, Stage::AddTensor)).count()
+/// The binding names of the stages' extra operands, in input order
+/// (`Stage::extras`): `res{j}` for the j-th `AddTensor`, then for a
+/// `BatchNorm` at stage k `bn{k}_mean`, `bn{k}_variance` and, where present,
+/// `bn{k}_scale`, `bn{k}_bias`. Each has a loader `ld_` + name
+/// (`extra_loads`).
+pub(super) fn extra_names(stages: &[Stage]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut res = 0;
+    for (k, st) in stages.iter().enumerate() {
+        match *st {
+            Stage::AddTensor => {
+                names.push(format!("res{res}"));
+                res += 1;
+            }
+            Stage::BatchNorm { has_scale, has_bias, .. } => {
+                names.push(format!("bn{k}_mean"));
+                names.push(format!("bn{k}_variance"));
+                if has_scale {
+                    names.push(format!("bn{k}_scale"));
+                }
+                if has_bias {
+                    names.push(format!("bn{k}_bias"));
+                }
+            }
+            _ => {}
+        }
+    }
+    names
 }
 
-/// `fn epilogue(v: f32, i: u32) -> f32` and the stage functions it calls (none
-/// for no stages). Stages the GPU does not support are never fused (`supported`);
-/// here they would leave the value unchanged, so callers check first.
-pub(super) fn epilogue_wgsl(stages: &[Stage]) -> String {
+/// The loaders of `extra_names`, each element decoded from storage `st`.
+pub(super) fn extra_loads(stages: &[Stage], st: Storage) -> String {
+    extra_names(stages).iter().map(|n| load_fn(&format!("ld_{n}"), n, st, true)).collect()
+}
+
+/// Whether `extras` are the stages' extra operands for an output `out`: an
+/// `AddTensor`'s of the output's shape and type, a `BatchNorm`'s of its type
+/// with one value per channel, where the family has `channels` (the matrix
+/// products have none, and reject the stage).
+pub(super) fn extras_fit(stages: &[Stage], extras: &[&OperandDesc], out: &OperandDesc, channels: Option<usize>) -> bool {
+    let mut at = 0;
+    for st in stages {
+        let n = st.extras();
+        let Some(mine) = extras.get(at..at + n) else { return false };
+        at += n;
+        let fits = match st {
+            Stage::AddTensor => mine.iter().all(|d| *d == out),
+            Stage::BatchNorm { .. } => {
+                channels.is_some_and(|c| mine.iter().all(|d| d.data_type == out.data_type && d.element_count() == c))
+            }
+            _ => true,
+        };
+        if !fits {
+            return false;
+        }
+    }
+    at == extras.len()
+}
+
+/// Whether the stages hold a `BatchNorm`.
+pub(super) fn normalizes(stages: &[Stage]) -> bool {
+    stages.iter().any(|s| matches!(s, Stage::BatchNorm { .. }))
+}
+
+/// `fn epilogue(v: f32, i: u32, c: u32) -> f32` and the stage functions it
+/// calls (none for no stages), where i is the element's index in the output
+/// (and in every residual operand) and c its channel (a `BatchNorm`'s
+/// parameter index). `zero`: the index of a parameter word that is zero at
+/// run time, which a `BatchNorm`'s double-float arithmetic needs
+/// (`normalization::df_fns`). Stages the GPU does not support are never fused
+/// (`supported`); here they would leave the value unchanged, so callers check
+/// first.
+pub(super) fn epilogue_wgsl(stages: &[Stage], zero: usize) -> String {
     let mut s = String::new();
     let mut apply = String::new();
     let mut res = 0;
+    if normalizes(stages) {
+        s.push_str(&df_fns(zero));
+    }
     for (i, st) in stages.iter().enumerate() {
-        if matches!(st, Stage::AddTensor) {
+        if let Stage::BatchNorm { epsilon, has_scale, has_bias } = *st {
+            // As the batchNormalization kernel computes it (`batch_wgsl`).
+            let _ = writeln!(
+                s,
+                "fn ep_stage{i}(x: f32, c: u32) -> f32 {{\n  let mean = df(ld_bn{i}_mean(c));\n  \
+                 let inv = df_rsqrt(two_sum(ld_bn{i}_variance(c), bitcast<f32>({}u)));\n{}  return y;\n}}",
+                epsilon.to_bits(),
+                affine(&format!("ld_bn{i}_"), has_scale, has_bias, "c", "  ")
+            );
+            let _ = writeln!(apply, "  r = ep_stage{i}(r, c);");
+        } else if matches!(st, Stage::AddTensor) {
             let _ = writeln!(apply, "  r = r + ld_res{res}(i);");
             res += 1;
         } else if let Some(body) = stage_body(st) {
@@ -103,7 +183,7 @@ pub(super) fn epilogue_wgsl(stages: &[Stage]) -> String {
             let _ = writeln!(apply, "  r = ep_stage{i}(r);");
         }
     }
-    let _ = writeln!(s, "fn epilogue(v: f32, i: u32) -> f32 {{\n  var r = v;\n{apply}  return r;\n}}");
+    let _ = writeln!(s, "fn epilogue(v: f32, i: u32, c: u32) -> f32 {{\n  var r = v;\n{apply}  return r;\n}}");
     s
 }
 
@@ -138,6 +218,9 @@ pub(super) mod tests {
                 Stage::Activation(Activation::Sigmoid),
                 Stage::Activation(Activation::Tanh),
                 Stage::Unary(UnaryKind::Erf),
+                Stage::RoundHalf,
+                Stage::BatchNorm { epsilon: 1e-5, has_scale: true, has_bias: false },
+                Stage::BatchNorm { epsilon: 1e-3, has_scale: false, has_bias: true },
             ],
         ]
     }
@@ -146,7 +229,8 @@ pub(super) mod tests {
     #[test]
     fn inlined_activation_bodies_read_no_parameters() {
         for stages in epilogues() {
-            let text = epilogue_wgsl(&stages);
+            let stages: Vec<Stage> = stages.into_iter().filter(|s| !matches!(s, Stage::BatchNorm { .. })).collect();
+            let text = epilogue_wgsl(&stages, 0);
             assert!(!text.contains("p["), "{text}");
         }
     }
@@ -158,6 +242,7 @@ pub(super) mod tests {
         assert!(supported(&Stage::Scalar { kind: BinaryKind::Mul, value: 0.5, scalar_first: true }));
         assert!(supported(&Stage::AddTensor));
         assert!(supported(&Stage::RoundHalf));
+        assert!(supported(&Stage::BatchNorm { epsilon: 1e-5, has_scale: true, has_bias: true }));
         assert!(supported(&Stage::Activation(Activation::Gelu)));
         assert!(supported(&Stage::Activation(Activation::LeakyRelu { alpha: 0.1 })));
         assert!(supported(&Stage::Activation(Activation::HardSwish)));

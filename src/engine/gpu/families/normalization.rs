@@ -55,7 +55,7 @@ fn optional(has_scale: bool, has_bias: bool) -> Vec<&'static str> {
 /// (TwoSum; products of 12-bit halves); every value whose rounding error is
 /// recovered passes through `opq`, an OR with a zero word (`p[zero]`) that the
 /// shader only learns at run time, so no compiler can fold the error terms away.
-fn df_fns(zero: usize) -> String {
+pub(super) fn df_fns(zero: usize) -> String {
     format!(
         "fn opq(v: f32) -> f32 {{ return bitcast<f32>(bitcast<u32>(v) | p[{zero}u]); }}
 fn two_sum(a: f32, b: f32) -> vec2<f32> {{
@@ -104,13 +104,15 @@ fn df(x: f32) -> vec2<f32> {{ return vec2<f32>(x, 0.0); }}
 /// and scale and bias at parameter index `pi` where those exist: double-float
 /// throughout, the plain float32 formula where that is not finite (infinite or
 /// NaN data).
-fn affine(has_scale: bool, has_bias: bool, pi: &str, indent: &str) -> String {
+/// `ld`: the prefix of the scale and bias loaders' names (`{ld}scale`,
+/// `{ld}bias`).
+pub(super) fn affine(ld: &str, has_scale: bool, has_bias: bool, pi: &str, indent: &str) -> String {
     let mut s = format!("{indent}var q = df_mul(df_add(df(x), -mean), inv);\n{indent}var y = (x - mean.x) * inv.x;\n");
     if has_scale {
-        s += &format!("{indent}let sc = ld_scale({pi});\n{indent}q = df_mul(q, df(sc));\n{indent}y = y * sc;\n");
+        s += &format!("{indent}let sc = {ld}scale({pi});\n{indent}q = df_mul(q, df(sc));\n{indent}y = y * sc;\n");
     }
     if has_bias {
-        s += &format!("{indent}let bi = ld_bias({pi});\n{indent}q = df_add(q, df(bi));\n{indent}y = y + bi;\n");
+        s += &format!("{indent}let bi = {ld}bias({pi});\n{indent}q = df_add(q, df(bi));\n{indent}y = y + bi;\n");
     }
     s += &format!("{indent}let yd = q.x + q.y;\n{indent}if (is_finite(yd)) {{ y = yd; }}\n");
     s
@@ -140,7 +142,7 @@ fn batch_wgsl(st: Storage, out: Elems, has_scale: bool, has_bias: bool) -> Strin
 {}  dst[g] = {};
 }}
 ",
-        affine(has_scale, has_bias, "c", "  "),
+        affine("ld_", has_scale, has_bias, "c", "  "),
         out.encode(st, "y")
     );
     s
@@ -199,7 +201,7 @@ fn wg_df(li: u32, v: vec2<f32>) -> vec2<f32> {{
   }}
 }}
 ",
-        affine(has_scale, has_bias, "pbase + r_index(r, 1u)", "    "),
+        affine("ld_", has_scale, has_bias, "pbase + r_index(r, 1u)", "    "),
         out.encode(st, "y")
     );
     s

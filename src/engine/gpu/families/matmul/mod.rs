@@ -24,7 +24,7 @@ use std::fmt::Write;
 
 use tiled::{Core, P_FAMILY};
 
-use super::fused::{epilogue_wgsl, residuals, supported};
+use super::fused::{epilogue_wgsl, extra_loads, extra_names, extras_fit, supported};
 use crate::compile::fused::{FusedOp, Stage};
 
 use crate::engine::gpu::plan::{collapse, not_supported, u32_of, Buf, Cx, Lowering};
@@ -50,7 +50,9 @@ const P_SCN: usize = P_FAMILY + 9;
 const P_BDIMS: usize = P_FAMILY + 10;
 const P_BSA: usize = P_BDIMS + BATCH_DIMS;
 const P_BSB: usize = P_BSA + BATCH_DIMS;
-const P_WORDS: usize = P_BSB + BATCH_DIMS;
+/// Zero at run time (`fused::epilogue_wgsl`).
+const P_ZERO: usize = P_BSB + BATCH_DIMS;
+const P_WORDS: usize = P_ZERO + 1;
 
 pub(super) fn lower(
     op: &Op,
@@ -114,16 +116,13 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool, out: E
     if c.is_some() {
         bind(&mut s, "c", "read", "u32");
     }
-    let res = residuals(stages);
-    for j in 0..res {
-        bind(&mut s, &format!("res{j}"), "read", "u32");
+    for name in extra_names(stages) {
+        bind(&mut s, &name, "read", "u32");
     }
     bind(&mut s, "out", "read_write", out.ty());
     bind(&mut s, "p", "read", "u32");
-    for j in 0..res {
-        s.push_str(&load_fn(&format!("ld_res{j}"), &format!("res{j}"), st, true));
-    }
-    s.push_str(&epilogue_wgsl(stages));
+    s.push_str(&extra_loads(stages, st));
+    s.push_str(&epilogue_wgsl(stages, P_ZERO));
     if direct {
         let _ = write!(
             s,
@@ -157,7 +156,7 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool, out: E
     };
     let _ = writeln!(
         s,
-        "fn emit(m: u32, n: u32, v: f32) {{\n  let i = base_o + m * p[{P_N}] + n;\n  let r = epilogue(bitcast<f32>(p[{P_ALPHA}]) * v{term}, i);\n  out[i] = {};\n}}",
+        "fn emit(m: u32, n: u32, v: f32) {{\n  let i = base_o + m * p[{P_N}] + n;\n  let r = epilogue(bitcast<f32>(p[{P_ALPHA}]) * v{term}, i, n);\n  out[i] = {};\n}}",
         out.encode(st, "r")
     );
     s
@@ -280,8 +279,9 @@ fn lower_product(
         }
     }
     let own = 2 + usize::from(c.is_some());
-    if ins.len() != own + residuals(stages) || ins[own..].iter().any(|r| r.1 != out.1) {
-        return Err(WebnnError::Operation(format!("internal: {} (fused) without its residual operands", op.name())));
+    let extras: Vec<&OperandDesc> = ins[own.min(ins.len())..].iter().map(|r| r.1).collect();
+    if !extras_fit(stages, &extras, out.1, None) {
+        return Err(WebnnError::Operation(format!("internal: {} (fused) without its epilogue's operands", op.name())));
     }
     p[P_M] = u32_of(m, "a matrix dimension")?;
     p[P_N] = u32_of(n, "a matrix dimension")?;

@@ -279,3 +279,68 @@ test('padded strided 1x1 conv2d whose filter is an input (not known at build) + 
     return { y: b.add(y, b.input('r', F32(ref.shape))) }
   }, { x, w, r }, { y: ref.y.map((v, i) => v + r[i]) })
 })
+
+// ---------------------------------------------------------------------------
+// float16 conv2d -> batchNormalization -> relu (-> add -> relu)
+
+/** float64 batchNormalization along the channels of nchw data, then rounded. */
+function batchNormRef (x, [n, c, h, w], mean, variance, scale, bias, eps) {
+  return x.map((v, i) => {
+    const ch = Math.floor(i / (h * w)) % c
+    return (v - mean[ch]) / Math.sqrt(variance[ch] + eps) * scale[ch] + bias[ch]
+  })
+}
+
+test('float16 ResNet block: conv2d -> batchNormalization -> relu -> 1x1 conv2d -> batchNormalization -> add -> relu fuses into two convolutions with the unfused bits', async (t) => {
+  const xs = [1, 16, 10, 10]
+  const x = randHalf(count(xs), -1, 1)
+  const w1 = randHalf(16 * 16 * 9, -0.3, 0.3)
+  const b1 = randHalf(16, -0.2, 0.2)
+  const w2 = randHalf(16 * 16, -0.5, 0.5)
+  const bn = () => ({
+    mean: randHalf(16, -0.3, 0.3),
+    variance: randHalf(16, 0.2, 2),
+    scale: randHalf(16, 0.5, 1.5),
+    bias: randHalf(16, -0.5, 0.5)
+  })
+  const p1 = bn()
+  const p2 = bn()
+  const make = (b) => {
+    const c = (v) => b.constant(F16([16]), v.bits)
+    const norm = (y, p) => b.batchNormalization(y, c(p.mean), c(p.variance), { scale: c(p.scale), bias: c(p.bias), epsilon: 1e-3 })
+    const input = b.input('x', F16(xs))
+    const y1 = b.relu(norm(b.conv2d(input, b.constant(F16([16, 16, 3, 3]), w1.bits), { padding: [1, 1, 1, 1], bias: b.constant(F16([16]), b1.bits) }), p1))
+    const y2 = norm(b.conv2d(y1, b.constant(F16([16, 16, 1, 1]), w2.bits)), p2)
+    return { y: b.relu(b.add(y2, input)) }
+  }
+  // float64, rounding where the graph stores a float16 result.
+  const r16 = (a) => a.map((v) => fromFloat16Bits(float16Array([v])[0]))
+  const v = (p) => [p.mean.values, p.variance.values, p.scale.values, p.bias.values]
+  const c1 = r16(conv2dRef(x.values, xs, w1.values, [16, 16, 3, 3], { bias: b1.values, padding: [1, 1, 1, 1] }).y)
+  const y1 = r16(batchNormRef(c1, xs, ...v(p1), 1e-3).map(relu))
+  const c2 = r16(conv2dRef(y1, xs, w2.values, [16, 16, 1, 1]).y)
+  const y2 = r16(batchNormRef(c2, xs, ...v(p2), 1e-3))
+  const want = y2.map((e, i) => relu(e + x.values[i]))
+  await onBoth(t, make, { x: x.bits }, { y: want }, 8e-3)
+  if (!gpu) return
+  // The GPU's fused graph and its unfused one (WEBNN_CPU_PASSES=none, read at
+  // each build): every float16 rounding of the unfused graph happens in the
+  // fused one, and the normalization is computed the same way, so the bits agree.
+  const run = async () => {
+    const b = new MLGraphBuilder(gpu)
+    const g = await b.build(make(b))
+    const out = new Uint16Array(count(xs))
+    return (await gpu.compute(g, { x: x.bits.slice() }, { y: out })).outputs.y
+  }
+  const fused = await run()
+  process.env.WEBNN_CPU_PASSES = 'none'
+  let plain
+  try {
+    plain = await run()
+  } finally {
+    delete process.env.WEBNN_CPU_PASSES
+  }
+  let first = -1
+  for (let i = 0; i < fused.length && first < 0; i++) if (fused[i] !== plain[i]) first = i
+  t.is(first, -1, `element ${first}: fused 0x${(fused[first] || 0).toString(16)}, unfused 0x${(plain[first] || 0).toString(16)}`)
+})

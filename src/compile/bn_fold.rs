@@ -17,6 +17,7 @@ use super::{constant, constant_f64, desc, push_constant_f64, rewrite_all, scale_
 use crate::graph::builder::{Graph, Operator};
 use crate::graph::OperandDesc;
 use crate::ops::conv::{strides_at, InputLayout};
+use crate::ops::normalization::BatchNormalization;
 use crate::ops::Op;
 
 /// Folds every foldable pair; returns how many.
@@ -35,21 +36,11 @@ pub fn run(g: &mut Graph) -> usize {
 /// many pairs it fused.
 pub fn run_float16(g: &mut Graph) -> usize {
     rewrite_all(g, |g, uses, i| {
-        let bn_op = &g.operators[i];
-        let Op::BatchNormalization(bn) = bn_op.op else { return None };
-        let x = bn_op.inputs[0];
-        let p = uses.fusable_producer(x, i)?;
-        let conv = &g.operators[p];
+        let (p, bn, _) = pair(g, uses, i, crate::graph::DataType::Float16)?;
+        let (bn_op, conv) = (&g.operators[i], &g.operators[p]);
         let Op::Conv2d(attrs) = &conv.op else { return None };
-        if desc(g, x).data_type != crate::graph::DataType::Float16 {
-            return None;
-        }
-        let channel_axis = match attrs.input_layout {
-            InputLayout::Nchw => 1,
-            InputLayout::Nhwc => 3,
-        };
         let stage = Stage::BatchNorm { epsilon: bn.epsilon, has_scale: bn.has_scale, has_bias: bn.has_bias };
-        if bn.axis != channel_axis || bn_op.inputs.len() != 1 + stage.extras() {
+        if bn_op.inputs.len() != 1 + stage.extras() {
             return None;
         }
         let mut inputs = conv.inputs.clone();
@@ -68,27 +59,31 @@ pub fn run_float16(g: &mut Graph) -> usize {
     })
 }
 
-fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
+/// The batchNormalization at `i` and the conv2d at the returned index whose
+/// result only it reads, along the conv's channel axis (returned too), on data
+/// of type `t`.
+fn pair(g: &Graph, uses: &Uses, i: usize, t: crate::graph::DataType) -> Option<(usize, BatchNormalization, usize)> {
     let bn_op = &g.operators[i];
     let Op::BatchNormalization(bn) = bn_op.op else { return None };
     let x = bn_op.inputs[0];
     let p = uses.fusable_producer(x, i)?;
-    let conv = &g.operators[p];
-    let Op::Conv2d(attrs) = &conv.op else { return None };
-    let out = desc(g, x).clone();
-    // float16: the normalization reads the conv's result rounded to float16,
-    // which a folded filter cannot reproduce (and the folded filter would be
-    // rounded to float16 itself); the pair stays two operators.
-    if out.data_type != crate::graph::DataType::Float32 {
-        return None;
-    }
+    let Op::Conv2d(attrs) = &g.operators[p].op else { return None };
     let channel_axis = match attrs.input_layout {
         InputLayout::Nchw => 1,
         InputLayout::Nhwc => 3,
     };
-    if bn.axis != channel_axis {
-        return None;
-    }
+    (desc(g, x).data_type == t && bn.axis == channel_axis).then_some((p, bn, channel_axis))
+}
+
+fn find(g: &mut Graph, uses: &Uses, i: usize) -> Option<Rewrite> {
+    // float16: the normalization reads the conv's result rounded to float16,
+    // which a folded filter cannot reproduce (and the folded filter would be
+    // rounded to float16 itself); the pair stays two operators here
+    // (`run_float16` fuses it on the GPU).
+    let (p, bn, channel_axis) = pair(g, uses, i, crate::graph::DataType::Float32)?;
+    let (bn_op, conv) = (&g.operators[i], &g.operators[p]);
+    let Op::Conv2d(attrs) = &conv.op else { return None };
+    let out = desc(g, bn_op.inputs[0]).clone();
     let channels = out.shape[channel_axis];
     let filter_id = conv.inputs[1];
     constant(g, filter_id)?;

@@ -411,7 +411,9 @@ impl GpuEngine {
         // Cooperative matrices: by default on NVIDIA adapters only (the kernels
         // were measured and checked there), on any adapter with `coop`.
         let mode = crate::config::gpu_coop_mode();
-        let (available, nvidia) = (coop_f16_available(adapter) && !crate::config::gpu_no_f16(), info.vendor == NVIDIA);
+        // They need SHADER_F16, which `no-f16` leaves off.
+        let available = coop_f16_available(adapter) && wanted.contains(wgpu::Features::SHADER_F16);
+        let nvidia = info.vendor == NVIDIA;
         let coop = available
             && match mode {
                 crate::config::GpuCoop::Off => false,

@@ -22,7 +22,7 @@ use std::fmt::Write;
 use crate::compile::fused::Stage;
 use crate::graph::OperandDesc;
 use super::activation::inlined_body;
-use super::normalization::{affine, df_fns};
+use super::normalization::{batch_affine, df_fns};
 use crate::engine::gpu::wgsl::{binary_body, load_fn, unary_body, Storage};
 use crate::ops::{Activation, UnaryKind};
 
@@ -166,14 +166,10 @@ pub(super) fn epilogue_wgsl(stages: &[Stage], zero: usize) -> String {
     }
     for (i, st) in stages.iter().enumerate() {
         if let Stage::BatchNorm { epsilon, has_scale, has_bias } = *st {
-            // As the batchNormalization kernel computes it (`batch_wgsl`).
-            let _ = writeln!(
-                s,
-                "fn ep_stage{i}(x: f32, c: u32) -> f32 {{\n  let mean = df(ld_bn{i}_mean(c));\n  \
-                 let inv = df_rsqrt(two_sum(ld_bn{i}_variance(c), bitcast<f32>({}u)));\n{}  return y;\n}}",
-                epsilon.to_bits(),
-                affine(&format!("ld_bn{i}_"), has_scale, has_bias, "c", "  ")
-            );
+            // As the batchNormalization kernel computes it.
+            let eps = format!("bitcast<f32>({}u)", epsilon.to_bits());
+            let body = batch_affine(&format!("ld_bn{i}_"), &eps, has_scale, has_bias);
+            let _ = writeln!(s, "fn ep_stage{i}(x: f32, c: u32) -> f32 {{\n{body}  return y;\n}}");
             let _ = writeln!(apply, "  r = ep_stage{i}(r, c);");
         } else if matches!(st, Stage::AddTensor) {
             let _ = writeln!(apply, "  r = r + ld_res{res}(i);");

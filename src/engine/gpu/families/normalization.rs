@@ -106,7 +106,7 @@ fn df(x: f32) -> vec2<f32> {{ return vec2<f32>(x, 0.0); }}
 /// NaN data).
 /// `ld`: the prefix of the scale and bias loaders' names (`{ld}scale`,
 /// `{ld}bias`).
-pub(super) fn affine(ld: &str, has_scale: bool, has_bias: bool, pi: &str, indent: &str) -> String {
+fn affine(ld: &str, has_scale: bool, has_bias: bool, pi: &str, indent: &str) -> String {
     let mut s = format!("{indent}var q = df_mul(df_add(df(x), -mean), inv);\n{indent}var y = (x - mean.x) * inv.x;\n");
     if has_scale {
         s += &format!("{indent}let sc = {ld}scale({pi});\n{indent}q = df_mul(q, df(sc));\n{indent}y = y * sc;\n");
@@ -116,6 +116,19 @@ pub(super) fn affine(ld: &str, has_scale: bool, has_bias: bool, pi: &str, indent
     }
     s += &format!("{indent}let yd = q.x + q.y;\n{indent}if (is_finite(yd)) {{ y = yd; }}\n");
     s
+}
+
+/// batchNormalization of `x` (f32) at channel `c`, into `y`: the mean and
+/// 1 / sqrt(variance + epsilon) in double-float, then `affine`. Loaders
+/// `{ld}mean`, `{ld}variance` (and `{ld}scale`, `{ld}bias` where present);
+/// `eps`: epsilon as a WGSL f32 expression. The batchNormalization kernel and
+/// the fused stage (`fused::epilogue_wgsl`) both use it, so they compute the
+/// same bits.
+pub(super) fn batch_affine(ld: &str, eps: &str, has_scale: bool, has_bias: bool) -> String {
+    format!(
+        "  let mean = df({ld}mean(c));\n  let inv = df_rsqrt(two_sum({ld}variance(c), {eps}));\n{}",
+        affine(ld, has_scale, has_bias, "c", "  ")
+    )
 }
 
 /// batchNormalization: parameters [0] elements, [1] inner size (elements after
@@ -137,12 +150,10 @@ fn batch_wgsl(st: Storage, out: Elems, has_scale: bool, has_bias: bool) -> Strin
         "  if (g >= p[0]) {{ return; }}
   let c = (g / p[1]) % p[2];
   let x = ld(g);
-  let mean = df(ld_mean(c));
-  let inv = df_rsqrt(two_sum(ld_variance(c), bitcast<f32>(p[3])));
 {}  dst[g] = {};
 }}
 ",
-        affine("ld_", has_scale, has_bias, "c", "  "),
+        batch_affine("ld_", "bitcast<f32>(p[3])", has_scale, has_bias),
         out.encode(st, "y")
     );
     s

@@ -105,8 +105,6 @@ impl CoopTile {
             && self.shared_bytes() <= l.max_compute_workgroup_storage_size
     }
 
-    /// The large tile where it makes at least 132 workgroups (one per H100
-    /// multiprocessor), else the small one; None when neither fits the limits.
     /// Workgroups of an M x N product repeated `batches` times.
     fn groups(self, m: usize, n: usize, batches: usize) -> usize {
         m.div_ceil(self.bm() as usize)
@@ -114,6 +112,8 @@ impl CoopTile {
             .saturating_mul(batches)
     }
 
+    /// The large tile where it makes at least 132 workgroups (one per H100
+    /// multiprocessor), else the small one; None when neither fits the limits.
     fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
         let wanted = if CoopTile::LARGE.groups(m, n, batches) >= 132 { CoopTile::LARGE } else { CoopTile::SMALL };
         [wanted, CoopTile::SMALL].into_iter().find(|t| t.fits(cx))

@@ -283,7 +283,6 @@ impl Core {
         s
     }
 
-    /// The kernel's text for a tile; `swap`: compute C^T = B^T A^T.
     /// The kernel's text for a tile, for one split; `swap`: compute C^T = B^T A^T.
     pub fn wgsl(&self, t: Tile, swap: bool) -> String {
         self.text(&self.decls, false, t, swap)

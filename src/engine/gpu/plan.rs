@@ -686,12 +686,15 @@ impl GpuPlan {
                     | Op::Fused(crate::compile::fused::FusedOp::Conv2d { .. } | crate::compile::fused::FusedOp::ConvTranspose2d { .. }),
                     Some(f),
                 ) => match &f.kind {
-                    OperandKind::Constant(bytes) => Some(families::conv::FilterValues::of(Some(&bytes[..]), f.desc.data_type)),
+                    OperandKind::Constant(bytes) => {
+                        Some((families::conv::FilterValues::of(Some(&bytes[..]), f.desc.data_type), &bytes[..]))
+                    }
                     _ => None,
                 },
                 _ => None,
             };
-            let known = filter.and_then(|v| families::conv::lower_with_filter(&operator.op, &ins, &outs, &cx, v));
+            let known =
+                filter.and_then(|(v, bytes)| families::conv::lower_with_filter(&operator.op, &ins, &outs, &cx, v, Some(bytes)));
             lowered.push(match known {
                 Some(l) => l?,
                 None => lower(&operator.op, &ins, &outs, &cx)?,

@@ -45,6 +45,8 @@ use crate::graph::{DataType, OperandDesc, OperandId};
 use crate::ops::conv::{pick, strides_at, InputLayout};
 use crate::ops::Op;
 
+mod tensor;
+
 // Parameter words after the core's.
 const P_CIG: usize = P_FAMILY;
 const P_COG: usize = P_FAMILY + 1;
@@ -80,20 +82,21 @@ pub(super) fn lower(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
 ) -> Option<Result<Lowering>> {
-    lower_with_filter(op, ins, outs, cx, FilterValues::Unknown)
+    lower_with_filter(op, ins, outs, cx, FilterValues::Unknown, None)
 }
 
 /// `lower`, for a convolution whose filter values the plan knows at build
-/// (`filter`: a constant); `None` for other operators.
+/// (`filter`: a constant, whose bytes are `constant`); `None` for other operators.
 pub(in crate::engine::gpu) fn lower_with_filter(
     op: &Op,
     ins: &[(OperandId, &OperandDesc)],
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
     filter: FilterValues,
+    constant: Option<&[u8]>,
 ) -> Option<Result<Lowering>> {
     match op {
-        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, &[], ins, outs, cx, filter)),
+        Op::Conv2d(_) | Op::ConvTranspose2d(_) => Some(lower_conv(op, &[], ins, outs, cx, filter, constant)),
         Op::Fused(f @ (FusedOp::Conv2d { .. } | FusedOp::ConvTranspose2d { .. })) => {
             let stages = &f.epilogue().stages;
             if let Some(s) = stages.iter().find(|s| !supported(s)) {
@@ -106,7 +109,7 @@ pub(in crate::engine::gpu) fn lower_with_filter(
                 FusedOp::ConvTranspose2d { attrs, .. } => Op::ConvTranspose2d(attrs.clone()),
                 _ => return None,
             };
-            Some(lower_conv(&base, stages, ins, outs, cx, filter))
+            Some(lower_conv(&base, stages, ins, outs, cx, filter, constant))
         }
         _ => None,
     }
@@ -195,29 +198,20 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
              \x20 if (uy * p[{P_SY}] != u32(ty) || ux * p[{P_SX}] != u32(tx) || uy >= p[{P_IH}] || ux >= p[{P_IW}]) {{ return 0.0; }}"
         ),
     };
-    let bias = if v.bias { " + ld_bias(c)" } else { "" };
     let _ = write!(
         s,
         "var<private> grp: u32;\nfn setup(z: u32) {{ grp = z; }}\n\
-         fn pix(q: u32) -> vec3<u32> {{\n  let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  return vec3<u32>(b, oy, r - oy * p[{P_OW}]);\n}}\n\
          fn filt(oc: u32, k: u32) -> f32 {{\n  return ld_w(grp * p[{fg}] + oc * p[{fo}] + ktab[4u * k + 3u]);\n}}\n\
          fn xcol(k: u32, q: u32) -> f32 {{\n  let o = pix(q);\n  let kyd = ktab[4u * k + 1u];\n  let kxd = ktab[4u * k + 2u];\n{gather}\n\
-         \x20 return ld_x(o.x * p[{xn}] + grp * p[{P_CIG}] * p[{xc}] + ktab[4u * k] + uy * p[{xh}] + ux * p[{xw}]);\n}}\n\
-         fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = grp * p[{P_COG}] + oc;\n\
-         \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i, c);\n\
-         \x20 out[i] = {enc};\n}}\n",
+         \x20 return ld_x(o.x * p[{xn}] + grp * p[{P_CIG}] * p[{xc}] + ktab[4u * k] + uy * p[{xh}] + ux * p[{xw}]);\n}}\n",
         fg = P_FS,
         fo = P_FS + 1,
         xn = P_XS,
         xc = P_XS + 1,
         xh = P_XS + 2,
         xw = P_XS + 3,
-        on = P_OS,
-        ocs = P_OS + 1,
-        oh = P_OS + 2,
-        ow = P_OS + 3,
-        enc = v.out.encode(v.st, "r"),
     );
+    s.push_str(&pix_put(v, "grp"));
     s.push_str(match v.layout {
         InputLayout::Nchw => "fn lhs(m: u32, k: u32) -> f32 { return filt(m, k); }\n\
                               fn rhs(k: u32, n: u32) -> f32 { return xcol(k, n); }\n\
@@ -227,6 +221,24 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
                               fn emit(m: u32, n: u32, v: f32) { put(n, m, v); }\n",
     });
     s
+}
+
+/// `pix(q)`: output pixel q (over every batch) as (batch, y, x); `put(oc, q,
+/// v)`: the output element of channel `oc` of group `grp` (an expression) at
+/// pixel q, from the product's value: bias, epilogue, store.
+fn pix_put(v: Variant, grp: &str) -> String {
+    let bias = if v.bias { " + ld_bias(c)" } else { "" };
+    format!(
+        "fn pix(q: u32) -> vec3<u32> {{\n  let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  return vec3<u32>(b, oy, r - oy * p[{P_OW}]);\n}}\n\
+         fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = {grp} * p[{P_COG}] + oc;\n\
+         \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i, c);\n\
+         \x20 out[i] = {enc};\n}}\n",
+        on = P_OS,
+        ocs = P_OS + 1,
+        oh = P_OS + 2,
+        ow = P_OS + 3,
+        enc = v.out.encode(v.st, "r"),
+    )
 }
 
 /// Where a pointwise kernel's output pixel reads its input pixel.
@@ -577,6 +589,7 @@ fn lower_conv(
     outs: &[(OperandId, &OperandDesc)],
     cx: &Cx,
     filter: FilterValues,
+    constant: Option<&[u8]>,
 ) -> Result<Lowering> {
     let (x, w, out, t) = float_product_operands(op, ins, outs)?;
     if x.1.shape.len() != 4 || w.1.shape.len() != 4 || out.1.shape.len() != 4 {
@@ -732,6 +745,30 @@ fn lower_conv(
             grid: Grid::Threads(out.1.element_count()),
         });
     };
+    if kind == Kind::Conv && groups == 1 && t == DataType::Float16 {
+        let geometry = tensor::Geometry {
+            layout,
+            batches,
+            cin: in_c,
+            cout: out_c,
+            k_h,
+            k_w,
+            out_h,
+            out_w,
+            same_pixels: pointwise == Some(Pixels::Same),
+            padded: padding != [0, 0, 0, 0],
+            f: [f[1], f[2], f[3], f[4]],
+            filter,
+            constant,
+        };
+        let mut all = reads.clone();
+        all.extend(res.iter().copied());
+        let ktab = || k_table(layout, cig, k_h, k_w, p[P_XS + 1] as usize, dilations, f[2], f[3], f[4]);
+        if tensor::lower(&mut l, variant, stages, &geometry, &p, &all, ktab, dst, cx)? {
+            l.finish_words(dst, out)?;
+            return Ok(l);
+        }
+    }
     match (gathers_absent, filter) {
         (true, FilterValues::NonFinite) => {
             direct(&mut l, reads, None);
@@ -869,7 +906,7 @@ mod tests {
         });
         for (op, w, y) in [(&conv, &w, &y), (&transpose, &wt, &yt)] {
             let steps = |filter| {
-                let l = lower_with_filter(op, &[(0, &x), (1, w)], &[(2, y)], &cx, filter).unwrap().unwrap();
+                let l = lower_with_filter(op, &[(0, &x), (1, w)], &[(2, y)], &cx, filter, None).unwrap().unwrap();
                 l.steps
                     .iter()
                     .map(|s| match s {
@@ -892,7 +929,7 @@ mod tests {
         // Unpadded conv2d: the tiled kernel whatever the filter.
         let Op::Conv2d(mut a) = conv else { unreachable!() };
         a.padding = [0; 4];
-        let l = lower_with_filter(&Op::Conv2d(a), &[(0, &x), (1, &w)], &[(2, &d(&[1, 6, 3, 3]))], &cx, FilterValues::Unknown).unwrap().unwrap();
+        let l = lower_with_filter(&Op::Conv2d(a), &[(0, &x), (1, &w)], &[(2, &d(&[1, 6, 3, 3]))], &cx, FilterValues::Unknown, None).unwrap().unwrap();
         assert!(l.steps.iter().all(|s| matches!(s, Lowered::Dispatch { wgsl, .. } if !wgsl.contains("flag"))));
     }
 
@@ -912,7 +949,7 @@ mod tests {
             let y = if layout == InputLayout::Nchw { d(&[1, 4, h, wd]) } else { d(&[1, h, wd, 4]) };
             let filter_layout = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
             let op = Op::Conv2d(Conv2dAttrs { padding, strides, dilations: [1, 1], groups, input_layout: layout, filter_layout, has_bias: false });
-            let l = lower_with_filter(&op, &[(0, &x), (1, &w)], &[(2, &y)], &cx, FilterValues::Finite).unwrap().unwrap();
+            let l = lower_with_filter(&op, &[(0, &x), (1, &w)], &[(2, &y)], &cx, FilterValues::Finite, None).unwrap().unwrap();
             l.steps
                 .iter()
                 .filter_map(|s| match s {

@@ -62,21 +62,29 @@ pub(in crate::engine::gpu) struct CoopTile {
     pub fn_: u32,
     /// K per step (a multiple of 16).
     pub bk: u32,
+    /// Direct kernel only: groups of SGM x SGN subgroups splitting K between
+    /// them (1, 2, 4 or 8), summed through workgroup memory at the end.
+    pub ks: u32,
 }
 
 impl CoopTile {
     /// 128 x 128, 8 subgroups of 64 x 32 (8 accumulators each).
-    pub const LARGE: CoopTile = CoopTile { sgm: 2, sgn: 4, fm: 4, fn_: 2, bk: 32 };
+    pub const LARGE: CoopTile = CoopTile { sgm: 2, sgn: 4, fm: 4, fn_: 2, bk: 32, ks: 1 };
     /// 64 x 64, 4 subgroups of 32 x 32: where the large tile leaves the GPU idle.
-    pub const SMALL: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 2, fn_: 2, bk: 32 };
+    pub const SMALL: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 2, fn_: 2, bk: 32, ks: 1 };
     /// The direct kernel's: 2 x 2 subgroups of 4 x 4 fragments (128 x 128)
     /// where that makes two workgroups per H100/H200 multiprocessor, else one
     /// subgroup of 4 x 4 (64 x 64). On an H200 (2026-11-28, 4096^3 float16):
     /// every 4 x 4-fragment tile 84-89 TFLOP/s per product over chains of 20;
     /// on noisier 5-chain sweeps, 4 x 2 or 2 x 4 fragments per subgroup and the
     /// staged core's large tile far behind them.
-    pub const DIRECT: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 4, fn_: 4, bk: 16 };
-    pub const DIRECT_SMALL: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 4, fn_: 4, bk: 16 };
+    pub const DIRECT: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 4, fn_: 4, bk: 16, ks: 1 };
+    pub const DIRECT_SMALL: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 4, fn_: 4, bk: 16, ks: 1 };
+    /// Where even `DIRECT_SMALL` leaves most multiprocessors idle (the 3x3
+    /// convolutions of a batch-1 CNN's later stages: few output tiles, long K):
+    /// 32 x 32 tiles of one subgroup's 2 x 2 fragments, K split between `ks`
+    /// subgroups (`Direct::pick`).
+    pub const DIRECT_SPLIT: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 2, fn_: 2, bk: 16, ks: 1 };
     #[cfg(test)]
     pub const ALL: [CoopTile; 2] = [CoopTile::LARGE, CoopTile::SMALL];
 
@@ -87,7 +95,7 @@ impl CoopTile {
         self.sgn * self.fn_ * 16
     }
     pub fn threads(self) -> u32 {
-        self.sgm * self.sgn * SUBGROUP
+        self.sgm * self.sgn * self.ks * SUBGROUP
     }
 
     /// Workgroup bytes: both f16 tiles (padded rows, either layout) and the f32
@@ -96,6 +104,11 @@ impl CoopTile {
         let a = (self.bm() * (self.bk + PAD)).max(self.bk * (self.bm() + PAD));
         let b = (self.bn() * (self.bk + PAD)).max(self.bk * (self.bn() + PAD));
         (a + b) * 2 + self.sgm * self.sgn * 256 * 4
+    }
+
+    /// Floats of the direct kernel's staging area: a fragment per subgroup.
+    fn stage_len(self) -> u32 {
+        self.sgm * self.sgn * self.ks * 256
     }
 
     fn fits(self, cx: &Cx) -> bool {
@@ -401,19 +414,33 @@ impl Direct {
             && n % 8 == 0
             && k % 16 == 0
             && strides.iter().all(|&s| s == 1 || s % 8 == 0)
-            && Direct::pick(m, n, 1, cx).is_some()
+            && Direct::pick(m, n, k, 1, cx).is_some()
     }
 
-    /// The tile (`CoopTile::DIRECT` where it makes 264 workgroups, else
-    /// `DIRECT_SMALL`), where the device's limits allow it: its workgroup memory
-    /// is the staging area alone.
-    fn pick(m: usize, n: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
-        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 { CoopTile::DIRECT } else { CoopTile::DIRECT_SMALL };
+    /// The tile: `CoopTile::DIRECT` where it makes 264 workgroups (two per
+    /// H100/H200 multiprocessor), else `DIRECT_SMALL` where it makes 132, else
+    /// `DIRECT_SPLIT` with K split between as many subgroups (up to 8) as bring
+    /// the subgroups to 264, each keeping at least 4 steps of K; where the
+    /// device's limits allow it (its workgroup memory is the staging area alone).
+    fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
+        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 {
+            CoopTile::DIRECT
+        } else if CoopTile::DIRECT_SMALL.groups(m, n, batches) >= 132 {
+            CoopTile::DIRECT_SMALL
+        } else {
+            let mut t = CoopTile::DIRECT_SPLIT;
+            let groups = t.groups(m, n, batches);
+            let steps = k / 16;
+            while t.ks < 8 && groups.saturating_mul(t.ks as usize) < 264 && steps >= 8 * t.ks as usize {
+                t.ks *= 2;
+            }
+            t
+        };
         let l = cx.limits;
         let fits = |t: CoopTile| {
             t.threads() <= l.max_compute_invocations_per_workgroup
                 && t.threads() <= l.max_compute_workgroup_size_x
-                && t.sgm * t.sgn * 256 * 4 <= l.max_compute_workgroup_storage_size
+                && t.stage_len() * 4 <= l.max_compute_workgroup_storage_size
         };
         [wanted, CoopTile::DIRECT_SMALL].into_iter().find(|&t| fits(t))
     }
@@ -433,20 +460,25 @@ impl Direct {
         writes: Vec<Buf>,
         cx: &Cx,
     ) -> Result<()> {
-        let tile = Direct::pick(m, n, batches, cx).ok_or_else(|| {
+        let tile = Direct::pick(m, n, k, batches, cx).ok_or_else(|| {
             crate::error::WebnnError::Operation("internal: the direct cooperative GEMM chosen where no tile fits".into())
         })?;
         push(l, tile, self.wgsl(decls, tile), [m, n, k, batches], params, reads, writes)
     }
 
-    /// The kernel's text for a tile.
+    /// The kernel's text for a tile. With `ks` > 1, subgroup `sg` works on
+    /// output sub-tile `sg % (SGM * SGN)` over the K steps `sg / (SGM * SGN)`,
+    /// `+ ks`, ...; at the end every subgroup stores each of its accumulators to
+    /// its own staging area and the sub-tile's `ks` x 32 invocations sum the
+    /// `ks` partial fragments in a fixed order before `emit`.
     pub fn wgsl(self, decls: &str, t: CoopTile) -> String {
         let (bm, bn) = (t.bm(), t.bn());
+        let tiles = t.sgm * t.sgn;
         let mut s = String::new();
-        let _ = writeln!(s, "{MARKER} direct {bm}x{bn} {}x{} subgroups", t.sgm, t.sgn);
+        let _ = writeln!(s, "{MARKER} direct {bm}x{bn} {}x{} subgroups, K split {}", t.sgm, t.sgn, t.ks);
         s.push_str("enable f16;\nenable wgpu_cooperative_matrix;\n");
         s.push_str(decls);
-        let _ = writeln!(s, "var<workgroup> stage: array<f32, {}>;", t.sgm * t.sgn * 256);
+        let _ = writeln!(s, "var<workgroup> stage: array<f32, {}>;", t.stage_len());
         let _ = writeln!(
             s,
             "@compute @workgroup_size({threads})\n\
@@ -457,7 +489,8 @@ impl Direct {
              \x20 let pid = wg.y * nwg.x + wg.x;\n  let band = {SWIZZLE}u * nwg.x;\n  let first = (pid / band) * {SWIZZLE}u;\n\
              \x20 let height = min(nwg.y - first, {SWIZZLE}u);\n  let ty = first + (pid % band) % height;\n  let tx = (pid % band) / height;\n\
              \x20 let sg = li / {SUBGROUP}u;\n  let lane = li % {SUBGROUP}u;\n\
-             \x20 let fm0 = ty * {bm}u + (sg / {sgn}u) * {fm16}u;\n  let fn0 = tx * {bn}u + (sg % {sgn}u) * {fn16}u;\n\
+             \x20 let sub = sg % {tiles}u;\n  let slice = sg / {tiles}u;\n\
+             \x20 let fm0 = ty * {bm}u + (sub / {sgn}u) * {fm16}u;\n  let fn0 = tx * {bn}u + (sub % {sgn}u) * {fn16}u;\n\
              \x20 let pa = a_pitch();\n  let pb = b_pitch();",
             threads = t.threads(),
             sgn = t.sgn,
@@ -482,7 +515,7 @@ impl Direct {
             if self.a_k_fast { "coopLoadT" } else { "coopLoad" },
             if self.b_k_fast { "coopLoad" } else { "coopLoadT" },
         );
-        s.push_str("  for (var k = 0u; k < depth; k = k + 16u) {\n");
+        let _ = writeln!(s, "  for (var k = slice * 16u; k < depth; k = k + {}u) {{", 16 * t.ks);
         for i in 0..t.fm {
             let _ = writeln!(s, "    let a{i} = {la}<coop_mat16x16<f16, A>>(&a[a_at(ar{i}, k)], pa);");
         }
@@ -495,18 +528,24 @@ impl Direct {
             }
         }
         s.push_str("  }\n  let sbase = sg * 256u;\n");
+        // Each invocation of the sub-tile's ks x 32 sums these elements of a fragment.
+        let mine = 256 / (SUBGROUP * t.ks);
         for i in 0..t.fm {
             for j in 0..t.fn_ {
                 let _ = writeln!(
                     s,
                     "  {{\n    let v = c{i}_{j};\n    let at = &stage[sbase];\n    let pitch = 16u;\n    coopStoreT(v, at, pitch);\n  }}\n  workgroupBarrier();"
                 );
-                for e in 0..256 / SUBGROUP {
+                for e in 0..mine {
+                    let mut sum = String::from("stage[sub * 256u + x]");
+                    for q in 1..t.ks {
+                        let _ = write!(sum, " + stage[{}u + sub * 256u + x]", q * tiles * 256);
+                    }
                     let _ = writeln!(
                         s,
-                        "  {{\n    let x = lane + {off}u;\n    let row = ar{i} + x / 16u;\n    let col = bc{j} + x % 16u;\n\
-                         \x20   if (row >= am{i} && col >= bm{j} && row < rows && col < cols) {{ emit(row, col, stage[sbase + x]); }}\n  }}",
-                        off = e * SUBGROUP,
+                        "  {{\n    let x = slice * {SUBGROUP}u + lane + {off}u;\n    let row = ar{i} + x / 16u;\n    let col = bc{j} + x % 16u;\n\
+                         \x20   if (row >= am{i} && col >= bm{j} && row < rows && col < cols) {{ emit(row, col, {sum}); }}\n  }}",
+                        off = e * SUBGROUP * t.ks,
                     );
                 }
                 s.push_str("  workgroupBarrier();\n");
@@ -657,7 +696,8 @@ mod tests {
                 if half { "f16(unpack2x16float(f32_to_f16(v)).x)" } else { "bitcast<u32>(v)" },
             )
         };
-        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL] {
+        let split = |ks| CoopTile { ks, ..CoopTile::DIRECT_SPLIT };
+        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8)] {
             for ak in [false, true] {
                 for (bk, half) in [(false, false), (false, true), (true, false), (true, true)] {
                     let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk, half), t);
@@ -811,7 +851,7 @@ mod tests {
                         filter_layout: if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi },
                         has_bias: true,
                     });
-                    let l = lower_with_filter(&op, &[(0, &x), (1, &w), (2, &bias)], &[(3, &y)], &cx, FilterValues::Finite)
+                    let l = lower_with_filter(&op, &[(0, &x), (1, &w), (2, &bias)], &[(3, &y)], &cx, FilterValues::Finite, None)
                         .unwrap()
                         .unwrap();
                     check(&l, "conv2d", coop);

@@ -527,30 +527,43 @@ impl Direct {
                 let _ = writeln!(s, "    c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
             }
         }
-        s.push_str("  }\n  let sbase = sg * 256u;\n");
-        // Each invocation of the sub-tile's ks x 32 sums these elements of a fragment.
-        let mine = 256 / (SUBGROUP * t.ks);
+        // The epilogue, one fragment per pass of a loop (not unrolled: `emit`
+        // inlines the family's whole epilogue, and 16 fragments times 8
+        // elements of it made kernels that compiled for seconds and ran up to
+        // 10x slower on an H200): the fragment to the subgroup's staging
+        // area, then each invocation of the sub-tile's ks x 32 sums its
+        // elements of the ks partial fragments in a fixed order.
+        let _ = writeln!(
+            s,
+            "  }}\n  let sbase = sg * 256u;\n  for (var f = 0u; f < {frags}u; f = f + 1u) {{\n    switch f {{",
+            frags = t.fm * t.fn_
+        );
         for i in 0..t.fm {
             for j in 0..t.fn_ {
                 let _ = writeln!(
                     s,
-                    "  {{\n    let v = c{i}_{j};\n    let at = &stage[sbase];\n    let pitch = 16u;\n    coopStoreT(v, at, pitch);\n  }}\n  workgroupBarrier();"
+                    "      case {f}u: {{\n        let v = c{i}_{j};\n        let at = &stage[sbase];\n        let pitch = 16u;\n        coopStoreT(v, at, pitch);\n      }}",
+                    f = i * t.fn_ + j
                 );
-                for e in 0..mine {
-                    let mut sum = String::from("stage[sub * 256u + x]");
-                    for q in 1..t.ks {
-                        let _ = write!(sum, " + stage[{}u + sub * 256u + x]", q * tiles * 256);
-                    }
-                    let _ = writeln!(
-                        s,
-                        "  {{\n    let x = slice * {SUBGROUP}u + lane + {off}u;\n    let row = ar{i} + x / 16u;\n    let col = bc{j} + x % 16u;\n\
-                         \x20   if (row >= am{i} && col >= bm{j} && row < rows && col < cols) {{ emit(row, col, {sum}); }}\n  }}",
-                        off = e * SUBGROUP * t.ks,
-                    );
-                }
-                s.push_str("  workgroupBarrier();\n");
             }
         }
+        let mut sum = String::from("stage[sub * 256u + x]");
+        for q in 1..t.ks {
+            let _ = write!(sum, " + stage[{}u + sub * 256u + x]", q * tiles * 256);
+        }
+        let _ = writeln!(
+            s,
+            "      default: {{}}\n    }}\n    workgroupBarrier();\n\
+             \x20   let am = fm0 + (f / {fn_}u) * 16u;\n    let ar = min(am, rows - 16u);\n\
+             \x20   let bm = fn0 + (f % {fn_}u) * 16u;\n    let bc = min(bm, cols - 16u);\n\
+             \x20   for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
+             \x20     let x = slice * {SUBGROUP}u + lane + e * {step}u;\n      let row = ar + x / 16u;\n      let col = bc + x % 16u;\n\
+             \x20     if (row >= am && col >= bm && row < rows && col < cols) {{ emit(row, col, {sum}); }}\n    }}\n\
+             \x20   workgroupBarrier();\n  }}",
+            fn_ = t.fn_,
+            mine = 256 / (SUBGROUP * t.ks),
+            step = SUBGROUP * t.ks,
+        );
         s.push_str("}\n");
         s
     }

@@ -80,11 +80,10 @@ impl CoopTile {
     /// staged core's large tile far behind them.
     pub const DIRECT: CoopTile = CoopTile { sgm: 2, sgn: 2, fm: 4, fn_: 4, bk: 16, ks: 1 };
     pub const DIRECT_SMALL: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 4, fn_: 4, bk: 16, ks: 1 };
-    /// Where even `DIRECT_SMALL` leaves most multiprocessors idle (the 3x3
-    /// convolutions of a batch-1 CNN's later stages: few output tiles, long K):
-    /// 32 x 32 tiles of one subgroup's 2 x 2 fragments, K split between `ks`
-    /// subgroups (`Direct::pick`).
-    pub const DIRECT_SPLIT: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 2, fn_: 2, bk: 16, ks: 1 };
+    /// Shorter products (a batch-1 CNN's convolutions: few output tiles, or
+    /// a K so short that the epilogue costs as much as the product): 16 x 16
+    /// tiles of one fragment, K split between `ks` subgroups (`Direct::pick`).
+    pub const DIRECT_SPLIT: CoopTile = CoopTile { sgm: 1, sgn: 1, fm: 1, fn_: 1, bk: 16, ks: 1 };
     #[cfg(test)]
     pub const ALL: [CoopTile; 2] = [CoopTile::LARGE, CoopTile::SMALL];
 
@@ -417,21 +416,36 @@ impl Direct {
             && Direct::pick(m, n, k, 1, cx).is_some()
     }
 
-    /// The tile: `CoopTile::DIRECT` where it makes 264 workgroups (two per
-    /// H100/H200 multiprocessor), else `DIRECT_SMALL` where it makes 132, else
-    /// `DIRECT_SPLIT` with K split between as many subgroups (up to 8) as bring
-    /// the subgroups to 264, each keeping at least 4 steps of K; where the
-    /// device's limits allow it (its workgroup memory is the staging area alone).
+    /// The tile. Long products (K of 1024 or more, matmul-like): `DIRECT`
+    /// where it makes 264 workgroups (two per H100/H200 multiprocessor), else
+    /// `DIRECT_SMALL` where it makes 132. Everything else (convolutions above
+    /// all) on `DIRECT_SPLIT`, one fragment per subgroup, K split between as
+    /// many subgroups (up to 8, each keeping 2 steps of K) as bring the
+    /// subgroups to 528. Where the device's limits allow it (its workgroup
+    /// memory is the staging area alone).
+    ///
+    /// Measured on an H200 (2026-11-28, float16 models, 200 computes, two
+    /// rounds; the tiled kernels: MobileNetV2 0.77-0.78 ms, ResNet-50
+    /// 2.89-2.94): one fragment per subgroup 0.70-0.74 / 1.83-1.84; 2 x 2
+    /// fragments 0.83-1.01 / 1.67-1.82; 2 x 2 subgroups of one fragment
+    /// 0.83-1.01 / 2.44-2.50, of 2 x 2 fragments 1.15-1.31 / 2.89-3.00; the
+    /// 64 x 64 one-subgroup tile (this rule's first version) 1.14-1.29 /
+    /// 2.32-2.54: its epilogue, 128 elements per invocation, dominated.
     fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
-        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 {
+        let steps = k / 16;
+        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 && steps >= 64 {
             CoopTile::DIRECT
-        } else if CoopTile::DIRECT_SMALL.groups(m, n, batches) >= 132 {
+        } else if CoopTile::DIRECT_SMALL.groups(m, n, batches) >= 132 && steps >= 64 {
             CoopTile::DIRECT_SMALL
         } else {
             let mut t = CoopTile::DIRECT_SPLIT;
             let groups = t.groups(m, n, batches);
-            let steps = k / 16;
-            while t.ks < 8 && groups.saturating_mul(t.ks as usize) < 264 && steps >= 8 * t.ks as usize {
+            while t.ks < 8
+                && steps >= 4 * t.ks as usize
+                && groups.saturating_mul(t.ks as usize) < 528
+                && t.threads() * 2 <= cx.limits.max_compute_invocations_per_workgroup.min(256)
+                && t.stage_len() * 8 <= cx.limits.max_compute_workgroup_storage_size
+            {
                 t.ks *= 2;
             }
             t
@@ -710,7 +724,8 @@ mod tests {
             )
         };
         let split = |ks| CoopTile { ks, ..CoopTile::DIRECT_SPLIT };
-        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8)] {
+        let wide = CoopTile { fm: 2, fn_: 2, ks: 4, ..CoopTile::DIRECT_SPLIT };
+        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8), wide] {
             for ak in [false, true] {
                 for (bk, half) in [(false, false), (false, true), (true, false), (true, true)] {
                     let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk, half), t);
@@ -722,6 +737,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn direct_tiles_follow_the_product() {
+        let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, max_compute_workgroup_storage_size: 49152, ..Default::default() };
+        let on = cx(&limits, true);
+        let split = |ks| Some(CoopTile { ks, ..CoopTile::DIRECT_SPLIT });
+        // Long K: the 128 x 128 tile with enough workgroups, else 64 x 64.
+        assert_eq!(Direct::pick(4096, 4096, 4096, 1, &on), Some(CoopTile::DIRECT));
+        assert_eq!(Direct::pick(1024, 1024, 1024, 1, &on), Some(CoopTile::DIRECT_SMALL));
+        // ResNet-50's convolutions: 1x1 at 56x56 (K 64, 3136 fragments: no
+        // split), 3x3 at 14x14 and 7x7 (few fragments, long K: split 8).
+        assert_eq!(Direct::pick(256, 3136, 64, 1, &on), split(1));
+        assert_eq!(Direct::pick(256, 200, 2304, 1, &on), split(4));
+        assert_eq!(Direct::pick(512, 56, 4608, 1, &on), split(8));
+        // Each slice keeps two steps of K.
+        assert_eq!(Direct::pick(16, 16, 64, 1, &on), split(2));
+        // WebGPU's default limits: no more than 256 invocations.
+        let small = wgpu::Limits { max_compute_invocations_per_workgroup: 256, ..limits.clone() };
+        assert_eq!(Direct::pick(16, 16, 4096, 1, &cx(&small, true)), split(8));
+        let tiny = wgpu::Limits { max_compute_invocations_per_workgroup: 128, ..limits.clone() };
+        assert_eq!(Direct::pick(16, 16, 4096, 1, &cx(&tiny, true)), split(4));
     }
 
     #[test]

@@ -53,7 +53,7 @@ const Q_ZB: usize = P_WORDS + 5;
 const Q_ZQ: usize = P_WORDS + 6;
 /// Output pixels over every batch.
 const Q_PIX: usize = P_WORDS + 7;
-/// im2col: K, K padded, pixels padded, the matrix's element count.
+/// im2col: K, K padded, pixels padded, the matrix's element count / 8.
 const Q_K: usize = P_WORDS + 8;
 const Q_KP: usize = P_WORDS + 9;
 const Q_NP: usize = P_WORDS + 10;
@@ -170,7 +170,8 @@ pub(super) fn lower(
         q[Q_K] = u32_of(k, "a convolution size")?;
         q[Q_KP] = u32_of(kp, "a convolution size")?;
         q[Q_NP] = u32_of(np, "a convolution size")?;
-        q[Q_TOTAL] = u32_of(total, "a convolution size")?;
+        // Eight elements per invocation (kp and np are multiples of 8).
+        q[Q_TOTAL] = u32_of(total / 8, "a convolution size")?;
         q[Q_PIX] = u32_of(pixels, "a convolution size")?;
         let col = l.local(Local::Scratch((total as u64) * 2));
         let table = l.local(Local::Data(table));
@@ -179,7 +180,7 @@ pub(super) fn lower(
             reads: vec![x, table],
             writes: vec![col],
             params: q.clone(),
-            grid: Grid::Threads(total),
+            grid: Grid::Threads(total / 8),
         });
         col
     };
@@ -236,34 +237,31 @@ fn pack(bytes: &[u8], g: &Geometry, kp: usize, mp: usize) -> Vec<u8> {
     out
 }
 
-/// The gather: one invocation per element of the im2col matrix, the input's
-/// float16 copied as it is (or 0: padding, and the padded rows and columns).
-/// `ktab` as the tiled kernels' (`k_table`).
+/// The gather: one invocation per eight consecutive elements of the im2col
+/// matrix (one 16-byte store), the input's float16 bits copied as they are
+/// (or 0: padding, and the padded rows and columns). nchw: eight pixels of
+/// one K row, the first decomposed into (batch, y, x) and the next ones
+/// stepped; nhwc: eight K entries of one pixel. `ktab` as the tiled kernels'
+/// (`k_table`). One element per invocation, with a division chain each, ran
+/// at 80 G elements/s on an H200 (23 us for ResNet-50's 3x3 convolutions at
+/// 56 x 56).
 fn im2col_wgsl(layout: InputLayout) -> String {
-    let mut s = String::from("enable f16;\n");
-    s.push_str(PRELUDE);
+    let mut s = String::from(PRELUDE);
     s.push_str(
-        "@group(0) @binding(0) var<storage, read> x: array<f16>;\n\
+        "@group(0) @binding(0) var<storage, read> x: array<u32>;\n\
          @group(0) @binding(1) var<storage, read> ktab: array<u32>;\n\
-         @group(0) @binding(2) var<storage, read_write> col: array<f16>;\n\
+         @group(0) @binding(2) var<storage, read_write> col: array<vec4<u32>>;\n\
          @group(0) @binding(3) var<storage, read> p: array<u32>;\n",
     );
-    s.push_str(MAIN_HEAD);
-    let (kq, qq) = match layout {
-        InputLayout::Nchw => (format!("g / p[{Q_NP}]"), format!("g % p[{Q_NP}]")),
-        InputLayout::Nhwc => (format!("g % p[{Q_KP}]"), format!("g / p[{Q_KP}]")),
-    };
+    // The bits of tap k at output pixel (b, oy, ox), 0 in the padding.
     let _ = write!(
         s,
-        "  if (g >= p[{Q_TOTAL}]) {{ return; }}\n\
-         \x20 let k = {kq};\n  let q = {qq};\n  var v = f16(0.0);\n\
-         \x20 if (k < p[{Q_K}] && q < p[{Q_PIX}]) {{\n\
-         \x20   let hw = p[{P_OH}] * p[{P_OW}];\n    let b = q / hw;\n    let r = q - b * hw;\n    let oy = r / p[{P_OW}];\n    let ox = r - oy * p[{P_OW}];\n\
-         \x20   let iy = i32(oy * p[{sy}] + ktab[4u * k + 1u]) - i32(p[{pt}]);\n\
-         \x20   let ix = i32(ox * p[{sx}] + ktab[4u * k + 2u]) - i32(p[{pl}]);\n\
-         \x20   if (iy >= 0 && ix >= 0 && u32(iy) < p[{ih}] && u32(ix) < p[{iw}]) {{\n\
-         \x20     v = x[b * p[{xn}] + ktab[4u * k] + u32(iy) * p[{xh}] + u32(ix) * p[{xw}]];\n    }}\n  }}\n\
-         \x20 col[g] = v;\n}}\n",
+        "fn tap(k: u32, b: u32, oy: u32, ox: u32) -> u32 {{\n\
+         \x20 let iy = i32(oy * p[{sy}] + ktab[4u * k + 1u]) - i32(p[{pt}]);\n\
+         \x20 let ix = i32(ox * p[{sx}] + ktab[4u * k + 2u]) - i32(p[{pl}]);\n\
+         \x20 if (iy < 0 || ix < 0 || u32(iy) >= p[{ih}] || u32(ix) >= p[{iw}]) {{ return 0u; }}\n\
+         \x20 let i = b * p[{xn}] + ktab[4u * k] + u32(iy) * p[{xh}] + u32(ix) * p[{xw}];\n\
+         \x20 return (x[i >> 1u] >> ((i & 1u) << 4u)) & 0xffffu;\n}}\n",
         sy = super::P_SY,
         sx = super::P_SX,
         pt = super::P_PT,
@@ -274,6 +272,31 @@ fn im2col_wgsl(layout: InputLayout) -> String {
         xh = P_XS + 2,
         xw = P_XS + 3,
     );
+    s.push_str(MAIN_HEAD);
+    let _ = writeln!(s, "  if (g >= p[{Q_TOTAL}]) {{ return; }}\n  let e = g * 8u;\n  var h: array<u32, 8>;");
+    let _ = match layout {
+        InputLayout::Nchw => write!(
+            s,
+            "  let k = e / p[{Q_NP}];\n  let q0 = e - k * p[{Q_NP}];\n\
+             \x20 let hw = p[{P_OH}] * p[{P_OW}];\n  var b = q0 / hw;\n  let r = q0 - b * hw;\n  var oy = r / p[{P_OW}];\n  var ox = r - oy * p[{P_OW}];\n\
+             \x20 for (var j = 0u; j < 8u; j = j + 1u) {{\n\
+             \x20   h[j] = 0u;\n\
+             \x20   if (k < p[{Q_K}] && q0 + j < p[{Q_PIX}]) {{ h[j] = tap(k, b, oy, ox); }}\n\
+             \x20   ox = ox + 1u;\n\
+             \x20   if (ox == p[{P_OW}]) {{ ox = 0u; oy = oy + 1u; if (oy == p[{P_OH}]) {{ oy = 0u; b = b + 1u; }} }}\n\
+             \x20 }}\n"
+        ),
+        InputLayout::Nhwc => write!(
+            s,
+            "  let q = e / p[{Q_KP}];\n  let k0 = e - q * p[{Q_KP}];\n\
+             \x20 let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  let ox = r - oy * p[{P_OW}];\n\
+             \x20 for (var j = 0u; j < 8u; j = j + 1u) {{\n\
+             \x20   h[j] = 0u;\n\
+             \x20   if (k0 + j < p[{Q_K}] && q < p[{Q_PIX}]) {{ h[j] = tap(k0 + j, b, oy, ox); }}\n\
+             \x20 }}\n"
+        ),
+    };
+    s.push_str("  col[g] = vec4<u32>(h[0] | (h[1] << 16u), h[2] | (h[3] << 16u), h[4] | (h[5] << 16u), h[6] | (h[7] << 16u));\n}\n");
     s
 }
 
@@ -420,7 +443,7 @@ mod tests {
             validate_coop(coop[0]);
             assert_eq!(texts.len(), 1 + usize::from(*gathered));
             for t in texts.iter().filter(|t| !t.starts_with(MARKER)) {
-                assert!(t.contains("col[g] = v;"));
+                assert!(t.contains("col[g] = vec4<u32>("));
                 validate_wgsl(t);
             }
             // The gather's scratch and K table; the packed filter.

@@ -22,7 +22,10 @@
 
 const { spawnSync } = require('child_process')
 const path = require('path')
-const { webnn, gpuTestFor, conv2dRef, elementCount, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
+const { webnn, gpuTestFor, conv2dRef, elementCount, mulberry32, float16Array, fromFloat16Bits, randomHalf: halfIn } = require('./helpers.js')
+
+/** Random float16 bits in [-1, 1) and the values they hold. */
+const randomHalf = (rand, n) => halfIn(rand, n, 1)
 
 const { ml, MLGraphBuilder } = webnn
 const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context }), (error) => ({ error }))
@@ -30,10 +33,6 @@ const gpuTest = gpuTestFor(gpu)
 
 const F16 = (shape) => ({ dataType: 'float16', shape })
 
-/** Random float16 bits in [-1, 1) and the values they hold. */
-function randomHalf (rand, n) {
-  const bits = float16Array(Array.from({ length: n }, () => rand() * 2 - 1))
-  return { bits, values: Float64Array.from(bits, fromFloat16Bits) }
 }
 
 /** Permutes a dense tensor: out[...] indexed by `perm` of the input's axes. */

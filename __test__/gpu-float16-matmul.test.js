@@ -21,7 +21,10 @@
 
 const { spawnSync } = require('child_process')
 const path = require('path')
-const { webnn, gpuTestFor, matmulRefBound, elementCount, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
+const { webnn, gpuTestFor, matmulRefBound, elementCount, mulberry32, fromFloat16Bits, randomHalf: halfIn } = require('./helpers.js')
+
+/** Random float16 bits in [-2, 2) and the values they hold. */
+const randomHalf = (rand, n) => halfIn(rand, n, 2)
 
 const { ml, MLGraphBuilder } = webnn
 const gpu = ml.createContext({ deviceType: 'gpu' }).then((context) => ({ context }), (error) => ({ error }))
@@ -30,10 +33,6 @@ const gpuTest = gpuTestFor(gpu)
 
 const F16 = (shape) => ({ dataType: 'float16', shape })
 
-/** Random float16 bits in [-2, 2) and the values they hold. */
-function randomHalf (rand, n) {
-  const bits = float16Array(Array.from({ length: n }, () => rand() * 4 - 2))
-  return { bits, values: Float64Array.from(bits, fromFloat16Bits) }
 }
 
 /** float64 gemm: alpha * A' B' + beta * C (C broadcast to [M, N]). */

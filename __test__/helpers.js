@@ -278,7 +278,14 @@ function gpuTestFor (probe) {
   })
 }
 
+/** Random float16 bits in [-scale, scale) and the values they hold. */
+function randomHalf (rand, n, scale) {
+  const bits = float16Array(Array.from({ length: n }, () => (rand() * 2 - 1) * scale))
+  return { bits, values: Float64Array.from(bits, fromFloat16Bits) }
+}
+
 module.exports = {
+  randomHalf,
   gpuTestFor,
   matmulRef,
   matmulRefBound,

@@ -10,7 +10,8 @@
 // weights and outputs rounded once to float16, as benchmark/float16.js does) on
 // both devices; the agreement bound is then 3e-2 (float16 keeps 11 significant
 // bits per layer). On a GPU with cooperative matrices (WEBNN_LOG=info says so)
-// the aligned float16 matmul runs on the direct tensor-core kernel;
+// the aligned float16 matmul and the one-group float16 convolutions run on the
+// direct tensor-core kernel;
 // WEBNN_GPU_FEATURES=no-coop runs it on the tiled kernels for an A/B.
 //
 // Last, a matmul line: TFLOP/s of an [S, S] x [S, S] product on the GPU,

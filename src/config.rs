@@ -72,13 +72,13 @@ pub const GPU_FORCE_NONE: Var = Var {
 pub const GPU_FEATURES: Var = Var {
     name: "WEBNN_GPU_FEATURES",
     kind: Kind::TestHook,
-    default: "the adapter's 64-bit integer shaders and 16-bit float shaders; cooperative matrices for aligned float16 matmul/gemm on NVIDIA adapters",
+    default: "the adapter's 64-bit integer shaders and 16-bit float shaders; cooperative matrices for aligned float16 matmul/gemm and one-group float16 conv2d on NVIDIA adapters",
     description: "comma-separated words read at each createContext: `no-int64` opens GPU devices without 64-bit \
                   integer shaders (int64 is emulated); `no-f16` opens them without 16-bit float shaders (float16 \
                   results are written a word per element and packed by a second pass; no cooperative matrices); `no-coop` opens them without cooperative matrices (float16 \
-                  products on the tiled kernels); `coop` opens them with cooperative matrices on any adapter that \
-                  has them and also runs the experimental staged cooperative GEMM (convolutions, unaligned \
-                  products; slower than the tiled kernels so far)",
+                  products and convolutions on the tiled kernels); `coop` opens them with cooperative matrices on any adapter that \
+                  has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
+                  convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
 
 pub const REQUIRE_GPU: Var = Var {

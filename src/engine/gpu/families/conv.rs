@@ -150,9 +150,19 @@ impl Variant {
 /// x, w, [bias], [`extra`: the K table or the guard's flag], the residual
 /// operands; then out, p.
 fn common(v: Variant, extra: Option<&str>, stages: &[Stage]) -> String {
+    let mut s = head(v, [("x", "u32"), ("w", "u32")], extra, stages);
+    s.push_str(&load_fn("ld_x", "x", v.st, true));
+    s.push_str(&load_fn("ld_w", "w", v.st, true));
+    s
+}
+
+/// The bindings (the two product operands, named and typed as `operands`,
+/// [bias], [`extra`], the epilogue's operands, out, p), the epilogue and the
+/// bias load.
+fn head(v: Variant, operands: [(&str, &str); 2], extra: Option<&str>, stages: &[Stage]) -> String {
     let mut s = String::from(v.out.enable());
     s.push_str(PRELUDE);
-    let mut names: Vec<(String, &str, &str)> = vec![("x".into(), "read", "u32"), ("w".into(), "read", "u32")];
+    let mut names: Vec<(String, &str, &str)> = operands.iter().map(|&(n, t)| (n.to_string(), "read", t)).collect();
     if v.bias {
         names.push(("bias".into(), "read", "u32"));
     }
@@ -169,8 +179,6 @@ fn common(v: Variant, extra: Option<&str>, stages: &[Stage]) -> String {
     }
     s.push_str(&extra_loads(stages, v.st));
     s.push_str(&epilogue_wgsl(stages, P_ZERO));
-    s.push_str(&load_fn("ld_x", "x", v.st, true));
-    s.push_str(&load_fn("ld_w", "w", v.st, true));
     if v.bias {
         s.push_str(&load_fn("ld_bias", "bias", v.st, true));
     }

@@ -30,13 +30,12 @@
 use std::fmt::Write;
 
 use super::{
-    pix_put, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS, P_ZERO,
+    head, pix_put, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
 };
-use super::super::fused::{epilogue_wgsl, extra_loads, extra_names};
 use super::super::matmul::coop::Direct;
 use crate::compile::fused::Stage;
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
-use crate::engine::gpu::wgsl::{load_fn, MAIN_HEAD, PRELUDE};
+use crate::engine::gpu::wgsl::{MAIN_HEAD, PRELUDE};
 use crate::error::Result;
 use crate::ops::conv::InputLayout;
 
@@ -113,7 +112,7 @@ pub(super) fn lower(
         InputLayout::Nchw => fi == g.k_h * g.k_w && fy == g.k_w && fx == 1,
         InputLayout::Nhwc => fi == 1 && fx == g.cin && fy == g.k_w * g.cin,
     };
-    let (packed, kp, mp) = if k_order && fo == k && k % 16 == 0 && g.cout % 8 == 0 && g.cout >= 16 {
+    let (packed, kp, mp) = if k_order && fo == k && k.is_multiple_of(16) && g.cout.is_multiple_of(8) && g.cout >= 16 {
         (None, k, g.cout)
     } else if let Some(bytes) = g.constant {
         (Some(bytes), up(k, 16), up(g.cout, 8).max(16))
@@ -127,8 +126,8 @@ pub(super) fn lower(
     let in_place = g.same_pixels
         && kp == k
         && match g.layout {
-            InputLayout::Nchw => hw % 8 == 0 && hw >= 16,
-            InputLayout::Nhwc => pixels % 8 == 0 && pixels >= 16,
+            InputLayout::Nchw => hw.is_multiple_of(8) && hw >= 16,
+            InputLayout::Nhwc => pixels.is_multiple_of(8) && pixels >= 16,
         };
     // (strides, per-z offset, pixels as the product's side, grid z).
     let (in_s, in_z, np, batches) = match (in_place, g.layout) {
@@ -156,7 +155,7 @@ pub(super) fn lower(
     // The im2col matrix's elements, where it fits a binding.
     let total = kp.checked_mul(np).filter(|&t| {
         let bytes = (t as u64) * 2;
-        t <= u32::MAX as usize && bytes <= cx.limits.max_storage_buffer_binding_size as u64 && bytes <= cx.limits.max_buffer_size
+        t <= u32::MAX as usize && bytes <= cx.limits.max_storage_buffer_binding_size && bytes <= cx.limits.max_buffer_size
     });
     let Some(total) = total else { return Ok(false) };
     let filter = match packed {
@@ -305,25 +304,7 @@ fn im2col_wgsl(layout: InputLayout) -> String {
 /// columns and stores through `put` (nchw: m is the channel, n the pixel;
 /// nhwc the other way round).
 fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
-    let mut s = String::from(v.out.enable());
-    s.push_str(PRELUDE);
-    let mut names: Vec<(String, &str, &str)> = vec![("a".into(), "read", "f16"), ("b".into(), "read", "f16")];
-    if v.bias {
-        names.push(("bias".into(), "read", "u32"));
-    }
-    for name in extra_names(stages) {
-        names.push((name, "read", "u32"));
-    }
-    names.push(("out".into(), "read_write", v.out.ty()));
-    names.push(("p".into(), "read", "u32"));
-    for (b, (name, access, ty)) in names.iter().enumerate() {
-        let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
-    }
-    s.push_str(&extra_loads(stages, v.st));
-    s.push_str(&epilogue_wgsl(stages, P_ZERO));
-    if v.bias {
-        s.push_str(&load_fn("ld_bias", "bias", v.st, true));
-    }
+    let mut s = head(v, [("a", "f16"), ("b", "f16")], None, stages);
     let (oc, q) = match v.layout {
         InputLayout::Nchw => ("m", "n"),
         InputLayout::Nhwc => ("n", "m"),

@@ -33,8 +33,6 @@ const gpuTest = gpuTestFor(gpu)
 
 const F16 = (shape) => ({ dataType: 'float16', shape })
 
-}
-
 /** Permutes a dense tensor: out[...] indexed by `perm` of the input's axes. */
 function transpose (data, shape, perm) {
   const outShape = perm.map((p) => shape[p])

@@ -33,8 +33,6 @@ const gpuTest = gpuTestFor(gpu)
 
 const F16 = (shape) => ({ dataType: 'float16', shape })
 
-}
-
 /** float64 gemm: alpha * A' B' + beta * C (C broadcast to [M, N]). */
 function gemmRef (a, sa, b, sb, { aTranspose = false, bTranspose = false, alpha = 1, beta = 1, c = null, sc = null }) {
   const m = aTranspose ? sa[1] : sa[0]

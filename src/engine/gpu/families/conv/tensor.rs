@@ -149,7 +149,7 @@ pub(super) fn lower(
         InputLayout::Nchw => ([kp, 1], 0, in_s, in_z, mp, np),
         InputLayout::Nhwc => (in_s, in_z, [1, kp], 0, np, mp),
     };
-    if !Direct::fits(m, n, kp, &[a_s[0], a_s[1], b_s[0], b_s[1], a_z, b_z], cx) {
+    if !Direct::fits(m, n, kp, batches, &[a_s[0], a_s[1], b_s[0], b_s[1], a_z, b_z], cx) {
         return Ok(false);
     }
     // The im2col matrix's elements, where it fits a binding.
@@ -436,6 +436,11 @@ mod tests {
         assert!(texts.iter().any(|t| t.starts_with(MARKER)));
         let (texts, _, _) = lower(&cases[0].0, false, &cx);
         assert!(!texts.iter().any(|t| t.starts_with(MARKER)));
+        // A 1x1 over more pixels than 16x16 tiles can grid (65535 a
+        // dimension) takes the 64x64 tile.
+        let wide = Case { x: [1, 32, 1100, 1000], w: [16, 32, 1, 1], y: [1, 16, 1100, 1000], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] };
+        let (texts, _, _) = lower(&wide, true, &cx);
+        assert!(texts.iter().any(|t| t.starts_with(&format!("{MARKER} direct 64x64"))), "{:?}", texts.iter().map(|t| t.lines().next()).collect::<Vec<_>>());
         // No cooperative matrices: never.
         let off = Cx { coop_f16: false, ..cx };
         for (c, ..) in &cases {

@@ -402,9 +402,10 @@ pub(in crate::engine::gpu) struct Direct {
 }
 
 impl Direct {
-    /// Whether an M x N x K product whose operands' element strides (batch
-    /// strides included) are `strides` can load its fragments directly.
-    pub fn fits(m: usize, n: usize, k: usize, strides: &[usize], cx: &Cx) -> bool {
+    /// Whether an M x N x K product repeated `batches` times whose operands'
+    /// element strides (batch strides included) are `strides` can load its
+    /// fragments directly, on a grid the device allows.
+    pub fn fits(m: usize, n: usize, k: usize, batches: usize, strides: &[usize], cx: &Cx) -> bool {
         cx.coop_f16
             && m >= 16
             && n >= 16
@@ -413,7 +414,7 @@ impl Direct {
             && n % 8 == 0
             && k % 16 == 0
             && strides.iter().all(|&s| s == 1 || s % 8 == 0)
-            && Direct::pick(m, n, k, 1, cx).is_some()
+            && Direct::pick(m, n, k, batches, cx).is_some()
     }
 
     /// The tile. Long products (K of 1024 or more, matmul-like): `DIRECT`
@@ -451,12 +452,18 @@ impl Direct {
             t
         };
         let l = cx.limits;
+        let dim = l.max_compute_workgroups_per_dimension as usize;
         let fits = |t: CoopTile| {
             t.threads() <= l.max_compute_invocations_per_workgroup
                 && t.threads() <= l.max_compute_workgroup_size_x
                 && t.stage_len() * 4 <= l.max_compute_workgroup_storage_size
+                && n.div_ceil(t.bn() as usize) <= dim
+                && m.div_ceil(t.bm() as usize) <= dim
+                && batches <= dim
         };
-        [wanted, CoopTile::DIRECT_SMALL].into_iter().find(|&t| fits(t))
+        // The 16x16 tiles of a very wide product (over a million pixels) pass
+        // the grid's limit where the larger ones do not.
+        [wanted, CoopTile::DIRECT_SMALL, CoopTile::DIRECT].into_iter().find(|&t| fits(t))
     }
 
     /// Adds the dispatch (call only where `fits`); arguments as `launch`'s.
@@ -765,15 +772,18 @@ mod tests {
     fn direct_loads_only_aligned_plain_products() {
         let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, max_compute_workgroup_storage_size: 49152, ..Default::default() };
         let on = cx(&limits, true);
-        assert!(Direct::fits(64, 64, 64, &[64, 1, 64, 1], &on));
-        assert!(Direct::fits(24, 40, 32, &[32, 1, 1, 32, 0, 960], &on));
-        assert!(!Direct::fits(64, 64, 64, &[64, 1, 64, 1], &cx(&limits, false)));
+        assert!(Direct::fits(64, 64, 64, 1, &[64, 1, 64, 1], &on));
+        assert!(Direct::fits(24, 40, 32, 1, &[32, 1, 1, 32, 0, 960], &on));
+        assert!(!Direct::fits(64, 64, 64, 1, &[64, 1, 64, 1], &cx(&limits, false)));
         // K not a multiple of 16, M or N not of 8, a side under one fragment,
         // a stride off the 16-byte grid: the staged core.
-        assert!(!Direct::fits(64, 64, 40, &[40, 1, 64, 1], &on));
-        assert!(!Direct::fits(60, 64, 64, &[64, 1, 64, 1], &on));
-        assert!(!Direct::fits(64, 12, 64, &[64, 1, 12, 1], &on));
-        assert!(!Direct::fits(64, 64, 64, &[64, 1, 64, 1, 4100], &on));
+        assert!(!Direct::fits(64, 64, 40, 1, &[40, 1, 64, 1], &on));
+        assert!(!Direct::fits(60, 64, 64, 1, &[64, 1, 64, 1], &on));
+        assert!(!Direct::fits(64, 12, 64, 1, &[64, 1, 12, 1], &on));
+        assert!(!Direct::fits(64, 64, 64, 1, &[64, 1, 64, 1, 4100], &on));
+        // Grids beyond 65535 workgroups a dimension: the larger tiles, or none.
+        assert_eq!(Direct::pick(64, 16 * 70000, 64, 1, &on).map(|t| t.bn()), Some(64));
+        assert!(!Direct::fits(64, 64, 64, 70000, &[64, 1, 64, 1, 4096, 4096], &on));
     }
 
     /// Lowered float16 matmuls and gemms: aligned ones load fragments directly,

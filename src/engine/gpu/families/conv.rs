@@ -192,12 +192,7 @@ fn head(v: Variant, operands: [(&str, &str); 2], extra: Option<&str>, stages: &[
 fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
     let mut s = common(v, Some("ktab"), stages);
     let gather = match v.kind {
-        Kind::Conv => format!(
-            "  let iy = i32(o.y * p[{P_SY}] + kyd) - i32(p[{P_PT}]);\n\
-             \x20 let ix = i32(o.z * p[{P_SX}] + kxd) - i32(p[{P_PL}]);\n\
-             \x20 if (iy < 0 || ix < 0 || u32(iy) >= p[{P_IH}] || u32(ix) >= p[{P_IW}]) {{ return 0.0; }}\n\
-             \x20 let uy = u32(iy);\n  let ux = u32(ix);"
-        ),
+        Kind::Conv => conv_tap("o.y", "o.z", "0.0"),
         Kind::Transpose => format!(
             "  let ty = i32(o.y + p[{P_PT}]) - i32(kyd);\n\
              \x20 let tx = i32(o.z + p[{P_PL}]) - i32(kxd);\n\
@@ -231,14 +226,34 @@ fn gemm_decls(v: Variant, stages: &[Stage]) -> String {
     s
 }
 
-/// `pix(q)`: output pixel q (over every batch) as (batch, y, x); `put(oc, q,
-/// v)`: the output element of channel `oc` of group `grp` (an expression) at
-/// pixel q, from the product's value: bias, epilogue, store.
+/// conv2d's input position of the tap (`kyd`, `kxd`: ky * dilationY, kx *
+/// dilationX) at output pixel (`oy`, `ox`) as `uy`, `ux`; returns `absent`
+/// where it falls in the padding.
+fn conv_tap(oy: &str, ox: &str, absent: &str) -> String {
+    format!(
+        "  let iy = i32({oy} * p[{P_SY}] + kyd) - i32(p[{P_PT}]);\n\
+         \x20 let ix = i32({ox} * p[{P_SX}] + kxd) - i32(p[{P_PL}]);\n\
+         \x20 if (iy < 0 || ix < 0 || u32(iy) >= p[{P_IH}] || u32(ix) >= p[{P_IW}]) {{ return {absent}; }}\n\
+         \x20 let uy = u32(iy);\n  let ux = u32(ix);"
+    )
+}
+
+/// `pix(q)`: output pixel q (over every batch) as (batch, y, x).
+fn pix_wgsl() -> String {
+    format!(
+        "fn pix(q: u32) -> vec3<u32> {{\n  let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  return vec3<u32>(b, oy, r - oy * p[{P_OW}]);\n}}\n"
+    )
+}
+
+/// `pix` and `put(oc, q, v)`: the output element of channel `oc` of group
+/// `grp` (an expression) at pixel q, from the product's value: bias, epilogue,
+/// store.
 fn pix_put(v: Variant, grp: &str) -> String {
     let bias = if v.bias { " + ld_bias(c)" } else { "" };
-    format!(
-        "fn pix(q: u32) -> vec3<u32> {{\n  let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  return vec3<u32>(b, oy, r - oy * p[{P_OW}]);\n}}\n\
-         fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = {grp} * p[{P_COG}] + oc;\n\
+    let mut s = pix_wgsl();
+    let _ = write!(
+        s,
+        "fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = {grp} * p[{P_COG}] + oc;\n\
          \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i, c);\n\
          \x20 out[i] = {enc};\n}}\n",
         on = P_OS,
@@ -246,7 +261,8 @@ fn pix_put(v: Variant, grp: &str) -> String {
         oh = P_OS + 2,
         ow = P_OS + 3,
         enc = v.out.encode(v.st, "r"),
-    )
+    );
+    s
 }
 
 /// Where a pointwise kernel's output pixel reads its input pixel.
@@ -393,27 +409,20 @@ fn k_table(
         }
         Ok(())
     };
-    match layout {
-        InputLayout::Nchw => {
-            for ci in 0..cig {
-                for ky in 0..k_h {
-                    for kx in 0..k_w {
-                        push(ci, ky, kx)?;
-                    }
-                }
-            }
-        }
-        InputLayout::Nhwc => {
-            for ky in 0..k_h {
-                for kx in 0..k_w {
-                    for ci in 0..cig {
-                        push(ci, ky, kx)?;
-                    }
-                }
-            }
-        }
+    for (ci, ky, kx) in k_order(layout, cig, k_h, k_w) {
+        push(ci, ky, kx)?;
     }
     Ok(t)
+}
+
+/// The (input channel, filter y, filter x) of each k, in the layout's K order:
+/// (ci, ky, kx) for nchw, (ky, kx, ci) for nhwc.
+fn k_order(layout: InputLayout, cig: usize, k_h: usize, k_w: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    let taps = k_h * k_w;
+    (0..cig * taps).map(move |k| match layout {
+        InputLayout::Nchw => (k / taps, (k % taps) / k_w, k % k_w),
+        InputLayout::Nhwc => (k % cig, k / cig / k_w, (k / cig) % k_w),
+    })
 }
 
 /// The direct depthwise kernel: one invocation per output element, in the

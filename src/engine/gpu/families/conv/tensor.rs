@@ -30,7 +30,7 @@
 use std::fmt::Write;
 
 use super::{
-    head, pix_put, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
+    conv_tap, head, k_order, pix_put, pix_wgsl, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
 };
 use super::super::matmul::coop::Direct;
 use crate::compile::fused::Stage;
@@ -153,11 +153,22 @@ pub(super) fn lower(
         return Ok(false);
     }
     // The im2col matrix's elements, where it fits a binding.
-    let total = kp.checked_mul(np).filter(|&t| {
-        let bytes = (t as u64) * 2;
-        t <= u32::MAX as usize && bytes <= cx.limits.max_storage_buffer_binding_size && bytes <= cx.limits.max_buffer_size
-    });
-    let Some(total) = total else { return Ok(false) };
+    let total = if in_place {
+        0
+    } else {
+        match kp.checked_mul(np).filter(|&t| {
+            let bytes = (t as u64) * 2;
+            t <= u32::MAX as usize && bytes <= cx.limits.max_storage_buffer_binding_size && bytes <= cx.limits.max_buffer_size
+        }) {
+            Some(t) => t,
+            None => return Ok(false),
+        }
+    };
+    for (at, s) in [(Q_AM, a_s[0]), (Q_AK, a_s[1]), (Q_BK, b_s[0]), (Q_BN, b_s[1]), (Q_ZA, a_z), (Q_ZB, b_z)] {
+        q[at] = u32_of(s, "a stride")?;
+    }
+    q[Q_ZQ] = u32_of(if in_place && g.layout == InputLayout::Nchw { hw } else { 0 }, "a stride")?;
+    q[Q_PIX] = u32_of(pixels, "a convolution size")?;
     let filter = match packed {
         Some(bytes) => l.local(Local::Data(pack(bytes, g, kp, mp))),
         None => w,
@@ -171,7 +182,6 @@ pub(super) fn lower(
         q[Q_NP] = u32_of(np, "a convolution size")?;
         // Eight elements per invocation (kp and np are multiples of 8).
         q[Q_TOTAL] = u32_of(total / 8, "a convolution size")?;
-        q[Q_PIX] = u32_of(pixels, "a convolution size")?;
         let col = l.local(Local::Scratch((total as u64) * 2));
         let table = l.local(Local::Data(table));
         l.steps.push(Lowered::Dispatch {
@@ -183,11 +193,6 @@ pub(super) fn lower(
         });
         col
     };
-    for (at, s) in [(Q_AM, a_s[0]), (Q_AK, a_s[1]), (Q_BK, b_s[0]), (Q_BN, b_s[1]), (Q_ZA, a_z), (Q_ZB, b_z)] {
-        q[at] = u32_of(s, "a stride")?;
-    }
-    q[Q_ZQ] = u32_of(if in_place && g.layout == InputLayout::Nchw { hw } else { 0 }, "a stride")?;
-    q[Q_PIX] = u32_of(pixels, "a convolution size")?;
     let (a, b) = match g.layout {
         InputLayout::Nchw => (filter, input),
         InputLayout::Nhwc => (input, filter),
@@ -199,38 +204,16 @@ pub(super) fn lower(
     Ok(true)
 }
 
-/// The filter as [mp, kp] float16 elements, K in the layout's order, zeros
-/// in the padding.
+/// The filter as [mp, kp] float16 elements, K in the layout's order
+/// (`k_order`), zeros in the padding.
 fn pack(bytes: &[u8], g: &Geometry, kp: usize, mp: usize) -> Vec<u8> {
     let [fo, fi, fy, fx] = g.f;
     let mut out = vec![0u8; mp * kp * 2];
-    let at = |i: usize| [bytes[2 * i], bytes[2 * i + 1]];
     for oc in 0..g.cout {
-        let mut kk = oc * kp;
-        let mut put = |ci: usize, ky: usize, kx: usize| {
-            let e = at(oc * fo + ci * fi + ky * fy + kx * fx);
-            out[2 * kk..2 * kk + 2].copy_from_slice(&e);
-            kk += 1;
-        };
-        match g.layout {
-            InputLayout::Nchw => {
-                for ci in 0..g.cin {
-                    for ky in 0..g.k_h {
-                        for kx in 0..g.k_w {
-                            put(ci, ky, kx);
-                        }
-                    }
-                }
-            }
-            InputLayout::Nhwc => {
-                for ky in 0..g.k_h {
-                    for kx in 0..g.k_w {
-                        for ci in 0..g.cin {
-                            put(ci, ky, kx);
-                        }
-                    }
-                }
-            }
+        for (kk, (ci, ky, kx)) in k_order(g.layout, g.cin, g.k_h, g.k_w).enumerate() {
+            let i = 2 * (oc * fo + ci * fi + ky * fy + kx * fx);
+            let o = 2 * (oc * kp + kk);
+            out[o..o + 2].copy_from_slice(&bytes[i..i + 2]);
         }
     }
     out
@@ -255,18 +238,12 @@ fn im2col_wgsl(layout: InputLayout) -> String {
     // The bits of tap k at output pixel (b, oy, ox), 0 in the padding.
     let _ = write!(
         s,
-        "fn tap(k: u32, b: u32, oy: u32, ox: u32) -> u32 {{\n\
-         \x20 let iy = i32(oy * p[{sy}] + ktab[4u * k + 1u]) - i32(p[{pt}]);\n\
-         \x20 let ix = i32(ox * p[{sx}] + ktab[4u * k + 2u]) - i32(p[{pl}]);\n\
-         \x20 if (iy < 0 || ix < 0 || u32(iy) >= p[{ih}] || u32(ix) >= p[{iw}]) {{ return 0u; }}\n\
-         \x20 let i = b * p[{xn}] + ktab[4u * k] + u32(iy) * p[{xh}] + u32(ix) * p[{xw}];\n\
+        "{pix}fn tap(k: u32, b: u32, oy: u32, ox: u32) -> u32 {{\n\
+         \x20 let kyd = ktab[4u * k + 1u];\n  let kxd = ktab[4u * k + 2u];\n{at}\n\
+         \x20 let i = b * p[{xn}] + ktab[4u * k] + uy * p[{xh}] + ux * p[{xw}];\n\
          \x20 return (x[i >> 1u] >> ((i & 1u) << 4u)) & 0xffffu;\n}}\n",
-        sy = super::P_SY,
-        sx = super::P_SX,
-        pt = super::P_PT,
-        pl = super::P_PL,
-        ih = super::P_IH,
-        iw = super::P_IW,
+        pix = pix_wgsl(),
+        at = conv_tap("oy", "ox", "0u"),
         xn = P_XS,
         xh = P_XS + 2,
         xw = P_XS + 3,
@@ -277,7 +254,7 @@ fn im2col_wgsl(layout: InputLayout) -> String {
         InputLayout::Nchw => write!(
             s,
             "  let k = e / p[{Q_NP}];\n  let q0 = e - k * p[{Q_NP}];\n\
-             \x20 let hw = p[{P_OH}] * p[{P_OW}];\n  var b = q0 / hw;\n  let r = q0 - b * hw;\n  var oy = r / p[{P_OW}];\n  var ox = r - oy * p[{P_OW}];\n\
+             \x20 let o = pix(q0);\n  var b = o.x;\n  var oy = o.y;\n  var ox = o.z;\n\
              \x20 for (var j = 0u; j < 8u; j = j + 1u) {{\n\
              \x20   h[j] = 0u;\n\
              \x20   if (k < p[{Q_K}] && q0 + j < p[{Q_PIX}]) {{ h[j] = tap(k, b, oy, ox); }}\n\
@@ -287,11 +264,10 @@ fn im2col_wgsl(layout: InputLayout) -> String {
         ),
         InputLayout::Nhwc => write!(
             s,
-            "  let q = e / p[{Q_KP}];\n  let k0 = e - q * p[{Q_KP}];\n\
-             \x20 let hw = p[{P_OH}] * p[{P_OW}];\n  let b = q / hw;\n  let r = q - b * hw;\n  let oy = r / p[{P_OW}];\n  let ox = r - oy * p[{P_OW}];\n\
+            "  let q = e / p[{Q_KP}];\n  let k0 = e - q * p[{Q_KP}];\n  let o = pix(q);\n\
              \x20 for (var j = 0u; j < 8u; j = j + 1u) {{\n\
              \x20   h[j] = 0u;\n\
-             \x20   if (k0 + j < p[{Q_K}] && q < p[{Q_PIX}]) {{ h[j] = tap(k0 + j, b, oy, ox); }}\n\
+             \x20   if (k0 + j < p[{Q_K}] && q < p[{Q_PIX}]) {{ h[j] = tap(k0 + j, o.x, o.y, o.z); }}\n\
              \x20 }}\n"
         ),
     };

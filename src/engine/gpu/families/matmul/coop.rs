@@ -433,24 +433,6 @@ impl Direct {
     /// 64 x 64 one-subgroup tile (this rule's first version) 1.14-1.29 /
     /// 2.32-2.54: its epilogue, 128 elements per invocation, dominated.
     fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
-        let steps = k / 16;
-        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 && steps >= 64 {
-            CoopTile::DIRECT
-        } else if CoopTile::DIRECT_SMALL.groups(m, n, batches) >= 132 && steps >= 64 {
-            CoopTile::DIRECT_SMALL
-        } else {
-            let mut t = CoopTile::DIRECT_SPLIT;
-            let groups = t.groups(m, n, batches);
-            while t.ks < 8
-                && steps >= 4 * t.ks as usize
-                && groups.saturating_mul(t.ks as usize) < 528
-                && t.threads() * 2 <= cx.limits.max_compute_invocations_per_workgroup.min(256)
-                && t.stage_len() * 8 <= cx.limits.max_compute_workgroup_storage_size
-            {
-                t.ks *= 2;
-            }
-            t
-        };
         let l = cx.limits;
         let dim = l.max_compute_workgroups_per_dimension as usize;
         let fits = |t: CoopTile| {
@@ -460,6 +442,23 @@ impl Direct {
                 && n.div_ceil(t.bn() as usize) <= dim
                 && m.div_ceil(t.bm() as usize) <= dim
                 && batches <= dim
+        };
+        let steps = k / 16;
+        let wanted = if CoopTile::DIRECT.groups(m, n, batches) >= 264 && steps >= 64 {
+            CoopTile::DIRECT
+        } else if CoopTile::DIRECT_SMALL.groups(m, n, batches) >= 132 && steps >= 64 {
+            CoopTile::DIRECT_SMALL
+        } else {
+            let mut t = CoopTile::DIRECT_SPLIT;
+            let groups = t.groups(m, n, batches);
+            while t.ks < 8 && steps >= 4 * t.ks as usize && groups.saturating_mul(t.ks as usize) < 528 {
+                let wider = CoopTile { ks: t.ks * 2, ..t };
+                if wider.threads() > 256 || !fits(wider) {
+                    break;
+                }
+                t = wider;
+            }
+            t
         };
         // The 16x16 tiles of a very wide product (over a million pixels) pass
         // the grid's limit where the larger ones do not.

@@ -20,9 +20,7 @@
 // Where no GPU context can be created the tests log why and pass, unless
 // WEBNN_REQUIRE_GPU=1 (as in gpu.test.js).
 
-const { spawnSync } = require('child_process')
-const path = require('path')
-const { webnn, gpuTestFor, conv2dRef, elementCount, mulberry32, float16Array, fromFloat16Bits, randomHalf: halfIn } = require('./helpers.js')
+const { webnn, gpuTestFor, conv2dRef, elementCount, mulberry32, float16Array, fromFloat16Bits, randomHalf: halfIn, gpuChildLog, coopLog } = require('./helpers.js')
 
 /** Random float16 bits in [-1, 1) and the values they hold. */
 const randomHalf = (rand, n) => halfIn(rand, n, 1)
@@ -162,10 +160,7 @@ gpuTest('float16 conv2d: every kernel path within one float16 step of float64', 
 /** Builds the float16 convolutions in a child process with `env`; returns the
  * count of float16 products on cooperative matrices and the device's state. */
 function childCount (env) {
-  const index = path.join(__dirname, '..', 'index.js')
-  const script = `
-    const { ml, MLGraphBuilder } = require(${JSON.stringify(index)})
-    ml.createContext({ deviceType: 'gpu' }).then(async (context) => {
+  return coopLog(gpuChildLog(`
       const b = new MLGraphBuilder(context)
       const F16 = (shape) => ({ dataType: 'float16', shape })
       const w = (shape) => b.constant(F16(shape), new Uint16Array(shape.reduce((a, v) => a * v, 1)).fill(0x3c00))
@@ -175,16 +170,7 @@ function childCount (env) {
         b: b.conv2d(x, w([16, 32, 1, 1])),
         // Depthwise: its own kernel on every device.
         c: b.conv2d(x, w([32, 1, 3, 3]), { groups: 32 })
-      })
-    }).catch((e) => { console.error('child: ' + e.name + ': ' + e.message); process.exitCode = 3 })`
-  const r = spawnSync(process.execPath, ['-e', script], {
-    env: { ...process.env, WEBNN_LOG: 'info', ...env },
-    encoding: 'utf8'
-  })
-  if (r.status !== 0) throw new Error(`child exited with ${r.status}: ${r.stderr}`)
-  const on = /cooperative matrices \(f16 16x16x16, f32 accumulator\)[^:]*: ((?:on|off)[^\n]*)/.exec(r.stderr)
-  const count = /(\d+) float16 products on cooperative matrices/.exec(r.stderr)
-  return { device: on && on[1], products: count && Number(count[1]) }
+      })`, env))
 }
 
 gpuTest('one-group float16 convolutions take the tensor cores exactly where the device has them, unless WEBNN_GPU_FEATURES=no-coop', (t) => {

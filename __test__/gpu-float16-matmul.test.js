@@ -19,9 +19,7 @@
 // Where no GPU context can be created the tests log why and pass, unless
 // WEBNN_REQUIRE_GPU=1 (as in gpu.test.js).
 
-const { spawnSync } = require('child_process')
-const path = require('path')
-const { webnn, gpuTestFor, matmulRefBound, elementCount, mulberry32, fromFloat16Bits, randomHalf: halfIn } = require('./helpers.js')
+const { webnn, gpuTestFor, matmulRefBound, elementCount, mulberry32, fromFloat16Bits, randomHalf: halfIn, gpuChildLog, coopLog } = require('./helpers.js')
 
 /** Random float16 bits in [-2, 2) and the values they hold. */
 const randomHalf = (rand, n) => halfIn(rand, n, 2)
@@ -156,27 +154,13 @@ for (const [m, n, k, options, sc] of GEMMS) {
 /** Builds one float16 matmul on the GPU in a child process with `env`; returns
  * its stderr (the WEBNN_LOG=info lines). */
 function childLog (env) {
-  const index = path.join(__dirname, '..', 'index.js')
-  const script = `
-    const { ml, MLGraphBuilder } = require(${JSON.stringify(index)})
-    ml.createContext({ deviceType: 'gpu' }).then(async (context) => {
+  return gpuChildLog(`
       const b = new MLGraphBuilder(context)
       const d = { dataType: 'float16', shape: [64, 64] }
-      await b.build({ y: b.matmul(b.input('a', d), b.input('b', d)) })
-    }).catch((e) => { console.error('child: ' + e.name + ': ' + e.message); process.exitCode = 3 })`
-  const r = spawnSync(process.execPath, ['-e', script], {
-    env: { ...process.env, WEBNN_LOG: 'info', ...env },
-    encoding: 'utf8'
-  })
-  if (r.status !== 0) throw new Error(`child exited with ${r.status}: ${r.stderr}`)
-  return r.stderr
+      await b.build({ y: b.matmul(b.input('a', d), b.input('b', d)) })`, env)
 }
 
-function parseLog (log) {
-  const on = /cooperative matrices \(f16 16x16x16, f32 accumulator\) for float16 matmul\/gemm: ((?:on|off)[^\n]*)/.exec(log)
-  const count = /(\d+) float16 products on cooperative matrices/.exec(log)
-  return { device: on && on[1], products: count && Number(count[1]) }
-}
+const parseLog = coopLog
 
 gpuTest('an aligned float16 matmul takes the cooperative-matrix kernel exactly where the device has it, unless WEBNN_GPU_FEATURES=no-coop', (t) => {
   const all = parseLog(childLog({ WEBNN_GPU_FEATURES: 'coop' }))

@@ -14,9 +14,7 @@
 // Where no GPU context can be created the tests log why and pass, unless
 // WEBNN_REQUIRE_GPU=1 (as in gpu.test.js).
 
-const { spawnSync } = require('child_process')
-const path = require('path')
-const { webnn, gpuTestFor, conv2dRef, elementCount, mulberry32, float16Array, fromFloat16Bits } = require('./helpers.js')
+const { webnn, gpuTestFor, conv2dRef, elementCount, mulberry32, float16Array, fromFloat16Bits, gpuChildLog } = require('./helpers.js')
 
 const { ml, MLGraphBuilder } = webnn
 
@@ -155,16 +153,7 @@ gpuTest('float16 results stored as 16-bit elements are bit for bit those of the 
 
 /** The log of a child process that opens a GPU context with these words. */
 function childLog (features) {
-  const index = path.join(__dirname, '..', 'index.js')
-  const script = `
-    const { ml } = require(${JSON.stringify(index)})
-    ml.createContext({ deviceType: 'gpu' }).catch((e) => { console.error('child: ' + e.name + ': ' + e.message); process.exitCode = 3 })`
-  const r = spawnSync(process.execPath, ['-e', script], {
-    env: { ...process.env, WEBNN_LOG: 'info', WEBNN_GPU_FEATURES: features },
-    encoding: 'utf8'
-  })
-  if (r.status !== 0) throw new Error(`child exited with ${r.status}: ${r.stderr}`)
-  const m = /GPU float16 results: ([^\n]*)/.exec(r.stderr)
+  const m = /GPU float16 results: ([^\n]*)/.exec(gpuChildLog('', { WEBNN_GPU_FEATURES: features }))
   return m && m[1]
 }
 

@@ -278,6 +278,31 @@ function gpuTestFor (probe) {
   })
 }
 
+/** Runs `body` in a child process that opened a GPU context (`context`, with
+ * `ml` and `MLGraphBuilder` in scope), with WEBNN_LOG=info and `env`; returns
+ * its stderr (the log), or throws where the child failed. */
+function gpuChildLog (body, env) {
+  const script = `
+    const { ml, MLGraphBuilder } = require(${JSON.stringify(INDEX)})
+    ml.createContext({ deviceType: 'gpu' }).then(async (context) => {
+      ${body}
+    }).catch((e) => { console.error('child: ' + e.name + ': ' + e.message); process.exitCode = 3 })`
+  const r = require('child_process').spawnSync(process.execPath, ['-e', script], {
+    env: { ...process.env, WEBNN_LOG: 'info', ...env },
+    encoding: 'utf8'
+  })
+  if (r.status !== 0) throw new Error(`child exited with ${r.status}: ${r.stderr}`)
+  return r.stderr
+}
+
+/** From a GPU context's log: whether it has cooperative matrices (the state's
+ * words) and how many float16 products of the build took them. */
+function coopLog (log) {
+  const on = /cooperative matrices \(f16 16x16x16, f32 accumulator\) for float16 matmul\/gemm: ((?:on|off)[^\n]*)/.exec(log)
+  const count = /(\d+) float16 products on cooperative matrices/.exec(log)
+  return { device: on && on[1], products: count && Number(count[1]) }
+}
+
 /** Random float16 bits in [-scale, scale) and the values they hold. */
 function randomHalf (rand, n, scale) {
   const bits = float16Array(Array.from({ length: n }, () => (rand() * 2 - 1) * scale))
@@ -286,6 +311,8 @@ function randomHalf (rand, n, scale) {
 
 module.exports = {
   randomHalf,
+  gpuChildLog,
+  coopLog,
   gpuTestFor,
   matmulRef,
   matmulRefBound,

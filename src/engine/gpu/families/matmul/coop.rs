@@ -354,27 +354,29 @@ pub(in crate::engine::gpu) fn wgsl(core: &Core, t: CoopTile) -> String {
     }
     s.push_str("    workgroupBarrier();\n  }\n");
     // Epilogue: each fragment through the subgroup's staging area (row-major
-    // 16 x 16), 8 elements per invocation, inside the bounds only.
-    s.push_str("  let sbase = sg * 256u;\n");
+    // 16 x 16), 8 elements per invocation, inside the bounds only; one
+    // fragment per pass of a loop, as the direct kernel's (`Direct::wgsl`).
+    let _ = writeln!(s, "  let sbase = sg * 256u;\n  for (var f = 0u; f < {}u; f = f + 1u) {{\n    switch f {{", t.fm * t.fn_);
     for i in 0..t.fm {
         for j in 0..t.fn_ {
             let _ = writeln!(
                 s,
-                "  {{\n    let v = c{i}_{j};\n    let at = &stage[sbase];\n    let pitch = 16u;\n    coopStoreT(v, at, pitch);\n  }}\n  workgroupBarrier();"
+                "      case {f}u: {{\n        let v = c{i}_{j};\n        let at = &stage[sbase];\n        let pitch = 16u;\n        coopStoreT(v, at, pitch);\n      }}",
+                f = i * t.fn_ + j
             );
-            for e in 0..256 / SUBGROUP {
-                let _ = writeln!(
-                    s,
-                    "  {{\n    let x = lane + {off}u;\n    let row = m0 + fm0 + {ri}u + x / 16u;\n    let col = n0 + fn0 + {cj}u + x % 16u;\n\
-                     \x20   if (row < rows && col < cols) {{ emit(row, col, stage[sbase + x]); }}\n  }}",
-                    off = e * SUBGROUP,
-                    ri = i * 16,
-                    cj = j * 16,
-                );
-            }
-            s.push_str("  workgroupBarrier();\n");
         }
     }
+    let _ = writeln!(
+        s,
+        "      default: {{}}\n    }}\n    workgroupBarrier();\n\
+         \x20   for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
+         \x20     let x = lane + e * {SUBGROUP}u;\n\
+         \x20     let row = m0 + fm0 + (f / {fn_}u) * 16u + x / 16u;\n      let col = n0 + fn0 + (f % {fn_}u) * 16u + x % 16u;\n\
+         \x20     if (row < rows && col < cols) {{ emit(row, col, stage[sbase + x]); }}\n    }}\n\
+         \x20   workgroupBarrier();\n  }}",
+        fn_ = t.fn_,
+        mine = 256 / SUBGROUP,
+    );
     s.push_str("}\n");
     s
 }
@@ -432,6 +434,18 @@ impl Direct {
     /// 0.83-1.01 / 2.44-2.50, of 2 x 2 fragments 1.15-1.31 / 2.89-3.00; the
     /// 64 x 64 one-subgroup tile (this rule's first version) 1.14-1.29 /
     /// 2.32-2.54: its epilogue, 128 elements per invocation, dominated.
+    ///
+    /// Products with K of 512 or more and N of 128 or more that make 64
+    /// workgroups of 16 x 32 take that tile (a pair of fragments along N per
+    /// subgroup: one A fragment loaded for two B ones). From per-dispatch
+    /// profiles of both models with every split tile one or two fragments
+    /// wide: the pair was faster for ResNet-50's 3x3 and long-K 1x1
+    /// convolutions from 56x56 to 14x14 (K 2304 at 14x14: 29 -> 21 us, K
+    /// 1152 at 28x28: 27 -> 20), slower for K of 256 or less (K 64 at 56x56:
+    /// 25 -> 28 us), for the 7x7 products (N 56) with K 2048 or more, and
+    /// for MobileNetV2's K 576 at 14x14 (42 workgroups). With it float16
+    /// ResNet-50 1.68-1.73 -> 1.56-1.68 ms, MobileNetV2 unchanged (three
+    /// interleaved rounds).
     fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
         let l = cx.limits;
         let dim = l.max_compute_workgroups_per_dimension as usize;
@@ -450,6 +464,10 @@ impl Direct {
             CoopTile::DIRECT_SMALL
         } else {
             let mut t = CoopTile::DIRECT_SPLIT;
+            let pair = CoopTile { fn_: 2, ..t };
+            if k >= 512 && n >= 128 && pair.groups(m, n, batches) >= 64 {
+                t = pair;
+            }
             let groups = t.groups(m, n, batches);
             while t.ks < 8 && steps >= 4 * t.ks as usize && groups.saturating_mul(t.ks as usize) < 528 {
                 let wider = CoopTile { ks: t.ks * 2, ..t };
@@ -535,18 +553,38 @@ impl Direct {
             if self.a_k_fast { "coopLoadT" } else { "coopLoad" },
             if self.b_k_fast { "coopLoad" } else { "coopLoadT" },
         );
-        let _ = writeln!(s, "  for (var k = slice * 16u; k < depth; k = k + {}u) {{", 16 * t.ks);
-        for i in 0..t.fm {
-            let _ = writeln!(s, "    let a{i} = {la}<coop_mat16x16<f16, A>>(&a[a_at(ar{i}, k)], pa);");
-        }
-        for j in 0..t.fn_ {
-            let _ = writeln!(s, "    let b{j} = {lb}<coop_mat16x16<f16, B>>(&b[b_at(k, bc{j})], pb);");
-        }
-        for i in 0..t.fm {
-            for j in 0..t.fn_ {
-                let _ = writeln!(s, "    c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
+        // The K loop (left open: the epilogue's text closes it). A subgroup
+        // of one fragment first runs two steps per pass, both steps' loads
+        // before their products, so one step's loads are in flight during
+        // the other's product. On an H200 (2026-11-28, float16 models, three
+        // interleaved rounds of 300 computes) MobileNetV2 0.73-0.83 ->
+        // 0.69-0.75 ms, ResNet-50 1.70-1.78 -> 1.68-1.73; four steps per pass,
+        // or two for the larger tiles (matmul 4096), gained nothing.
+        let kstep = 16 * t.ks;
+        let pass = |s: &mut String, steps: u32, cond: &str| {
+            let _ = writeln!(s, "  for (; {cond}; k = k + {}u) {{", kstep * steps);
+            for q in 0..steps {
+                for i in 0..t.fm {
+                    let _ = writeln!(s, "    let a{q}_{i} = {la}<coop_mat16x16<f16, A>>(&a[a_at(ar{i}, k + {}u)], pa);", q * kstep);
+                }
+                for j in 0..t.fn_ {
+                    let _ = writeln!(s, "    let b{q}_{j} = {lb}<coop_mat16x16<f16, B>>(&b[b_at(k + {}u, bc{j})], pb);", q * kstep);
+                }
             }
+            for q in 0..steps {
+                for i in 0..t.fm {
+                    for j in 0..t.fn_ {
+                        let _ = writeln!(s, "    c{i}_{j} = coopMultiplyAdd(a{q}_{i}, b{q}_{j}, c{i}_{j});");
+                    }
+                }
+            }
+        };
+        let _ = writeln!(s, "  var k = slice * 16u;");
+        if t.fm * t.fn_ == 1 {
+            pass(&mut s, 2, &format!("k + {kstep}u < depth"));
+            s.push_str("  }\n");
         }
+        pass(&mut s, 1, "k < depth");
         // The epilogue, one fragment per pass of a loop (not unrolled: `emit`
         // inlines the family's whole epilogue, and 16 fragments times 8
         // elements of it made kernels that compiled for seconds and ran up to
@@ -698,12 +736,12 @@ mod tests {
     #[test]
     fn the_spirv_check_catches_an_inline_store_stride() {
         let src = wgsl(&core(true, false), CoopTile::SMALL);
-        let named = "    let v = c0_0;\n    let at = &stage[sbase];\n    let pitch = 16u;\n    coopStoreT(v, at, pitch);\n";
+        let named = "        let v = c0_0;\n        let at = &stage[sbase];\n        let pitch = 16u;\n        coopStoreT(v, at, pitch);\n";
         assert!(src.contains(named));
-        let stride = src.replacen(named, "    coopStoreT(c0_0, &stage[sbase], 16u + 0u * lane);\n", 1);
+        let stride = src.replacen(named, "        coopStoreT(c0_0, &stage[sbase], 16u + 0u * lane);\n", 1);
         let r = std::panic::catch_unwind(|| validate_coop(&stride));
         assert!(r.is_err(), "an inline coopStoreT stride passed naga's SPIR-V backend");
-        validate_coop(&src.replacen(named, "    coopStoreT(c0_0, &stage[sg * 256u], 16u);\n", 1));
+        validate_coop(&src.replacen(named, "        coopStoreT(c0_0, &stage[sg * 256u], 16u);\n", 1));
     }
 
     #[test]
@@ -754,10 +792,16 @@ mod tests {
         assert_eq!(Direct::pick(4096, 4096, 4096, 1, &on), Some(CoopTile::DIRECT));
         assert_eq!(Direct::pick(1024, 1024, 1024, 1, &on), Some(CoopTile::DIRECT_SMALL));
         // ResNet-50's convolutions: 1x1 at 56x56 (K 64, 3136 fragments: no
-        // split), 3x3 at 14x14 and 7x7 (few fragments, long K: split 8).
+        // split), 3x3 at 56x56 and 14x14 (K of 512 or more, 64 pairs of
+        // fragments or more: a fragment pair, split 2 and 8), at 7x7 (56
+        // pixels: one fragment, split 8); MobileNetV2's 1x1 at 14x14 with K
+        // 576 (42 pairs: one fragment, split 8).
+        let pair = |ks| Some(CoopTile { fn_: 2, ks, ..CoopTile::DIRECT_SPLIT });
         assert_eq!(Direct::pick(256, 3136, 64, 1, &on), split(1));
-        assert_eq!(Direct::pick(256, 200, 2304, 1, &on), split(4));
+        assert_eq!(Direct::pick(64, 3136, 576, 1, &on), pair(2));
+        assert_eq!(Direct::pick(256, 200, 2304, 1, &on), pair(8));
         assert_eq!(Direct::pick(512, 56, 4608, 1, &on), split(8));
+        assert_eq!(Direct::pick(96, 200, 576, 1, &on), split(8));
         // Each slice keeps two steps of K.
         assert_eq!(Direct::pick(16, 16, 64, 1, &on), split(2));
         // WebGPU's default limits: no more than 256 invocations.

@@ -769,7 +769,8 @@ mod tests {
         };
         let split = |ks| CoopTile { ks, ..CoopTile::DIRECT_SPLIT };
         let wide = CoopTile { fm: 2, fn_: 2, ks: 4, ..CoopTile::DIRECT_SPLIT };
-        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8), wide] {
+        let pair = CoopTile { fn_: 2, ks: 2, ..CoopTile::DIRECT_SPLIT };
+        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8), wide, pair] {
             for ak in [false, true] {
                 for (bk, half) in [(false, false), (false, true), (true, false), (true, true)] {
                     let src = Direct { a_k_fast: ak, b_k_fast: bk }.wgsl(&decls(ak, bk, half), t);
@@ -777,6 +778,11 @@ mod tests {
                     // Row-major A where its k is contiguous, column-major B likewise.
                     assert_eq!(src.contains("coopLoadT<coop_mat16x16<f16, A>>"), ak, "{src}");
                     assert_eq!(src.contains("coopLoad<coop_mat16x16<f16, B>>"), bk, "{src}");
+                    // One-fragment subgroups: two K steps per pass first (their
+                    // second step's A fragment), then single steps.
+                    let one = t.fm * t.fn_ == 1;
+                    assert_eq!(src.contains("let a1_0 = "), one, "{src}");
+                    assert_eq!(src.matches("  for (; k").count(), 1 + usize::from(one), "{src}");
                     validate_coop(&src);
                 }
             }

@@ -353,9 +353,29 @@ pub(in crate::engine::gpu) fn wgsl(core: &Core, t: CoopTile) -> String {
         }
     }
     s.push_str("    workgroupBarrier();\n  }\n");
-    // Epilogue: each fragment through the subgroup's staging area (row-major
-    // 16 x 16), 8 elements per invocation, inside the bounds only; one
-    // fragment per pass of a loop, as the direct kernel's (`Direct::wgsl`).
+    // Epilogue: each fragment through the subgroup's staging area
+    // (`stage_fragments`), 8 elements per invocation, inside the bounds only.
+    stage_fragments(&mut s, t);
+    let _ = writeln!(
+        s,
+        "    for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
+         \x20     let x = lane + e * {SUBGROUP}u;\n\
+         \x20     let row = m0 + fm0 + (f / {fn_}u) * 16u + x / 16u;\n      let col = n0 + fn0 + (f % {fn_}u) * 16u + x % 16u;\n\
+         \x20     if (row < rows && col < cols) {{ emit(row, col, stage[sbase + x]); }}\n    }}\n\
+         \x20   workgroupBarrier();\n  }}",
+        fn_ = t.fn_,
+        mine = 256 / SUBGROUP,
+    );
+    s.push_str("}\n");
+    s
+}
+
+/// Opens an epilogue's loop over the tile's fragments, one per pass (`emit`,
+/// which inlines the family's whole epilogue, then appears once in the
+/// kernel): fragment `f` (a `switch` picks the accumulator) stored row-major
+/// to the subgroup's staging area `stage[sbase..]`, then a barrier. The
+/// caller adds the pass's stores and closes the loop.
+fn stage_fragments(s: &mut String, t: CoopTile) {
     let _ = writeln!(s, "  let sbase = sg * 256u;\n  for (var f = 0u; f < {}u; f = f + 1u) {{\n    switch f {{", t.fm * t.fn_);
     for i in 0..t.fm {
         for j in 0..t.fn_ {
@@ -366,19 +386,7 @@ pub(in crate::engine::gpu) fn wgsl(core: &Core, t: CoopTile) -> String {
             );
         }
     }
-    let _ = writeln!(
-        s,
-        "      default: {{}}\n    }}\n    workgroupBarrier();\n\
-         \x20   for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
-         \x20     let x = lane + e * {SUBGROUP}u;\n\
-         \x20     let row = m0 + fm0 + (f / {fn_}u) * 16u + x / 16u;\n      let col = n0 + fn0 + (f % {fn_}u) * 16u + x % 16u;\n\
-         \x20     if (row < rows && col < cols) {{ emit(row, col, stage[sbase + x]); }}\n    }}\n\
-         \x20   workgroupBarrier();\n  }}",
-        fn_ = t.fn_,
-        mine = 256 / SUBGROUP,
-    );
-    s.push_str("}\n");
-    s
+    s.push_str("      default: {}\n    }\n    workgroupBarrier();\n");
 }
 
 /// The direct variant: for products whose operands are plain float16 matrices
@@ -585,34 +593,20 @@ impl Direct {
             s.push_str("  }\n");
         }
         pass(&mut s, 1, "k < depth");
-        // The epilogue, one fragment per pass of a loop (not unrolled: `emit`
-        // inlines the family's whole epilogue, and 16 fragments times 8
-        // elements of it made kernels that compiled for seconds and ran up to
-        // 10x slower on an H200): the fragment to the subgroup's staging
-        // area, then each invocation of the sub-tile's ks x 32 sums its
-        // elements of the ks partial fragments in a fixed order.
-        let _ = writeln!(
-            s,
-            "  }}\n  let sbase = sg * 256u;\n  for (var f = 0u; f < {frags}u; f = f + 1u) {{\n    switch f {{",
-            frags = t.fm * t.fn_
-        );
-        for i in 0..t.fm {
-            for j in 0..t.fn_ {
-                let _ = writeln!(
-                    s,
-                    "      case {f}u: {{\n        let v = c{i}_{j};\n        let at = &stage[sbase];\n        let pitch = 16u;\n        coopStoreT(v, at, pitch);\n      }}",
-                    f = i * t.fn_ + j
-                );
-            }
-        }
+        // The epilogue, one fragment per pass of a loop (`stage_fragments`;
+        // unrolled, 16 fragments times 8 elements of `emit` made kernels that
+        // compiled for seconds and ran up to 10x slower on an H200): each
+        // invocation of the sub-tile's ks x 32 sums its elements of the ks
+        // partial fragments in a fixed order.
+        s.push_str("  }\n");
+        stage_fragments(&mut s, t);
         let mut sum = String::from("stage[sub * 256u + x]");
         for q in 1..t.ks {
             let _ = write!(sum, " + stage[{}u + sub * 256u + x]", q * tiles * 256);
         }
         let _ = writeln!(
             s,
-            "      default: {{}}\n    }}\n    workgroupBarrier();\n\
-             \x20   let am = fm0 + (f / {fn_}u) * 16u;\n    let ar = min(am, rows - 16u);\n\
+            "    let am = fm0 + (f / {fn_}u) * 16u;\n    let ar = min(am, rows - 16u);\n\
              \x20   let bm = fn0 + (f % {fn_}u) * 16u;\n    let bc = min(bm, cols - 16u);\n\
              \x20   for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
              \x20     let x = slice * {SUBGROUP}u + lane + e * {step}u;\n      let row = ar + x / 16u;\n      let col = bc + x % 16u;\n\

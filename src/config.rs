@@ -34,7 +34,7 @@ pub const CPU_SIMD: Var = Var {
     name: "WEBNN_CPU_SIMD",
     kind: Kind::TestHook,
     default: "the best the CPU has",
-    description: "`avx2` or `baseline` caps the CPU engine's instruction set (read once per process)",
+    description: "`avx512` (no AMX tiles), `avx2` or `baseline` caps the CPU engine's instruction set (read once per process)",
 };
 
 pub const CPU_PASSES: Var = Var {
@@ -112,6 +112,8 @@ fn flag(v: &Var) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SimdCap {
     None,
+    /// AVX-512 (VNNI included) but not the AMX tiles.
+    Avx512,
     Avx2,
     Baseline,
 }
@@ -119,6 +121,7 @@ pub enum SimdCap {
 pub fn cpu_simd() -> SimdCap {
     static CAP: OnceLock<SimdCap> = OnceLock::new();
     *CAP.get_or_init(|| match read(&CPU_SIMD).as_deref() {
+        Some("avx512") => SimdCap::Avx512,
         Some("avx2") => SimdCap::Avx2,
         Some("baseline") => SimdCap::Baseline,
         _ => SimdCap::None,

@@ -92,6 +92,7 @@ use std::sync::Arc;
 
 use super::fused::{Epilogue, FusedOp};
 use super::{constant, desc, rewrite_all, Rewrite, Uses};
+use crate::engine::cpu::kernels::qamx;
 use crate::engine::cpu::kernels::qgemm::{self, Requant};
 use crate::engine::cpu::kernels::tile_quant::quantize_value;
 use crate::engine::cpu::kernels::Tensor;
@@ -197,8 +198,10 @@ pub enum QWeights {
     Depthwise { taps: Vec<i32> },
     /// One group on channels-last tensors (`engine::cpu::kernels::qnhwc`): the
     /// filter as `qgemm` lanes over k = kernel area x `cs`, tap-major (input
-    /// channels padded to `cs`, a multiple of 4, with zero weights).
-    ConvNhwc { packed: Vec<u8>, cs: usize },
+    /// channels padded to `cs`, a multiple of 4, with zero weights), `kp`
+    /// bytes of k per lane (k itself, or rounded up to the AMX tiles' step
+    /// with zero weights when `amx` is not `Off`).
+    ConvNhwc { packed: Vec<u8>, cs: usize, kp: usize, amx: qamx::Mode },
     /// A depthwise filter on channels-last tensors: its taps `[kh * kw][C]`.
     DepthwiseNhwc { taps: Vec<i32> },
     /// matmul/gemm: `[K, N]` packed as `qgemm` lanes.
@@ -338,6 +341,23 @@ fn nhwc_kernels() -> bool {
         return v;
     }
     qgemm::vnni()
+}
+
+/// Whether a channels-last convolution of `k` bytes per output (kernel area
+/// times padded input channels) takes the AMX tiles: where they run
+/// (`qamx::available`) and `k` is at least `qamx::MIN_K` (shorter products
+/// run faster on the VNNI tile, which keeps its sums in registers). Tests
+/// choose any mode for any `k`, the emulated path included.
+fn amx_mode(k: usize) -> qamx::Mode {
+    #[cfg(test)]
+    if let Some(v) = tests::AMX.with(|c| c.get()) {
+        return v;
+    }
+    if k >= qamx::MIN_K && qamx::available() {
+        qamx::Mode::Tiles
+    } else {
+        qamx::Mode::Off
+    }
 }
 
 /// An int8, uint8 or int32 constant's values as int64.
@@ -552,11 +572,13 @@ pub(crate) fn find(g: &mut Graph, uses: &Uses, i: usize, target: Target) -> Opti
                 QWeights::Depthwise { taps: w.w.iter().map(|&v| v as i32).collect() }
             } else if nhwc && a.groups == 1 {
                 let cs = cin.next_multiple_of(4);
-                let packed = qgemm::pack_lanes(o, area * cs, |kk, l| {
+                let amx = amx_mode(area * cs);
+                let kp = if amx == qamx::Mode::Off { area * cs } else { qamx::padded_k(area * cs) };
+                let packed = qgemm::pack_lanes(o, kp, |kk, l| {
                     let (t, ci) = (kk / cs, kk % cs);
-                    if ci < cin { w.w[(l * cin + ci) * area + t] as u8 } else { 0 }
+                    if t < area && ci < cin { w.w[(l * cin + ci) * area + t] as u8 } else { 0 }
                 });
-                QWeights::ConvNhwc { packed, cs }
+                QWeights::ConvNhwc { packed, cs, kp, amx }
             } else {
                 let og = o / a.groups;
                 let groups = (0..a.groups)
@@ -1044,11 +1066,11 @@ fn quantized(qop: QLinear, inputs: Vec<OperandId>, out: OperandId, at: usize, re
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testing::{execute, ops, Builder};
     use super::super::Passes;
-    use super::QKind;
-    use crate::engine::cpu::kernels::qgemm;
+    use super::{QKind, QWeights};
+    use crate::engine::cpu::kernels::{qamx, qgemm};
     use crate::engine::cpu::CpuEngine;
     use crate::graph::builder::Graph;
     use crate::graph::{DataType, OperandDesc, OperandId};
@@ -1060,6 +1082,27 @@ mod tests {
     thread_local! {
         /// `nhwc_kernels`' answer for builds on this thread (`None`: the CPU's).
         pub static NHWC: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+        /// `amx_mode`'s answer for builds on this thread (`None`: the CPU's).
+        pub static AMX: std::cell::Cell<Option<qamx::Mode>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// This thread's kernel choices (`NHWC`, `AMX`).
+    pub type Hooks = (Option<bool>, Option<qamx::Mode>);
+
+    pub fn hooks() -> Hooks {
+        (NHWC.with(|c| c.get()), AMX.with(|c| c.get()))
+    }
+
+    /// Runs `f` with `h` as this thread's kernel choices: `CpuEngine::pipeline`
+    /// carries the test thread's choices onto the pool thread that builds.
+    pub fn with_hooks<R>(h: Hooks, f: impl FnOnce() -> R) -> R {
+        let before = hooks();
+        NHWC.with(|c| c.set(h.0));
+        AMX.with(|c| c.set(h.1));
+        let r = f();
+        NHWC.with(|c| c.set(before.0));
+        AMX.with(|c| c.set(before.1));
+        r
     }
 
     /// Runs `f` with this thread's builds on (`Some(true)`) or off the nhwc kernels.
@@ -1413,6 +1456,76 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Runs `f` with this thread's builds on the given AMX mode (`None`: the CPU's).
+    fn with_amx<R>(v: Option<qamx::Mode>, f: impl FnOnce() -> R) -> R {
+        let before = AMX.with(|c| c.replace(v));
+        let r = f();
+        AMX.with(|c| c.set(before));
+        r
+    }
+
+    /// The AMX path of the channels-last conv2d (software sums on every
+    /// machine, the tile instructions too where the CPU has them) gives the
+    /// VNNI / portable tile's outputs bit for bit: k below, at and past one
+    /// tile step (1x1 with 16 channels, a 7x7 stem of 3 channels, 3x3 of 64),
+    /// blocks of 16, 17-31 and 32 pixels, output channels not a multiple of
+    /// 32, strides, dilation 2 (one tap per k run), int8 and uint8 inputs, on
+    /// one and two threads. The plans are checked to hold AMX weights (k
+    /// padded to the tile step) so that the comparison is not of one path with
+    /// itself.
+    #[test]
+    fn amx_convolutions_match_the_vnni_tile() {
+        use super::super::testing::execute_on;
+        use crate::compile::fused::FusedOp;
+        use crate::ops::Op;
+        // (input type, channels, outputs, kernel, stride, dilation, padding, size)
+        let cases = [
+            (DataType::Uint8, 16, 32, 1, 1, 1, 0, 12),
+            (DataType::Int8, 3, 40, 7, 2, 1, 3, 21),
+            (DataType::Uint8, 64, 72, 3, 1, 1, 1, 7),
+            (DataType::Int8, 24, 8, 3, 2, 2, 2, 9),
+            (DataType::Uint8, 32, 96, 1, 2, 1, 0, 9),
+            (DataType::Int8, 8, 16, 3, 1, 1, 1, 4),
+        ];
+        let mut modes = vec![qamx::Mode::Emulated];
+        if qamx::available() {
+            modes.push(qamx::Mode::Tiles);
+        }
+        for (i, &(t, c, o, k, st, dil, pad, hw)) in cases.iter().enumerate() {
+            let mut b = Builder::new();
+            let x = b.input("x", &[2, c, hw, hw]);
+            let zero = if t == DataType::Int8 { -7 } else { 131 };
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, zero, t);
+            let w = dq_weights(&mut b, &[o, c, k, k], 0, DataType::Int8, -127, 127, 0);
+            let bias = dq_bias(&mut b, o, 4.0 / 255.0 * 0.005);
+            let opts = Conv2dOptions { padding: Some(vec![pad; 4]), strides: Some(vec![st, st]), dilations: Some(vec![dil, dil]), ..Default::default() };
+            let y = b.b.conv2d(xd, w, Some(bias), &opts).unwrap();
+            let y = b.b.unary(crate::ops::UnaryKind::Relu, y).unwrap();
+            let (_, yd) = qdq(&mut b, y, 0.02, 3, DataType::Uint8);
+            let g = b.b.build(&[("y".into(), yd)]).unwrap();
+            let want = with_nhwc(Some(true), || with_amx(Some(qamx::Mode::Off), || execute_on(&g, Passes::ALL, 2, 5)));
+            for &mode in &modes {
+                let fused = with_nhwc(Some(true), || with_amx(Some(mode), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL)));
+                let kps: Vec<(usize, qamx::Mode)> = fused
+                    .operators
+                    .iter()
+                    .filter_map(|op| match &op.op {
+                        Op::Fused(FusedOp::Quantized { op, .. }) => match &op.0.weights {
+                            QWeights::ConvNhwc { kp, amx, .. } => Some((*kp, *amx)),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
+                assert!(kps.len() == 1 && kps[0].0 % qamx::KSTEP == 0 && kps[0].1 == mode, "case {i}: {kps:?}");
+                for threads in [1, 2] {
+                    let got = with_nhwc(Some(true), || with_amx(Some(mode), || execute_on(&g, Passes::ALL, threads, 5)));
+                    assert_eq!(got, want, "case {i} {mode:?} {threads} threads");
+                }
+            }
+        }
     }
 
     /// `g` on the nhwc kernels gives the nchw kernels' outputs bit for bit at

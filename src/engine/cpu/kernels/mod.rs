@@ -29,6 +29,7 @@ pub mod movement;
 pub mod normalization;
 pub mod pooling;
 pub mod prepacked;
+pub mod qamx;
 pub mod qdyn;
 pub mod qelem;
 pub mod qgemm;

@@ -21,6 +21,7 @@
 
 use rayon::prelude::*;
 
+use super::qamx;
 use super::qgemm::{self, Acc, Chan, SharedOut, MR, NR};
 use super::{simd, Tensor};
 use crate::compile::quant::{QLayout, QLinear};
@@ -218,18 +219,23 @@ fn finish_output(tmp: Option<Vec<u8>>, out: &mut [u8], out_shape: &[usize]) -> R
 }
 
 /// conv2d, one group: `packed` the filter as `qgemm` lanes over k = taps x
-/// `cs` (input channels padded to a multiple of 4), tap-major.
+/// `cs` (input channels padded to a multiple of 4), tap-major, `kp >= k`
+/// bytes of k per lane (zero weights past k); `amx` whether the sums come from
+/// the AMX tiles (`qamx`), which need `kp` a multiple of their step.
 #[allow(clippy::too_many_arguments)]
-pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs: usize, x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs: usize, kp: usize, amx: qamx::Mode, x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
     let [n, _, _, _] = dims4(x.shape)?;
     let [on, o, oh, ow] = dims4(out_shape)?;
     let area = kernel[0] * kernel[1];
     let k = area * cs;
     let lane_blocks = o.div_ceil(NR);
-    let lbb = qgemm::lanes_block_bytes(k);
+    let lbb = qgemm::lanes_block_bytes(kp);
     let rq = &q.requant;
-    if on != n || a.groups != 1 || cs % 4 != 0 || packed.len() != lane_blocks * lbb || rq.per_row || rq.comp.len() != o || rq.mul.len() != o || rq.add.len() != o {
+    if on != n || a.groups != 1 || cs % 4 != 0 || kp < k || kp % 4 != 0 || packed.len() != lane_blocks * lbb || rq.per_row || rq.comp.len() != o || rq.mul.len() != o || rq.add.len() != o {
         return Err(internal("conv2d shapes"));
+    }
+    if amx != qamx::Mode::Off && (kp % qamx::KSTEP != 0 || (amx == qamx::Mode::Tiles && !qamx::available())) {
+        return Err(internal("AMX weights without AMX tiles"));
     }
     let zero_byte = (q.x_zero as u8) ^ q.flip;
     let mut owned = Vec::new();
@@ -247,12 +253,17 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
         Some(t) => t,
         None => out,
     };
+    let shared = SharedOut(dst.as_mut_ptr(), dst.len());
+    let image = src.image();
+    if amx != qamx::Mode::Off {
+        conv_amx(q, &src, &geo, [n, m, o], packed, kp, amx == qamx::Mode::Emulated, shared);
+        recycle(owned);
+        return finish_output(tmp, out, out_shape);
+    }
     let row_blocks = m.div_ceil(MR);
     let base = n * row_blocks;
     let (chunks, per_chunk) = qgemm::split(base, lane_blocks);
     let vnni = qgemm::vnni();
-    let shared = SharedOut(dst.as_mut_ptr(), dst.len());
-    let image = src.image();
     (0..base * chunks).into_par_iter().for_each(|t| {
         let chunk = t % chunks;
         let rb = (t / chunks) % row_blocks;
@@ -295,6 +306,76 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
     });
     recycle(owned);
     finish_output(tmp, out, out_shape)
+}
+
+/// `conv` on the AMX tiles (`n` images of `m` output pixels, `o` channels):
+/// tasks of `qamx::ROWS` pixels (their im2col rows copied into a scratch
+/// block of `kp` bytes each, XORed to unsigned for int8 inputs) times a run of
+/// 32-channel lane blocks, each block's sums requantized per pixel into `out`
+/// (nhwc).
+#[allow(clippy::too_many_arguments)]
+fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], packed: &[u8], kp: usize, emulate: bool, out: SharedOut) {
+    let rq = &q.requant;
+    let lane_blocks = o.div_ceil(NR);
+    let lbb = qgemm::lanes_block_bytes(kp);
+    let row_blocks = m.div_ceil(qamx::ROWS);
+    let base = n * row_blocks;
+    let (chunks, per_chunk) = qgemm::split(base, lane_blocks);
+    let image = src.image();
+    let span = geo.span;
+    (0..base * chunks).into_par_iter().for_each_init(
+        || (vec![0u8; qamx::ROWS * kp], qamx::Sums::new()),
+        |(rows, sums), t| {
+            let chunk = t % chunks;
+            let rb = (t / chunks) % row_blocks;
+            let img = t / chunks / row_blocks;
+            let r0 = rb * qamx::ROWS;
+            let nr = qamx::ROWS.min(m - r0);
+            let input = &src.data[img * image..(img + 1) * image];
+            // Bytes k..kp of each row stay zero from the allocation (and meet
+            // zero weights anyway); rows past nr keep an earlier task's bytes
+            // (their sums are not stored).
+            for (r, row) in rows.chunks_exact_mut(kp).take(nr).enumerate() {
+                let p = geo.pixel(r0 + r);
+                for (&off, d) in geo.taps.iter().zip(row.chunks_exact_mut(span)) {
+                    let s = &input[p + off..p + off + span];
+                    if q.flip == 0 {
+                        d.copy_from_slice(s);
+                    } else {
+                        for (d, &s) in d.iter_mut().zip(s) {
+                            *d = s ^ q.flip;
+                        }
+                    }
+                }
+            }
+            // SAFETY: `conv` checked `qamx::available()` unless emulated.
+            let tiles = unsafe { qamx::Tiles::load(emulate) };
+            for lb in chunk * per_chunk..((chunk + 1) * per_chunk).min(lane_blocks) {
+                let l0 = lb * NR;
+                let nl = NR.min(o - l0);
+                let lanes = &packed[lb * lbb..(lb + 1) * lbb];
+                if nr > qamx::ROWS / 2 {
+                    tiles.block::<true>(rows, kp, lanes, sums);
+                } else {
+                    tiles.block::<false>(rows, kp, lanes, sums);
+                }
+                // SAFETY: this task alone writes pixels r0..r0+nr, channels
+                // l0..l0+nl of image img.
+                let d = unsafe { out.slice((img * m + r0) * o + l0, (nr - 1) * o + nl) };
+                #[cfg(target_arch = "x86_64")]
+                if simd::level() == simd::Level::Avx512 {
+                    // SAFETY: AVX-512 (the level); `d` holds `(nr - 1) * o + nl`
+                    // bytes, `rq`'s vectors `o >= l0 + nl` values (`conv`).
+                    unsafe { x86::store_sums(sums, rq, l0, nl, nr, d, o) };
+                    continue;
+                }
+                let ch = Chan::Many(&rq.comp[l0..l0 + nl], &rq.mul[l0..l0 + nl], &rq.add[l0..l0 + nl]);
+                for (r, s) in sums.0.iter().take(nr).enumerate() {
+                    rq.run(&s[..nl], ch, &mut d[r * o..r * o + nl]);
+                }
+            }
+        },
+    );
 }
 
 /// One tile, portable: row r's tap t reads `4 * cq` bytes at `rows[r] +
@@ -481,7 +562,7 @@ simd::at_level!(fn max_row_at_level[](input: &[u8], first: usize, step: usize, t
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{QLinear, MR, NR};
+    use super::{qamx, QLinear, MR, NR};
     use crate::engine::cpu::kernels::qgemm::{x86::requant16, Requant};
     use std::arch::x86_64::*;
 
@@ -533,6 +614,19 @@ mod x86 {
                 }
             }
         }
+        store_rows(|r, h| c[2 * r + h], rq, l0, nl, nr, dst, ld);
+    }
+
+    /// Requantizes `nr` rows of `nl <= 32` lanes of int32 sums (`sum(r, h)`:
+    /// row r's lanes `16 h .. 16 h + 16`) for channels `l0..l0 + nl` and
+    /// stores them at `dst` (row stride `ld`): `Requant::store`'s bytes.
+    ///
+    /// # Safety
+    /// AVX-512; `dst` holds `(nr - 1) * ld + nl` bytes; `rq`'s vectors hold
+    /// `l0 + nl` values.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn store_rows(sum: impl Fn(usize, usize) -> __m512i, rq: &Requant, l0: usize, nl: usize, nr: usize, dst: &mut [u8], ld: usize) {
         let mask = |n: usize| -> __mmask16 { if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as u16 } };
         let k = [mask(nl), mask(nl.saturating_sub(16))];
         let lo = _mm512_set1_ps((rq.lo - rq.zero) as f32);
@@ -547,10 +641,21 @@ mod x86 {
             let m = _mm512_maskz_loadu_ps(k[h], rq.mul.as_ptr().wrapping_add(at));
             let a = _mm512_maskz_loadu_ps(k[h], rq.add.as_ptr().wrapping_add(at));
             for r in 0..nr {
-                let b = requant16(_mm512_sub_epi32(c[2 * r + h], comp), m, a, lo, hi, zero);
+                let b = requant16(_mm512_sub_epi32(sum(r, h), comp), m, a, lo, hi, zero);
                 _mm_mask_storeu_epi8(d.wrapping_add(r * ld + 16 * h) as *mut i8, k[h], b);
             }
         }
+    }
+
+    /// The AMX block's sums (`qamx::Sums`, 32 lanes per row) requantized and
+    /// stored as `store_rows` does.
+    ///
+    /// # Safety
+    /// As `store_rows`, `nr <= qamx::ROWS`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn store_sums(sums: &qamx::Sums, rq: &Requant, l0: usize, nl: usize, nr: usize, dst: &mut [u8], ld: usize) {
+        let s = &sums.0;
+        store_rows(|r, h| _mm512_load_si512(s[r].as_ptr().add(16 * h) as *const _), rq, l0, nl, nr.min(s.len()), dst, ld);
     }
 
     /// One output row of a depthwise conv2d, 16 channels per register: pixel

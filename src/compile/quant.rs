@@ -1587,6 +1587,29 @@ pub(crate) mod tests {
         }
     }
 
+    /// Depthwise 3x3 on channels-last bytes, stride 1 and 2 (the kernel's
+    /// four-pixel blocks and their remainder: 9 and 5 output columns), 40
+    /// channels (a partial 16-channel group), uint8 and int8, padding 1 and 0:
+    /// bit for bit the nchw depthwise kernel at every level.
+    #[test]
+    fn depthwise_pixel_blocks_match_the_nchw_kernel() {
+        for (t, stride, pad) in [(DataType::Uint8, 1, 1), (DataType::Int8, 2, 1), (DataType::Uint8, 2, 0), (DataType::Int8, 1, 0)] {
+            let mut b = Builder::new();
+            let x = b.input("x", &[2, 40, 11, 11]);
+            let zero = if t == DataType::Int8 { 5 } else { 120 };
+            let (_, xd) = qdq(&mut b, x, 4.0 / 255.0, zero, t);
+            let w = dq_weights(&mut b, &[40, 1, 3, 3], 0, DataType::Int8, -127, 127, 0);
+            let bias = dq_bias(&mut b, 40, 4.0 / 255.0 * 0.005);
+            let opts = Conv2dOptions { groups: 40, padding: Some(vec![pad; 4]), strides: Some(vec![stride, stride]), ..Default::default() };
+            let y = b.b.conv2d(xd, w, Some(bias), &opts).unwrap();
+            let (_, yd) = qdq(&mut b, y, 0.03, 7, DataType::Uint8);
+            let g = b.b.build(&[("y".into(), yd)]).unwrap();
+            assert_eq!(nhwc_layouts(&g, |_| true).len(), 1);
+            nhwc_matches_nchw(&g, 9);
+            with_nhwc(Some(true), || check(&g, 0.03));
+        }
+    }
+
     /// A ResNet stem: conv 7x7 stride 2 -> maxPool2d 3x3 stride 2 (padding 1,
     /// and a padding-free 2x2 one) -> conv 1x1, 8-bit throughout, int8 and uint8:
     /// the pools run channels-last between the convolutions, bit for bit the

@@ -1472,7 +1472,7 @@ pub(crate) mod tests {
     /// tile step (1x1 with 16 channels, a 7x7 stem of 3 channels, 3x3 of 64),
     /// blocks of 16, 17-31 and 32 pixels, output channels not a multiple of
     /// 32, strides, dilation 2 (one tap per k run), int8 and uint8 inputs, on
-    /// one and two threads. The plans are checked to hold AMX weights (k
+    /// one and two threads, 1x1 rows read in place. The plans are checked to hold AMX weights (k
     /// padded to the tile step) so that the comparison is not of one path with
     /// itself.
     #[test]
@@ -1488,6 +1488,11 @@ pub(crate) mod tests {
             (DataType::Int8, 24, 8, 3, 2, 2, 2, 9),
             (DataType::Uint8, 32, 96, 1, 2, 1, 0, 9),
             (DataType::Int8, 8, 16, 3, 1, 1, 1, 4),
+            // 1x1 at stride 1 of 64 / 128 uint8 channels: rows read in place
+            // (blocks of 32 and 16 pixels), the last partial block copied.
+            (DataType::Uint8, 64, 40, 1, 1, 1, 0, 7),
+            (DataType::Uint8, 128, 32, 1, 1, 1, 0, 4),
+            (DataType::Int8, 64, 32, 1, 1, 1, 0, 7),
         ];
         let mut modes = vec![qamx::Mode::Emulated];
         if qamx::available() {

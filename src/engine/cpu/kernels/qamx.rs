@@ -101,27 +101,27 @@ impl Tiles {
         Tiles { emulate }
     }
 
-    /// `sums[r][l] = sum_j a[r * kp + j] * (b's lane l, byte j)` for r below
-    /// 16 (`TWO`: below 32) and every lane: `a` rows of `kp` bytes (unsigned),
-    /// `b` one packed 32-lane block of `kp / 4` quads (signed). Rows of
-    /// `sums` not computed keep their values.
-    pub fn block<const TWO: bool>(&self, a: &[u8], kp: usize, b: &[u8], sums: &mut Sums) {
+    /// `sums[r][l] = sum_j a[r * lda + j] * (b's lane l, byte j)`, j below
+    /// `kp`, for r below 16 (`TWO`: below 32) and every lane: `a` rows of `kp`
+    /// bytes `lda >= kp` apart (unsigned), `b` one packed 32-lane block of
+    /// `kp / 4` quads (signed). Rows of `sums` not computed keep their values.
+    pub fn block<const TWO: bool>(&self, a: &[u8], lda: usize, kp: usize, b: &[u8], sums: &mut Sums) {
         let rows = if TWO { ROWS } else { ROWS / 2 };
         assert!(
-            kp % KSTEP == 0 && a.len() >= rows * kp && b.len() >= kp * LANES,
+            kp % KSTEP == 0 && lda >= kp && a.len() >= (rows - 1) * lda + kp && b.len() >= kp * LANES,
             "qamx: block sizes"
         );
         #[cfg(target_arch = "x86_64")]
         if !self.emulate {
             // SAFETY: the tiles are configured (`load`); every tile load reads
-            // 16 rows of 64 bytes within `a` (rows of `kp` bytes, at most
-            // `rows` of them) or `b` (quads of 128 bytes, `kp / 4` of them),
+            // 16 rows of 64 bytes within `a` (`rows` rows of `kp` bytes,
+            // `lda` apart) or `b` (quads of 128 bytes, `kp / 4` of them),
             // checked above; the stores write the 4 KiB of `sums`.
-            unsafe { x86::block::<TWO>(a.as_ptr(), kp, b.as_ptr(), sums) };
+            unsafe { x86::block::<TWO>(a.as_ptr(), lda, kp, b.as_ptr(), sums) };
             return;
         }
         for r in 0..rows {
-            let row = &a[r * kp..(r + 1) * kp];
+            let row = &a[r * lda..r * lda + kp];
             let out = &mut sums.0[r];
             *out = [0; LANES];
             for (q, x) in row.chunks_exact(4).enumerate() {
@@ -235,9 +235,9 @@ mod x86 {
     }
 
     /// # Safety
-    /// Tiles configured; `a` holds 16 (`TWO`: 32) rows of `kp` bytes, `b`
+    /// Tiles configured; `a` holds 16 (`TWO`: 32) rows of `kp` bytes `lda` apart, `b`
     /// `kp / 4` quads of 128 bytes; `kp` a multiple of 64.
-    pub unsafe fn block<const TWO: bool>(a: *const u8, kp: usize, b: *const u8, sums: &mut Sums) {
+    pub unsafe fn block<const TWO: bool>(a: *const u8, lda: usize, kp: usize, b: *const u8, sums: &mut Sums) {
         asm!(
             "tilezero tmm0",
             "tilezero tmm1",
@@ -259,7 +259,7 @@ mod x86 {
                 "tdpbusd tmm0, tmm4, tmm6",
                 "tdpbusd tmm1, tmm4, tmm7",
                 a = in(reg) pa,
-                sa = in(reg) kp,
+                sa = in(reg) lda,
                 b = in(reg) pb,
                 b1 = in(reg) pb.add(64),
                 sb = in(reg) lane_row,
@@ -270,8 +270,8 @@ mod x86 {
                     "tileloadd tmm5, [{a} + {sa}*1]",
                     "tdpbusd tmm2, tmm5, tmm6",
                     "tdpbusd tmm3, tmm5, tmm7",
-                    a = in(reg) pa.add(16 * kp),
-                    sa = in(reg) kp,
+                    a = in(reg) pa.add(16 * lda),
+                    sa = in(reg) lda,
                     options(nostack, readonly, preserves_flags)
                 );
             }
@@ -326,9 +326,9 @@ mod tests {
                     let mut s = Sums::new();
                     s.0[20][3] = 77;
                     if two {
-                        tiles.block::<true>(&a, kp, &b, &mut s);
+                        tiles.block::<true>(&a, kp, kp, &b, &mut s);
                     } else {
-                        tiles.block::<false>(&a, kp, &b, &mut s);
+                        tiles.block::<false>(&a, kp, kp, &b, &mut s);
                     }
                     for r in 0..ROWS {
                         for l in 0..LANES {
@@ -378,7 +378,7 @@ mod bench {
             let t = std::time::Instant::now();
             for i in 0..reps {
                 let lb = i % nb;
-                tiles.block::<true>(&a, kp, &b[lb * kp * LANES..(lb + 1) * kp * LANES], &mut s);
+                tiles.block::<true>(&a, kp, kp, &b[lb * kp * LANES..(lb + 1) * kp * LANES], &mut s);
             }
             let dt = t.elapsed().as_secs_f64();
             let macs = (reps * ROWS * LANES * kp) as f64;

@@ -312,7 +312,9 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
 /// tasks of `qamx::ROWS` pixels (their im2col rows copied into a scratch
 /// block of `kp` bytes each, XORed to unsigned for int8 inputs) times a run of
 /// 32-channel lane blocks, each block's sums requantized per pixel into `out`
-/// (nhwc).
+/// (nhwc). A 1x1 convolution at stride 1 whose pixels are `kp` bytes of uint8
+/// (unpadded) reads its rows in place, `step_x` apart, where every row the
+/// tiles load lies in the image.
 #[allow(clippy::too_many_arguments)]
 fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], packed: &[u8], kp: usize, emulate: bool, out: SharedOut) {
     let rq = &q.requant;
@@ -323,6 +325,8 @@ fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], pa
     let (chunks, per_chunk) = qgemm::split(base, lane_blocks);
     let image = src.image();
     let span = geo.span;
+    // Pixel i's row at i * step_x: one tap of all kp bytes, pixels evenly spaced.
+    let in_place = q.flip == 0 && geo.taps == [0] && span == kp && geo.step_y == geo.ow * geo.step_x;
     (0..base * chunks).into_par_iter().for_each_init(
         || (vec![0u8; qamx::ROWS * kp], qamx::Sums::new()),
         |(rows, sums), t| {
@@ -332,10 +336,13 @@ fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], pa
             let r0 = rb * qamx::ROWS;
             let nr = qamx::ROWS.min(m - r0);
             let input = &src.data[img * image..(img + 1) * image];
+            let two = nr > qamx::ROWS / 2;
+            let loaded = if two { qamx::ROWS } else { qamx::ROWS / 2 };
+            let direct = in_place && r0 + loaded <= m;
             // Bytes k..kp of each row stay zero from the allocation (and meet
             // zero weights anyway); rows past nr keep an earlier task's bytes
             // (their sums are not stored).
-            for (r, row) in rows.chunks_exact_mut(kp).take(nr).enumerate() {
+            for (r, row) in rows.chunks_exact_mut(kp).take(if direct { 0 } else { nr }).enumerate() {
                 let p = geo.pixel(r0 + r);
                 for (&off, d) in geo.taps.iter().zip(row.chunks_exact_mut(span)) {
                     let s = &input[p + off..p + off + span];
@@ -348,16 +355,17 @@ fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], pa
                     }
                 }
             }
+            let (a, lda): (&[u8], usize) = if direct { (&input[geo.pixel(r0)..geo.pixel(r0 + loaded - 1) + kp], geo.step_x) } else { (rows, kp) };
             // SAFETY: `conv` checked `qamx::available()` unless emulated.
             let tiles = unsafe { qamx::Tiles::load(emulate) };
             for lb in chunk * per_chunk..((chunk + 1) * per_chunk).min(lane_blocks) {
                 let l0 = lb * NR;
                 let nl = NR.min(o - l0);
                 let lanes = &packed[lb * lbb..(lb + 1) * lbb];
-                if nr > qamx::ROWS / 2 {
-                    tiles.block::<true>(rows, kp, lanes, sums);
+                if two {
+                    tiles.block::<true>(a, lda, kp, lanes, sums);
                 } else {
-                    tiles.block::<false>(rows, kp, lanes, sums);
+                    tiles.block::<false>(a, lda, kp, lanes, sums);
                 }
                 // SAFETY: this task alone writes pixels r0..r0+nr, channels
                 // l0..l0+nl of image img.

@@ -344,16 +344,15 @@ fn nhwc_kernels() -> bool {
 }
 
 /// Whether a channels-last convolution of `k` bytes per output (kernel area
-/// times padded input channels) takes the AMX tiles: where they run
-/// (`qamx::available`) and `k` is at least `qamx::MIN_K` (shorter products
-/// run faster on the VNNI tile, which keeps its sums in registers). Tests
-/// choose any mode for any `k`, the emulated path included.
-fn amx_mode(k: usize) -> qamx::Mode {
+/// times padded input channels) and `o` output channels takes the AMX tiles:
+/// where they run (`qamx::available`) and pay (`qamx::worth`). Tests choose
+/// any mode for any shape, the emulated path included.
+fn amx_mode(k: usize, o: usize) -> qamx::Mode {
     #[cfg(test)]
     if let Some(v) = tests::AMX.with(|c| c.get()) {
         return v;
     }
-    if k >= qamx::MIN_K && qamx::available() {
+    if qamx::worth(k, o) && qamx::available() {
         qamx::Mode::Tiles
     } else {
         qamx::Mode::Off
@@ -572,7 +571,7 @@ pub(crate) fn find(g: &mut Graph, uses: &Uses, i: usize, target: Target) -> Opti
                 QWeights::Depthwise { taps: w.w.iter().map(|&v| v as i32).collect() }
             } else if nhwc && a.groups == 1 {
                 let cs = cin.next_multiple_of(4);
-                let amx = amx_mode(area * cs);
+                let amx = amx_mode(area * cs, o);
                 let kp = if amx == qamx::Mode::Off { area * cs } else { qamx::padded_k(area * cs) };
                 let packed = qgemm::pack_lanes(o, kp, |kk, l| {
                     let (t, ci) = (kk / cs, kk % cs);

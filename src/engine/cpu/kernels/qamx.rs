@@ -28,11 +28,19 @@ pub const ROWS: usize = 32;
 pub const LANES: usize = 32;
 /// Bytes of k per tile step.
 pub const KSTEP: usize = 64;
-/// The shortest k (bytes per output) the convolutions take the tiles for:
-/// below it the VNNI tile is faster (on a 2-core Emerald Rapids VM, ResNet-50's
-/// 1x1 convolutions of 64 channels took 2.2 ms on the tiles against 1.3 on
-/// VNNI, its 7x7 stem of k 196 1.24 against 0.85; from k 256 up the tiles won).
-pub const MIN_K: usize = 256;
+
+/// Whether a convolution of `k` bytes per output and `o` output channels
+/// runs faster on the tiles than on the VNNI tile (which keeps its sums in
+/// registers but does 16x fewer multiply-adds per instruction): from k 256
+/// up, or from k 64 with at least 256 output channels (8 blocks of lanes to
+/// share each block of pixel rows). Measured per layer on a 2-core Emerald
+/// Rapids VM (the CPU profile, ResNet-50 and MobileNetV2 QDQ): ResNet-50's
+/// 1x1 convolutions of k 64 and 128 into 256 / 512 channels 1.5 -> 1.1 and
+/// 1.26 -> 0.65 ms; its 7x7 stem (k 196, 64 channels) 1.0 -> 1.4 ms and
+/// MobileNetV2's projections into 24 channels (k 96, 144) slower on the tiles.
+pub fn worth(k: usize, o: usize) -> bool {
+    k >= 256 || (k >= 64 && o >= 256)
+}
 
 /// int32 sums of one block, `[ROWS][LANES]`, aligned for the tile stores.
 #[repr(C, align(64))]

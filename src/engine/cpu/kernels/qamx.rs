@@ -285,25 +285,24 @@ mod x86 {
             }
             k += KSTEP;
         }
+        // Two sum tiles side by side (lanes 0-15 and 16-31) at `at`, rows 128
+        // bytes apart. (The tile registers are named in the text: a macro.)
+        macro_rules! store_pair {
+            ($t0:literal, $t1:literal, $at:expr) => {
+                asm!(
+                    concat!("tilestored [{c} + {s}*1], ", $t0),
+                    concat!("tilestored [{c1} + {s}*1], ", $t1),
+                    c = in(reg) $at,
+                    c1 = in(reg) $at.add(64),
+                    s = in(reg) lane_row,
+                    options(nostack, preserves_flags)
+                )
+            };
+        }
         let c = sums.0.as_mut_ptr() as *mut u8;
-        asm!(
-            "tilestored [{c} + {s}*1], tmm0",
-            "tilestored [{c1} + {s}*1], tmm1",
-            c = in(reg) c,
-            c1 = in(reg) c.add(64),
-            s = in(reg) lane_row,
-            options(nostack, preserves_flags)
-        );
+        store_pair!("tmm0", "tmm1", c);
         if TWO {
-            let c2 = c.add(16 * lane_row);
-            asm!(
-                "tilestored [{c} + {s}*1], tmm2",
-                "tilestored [{c1} + {s}*1], tmm3",
-                c = in(reg) c2,
-                c1 = in(reg) c2.add(64),
-                s = in(reg) lane_row,
-                options(nostack, preserves_flags)
-            );
+            store_pair!("tmm2", "tmm3", c.add(16 * lane_row));
         }
     }
 }

@@ -198,10 +198,9 @@ pub enum QWeights {
     Depthwise { taps: Vec<i32> },
     /// One group on channels-last tensors (`engine::cpu::kernels::qnhwc`): the
     /// filter as `qgemm` lanes over k = kernel area x `cs`, tap-major (input
-    /// channels padded to `cs`, a multiple of 4, with zero weights), `kp`
-    /// bytes of k per lane (k itself, or rounded up to the AMX tiles' step
-    /// with zero weights when `amx` is not `Off`).
-    ConvNhwc { packed: Vec<u8>, cs: usize, kp: usize, amx: qamx::Mode },
+    /// channels padded to `cs`, a multiple of 4, with zero weights), k
+    /// rounded up for the AMX tiles where `amx` says so (`Mode::packed_k`).
+    ConvNhwc { packed: Vec<u8>, cs: usize, amx: qamx::Mode },
     /// A depthwise filter on channels-last tensors: its taps `[kh * kw][C]`.
     DepthwiseNhwc { taps: Vec<i32> },
     /// matmul/gemm: `[K, N]` packed as `qgemm` lanes.
@@ -572,12 +571,11 @@ pub(crate) fn find(g: &mut Graph, uses: &Uses, i: usize, target: Target) -> Opti
             } else if nhwc && a.groups == 1 {
                 let cs = cin.next_multiple_of(4);
                 let amx = amx_mode(area * cs, o);
-                let kp = if amx == qamx::Mode::Off { area * cs } else { qamx::padded_k(area * cs) };
-                let packed = qgemm::pack_lanes(o, kp, |kk, l| {
+                let packed = qgemm::pack_lanes(o, amx.packed_k(area * cs), |kk, l| {
                     let (t, ci) = (kk / cs, kk % cs);
                     if t < area && ci < cin { w.w[(l * cin + ci) * area + t] as u8 } else { 0 }
                 });
-                QWeights::ConvNhwc { packed, cs, kp, amx }
+                QWeights::ConvNhwc { packed, cs, amx }
             } else {
                 let og = o / a.groups;
                 let groups = (0..a.groups)
@@ -1106,10 +1104,7 @@ pub(crate) mod tests {
 
     /// Runs `f` with this thread's builds on (`Some(true)`) or off the nhwc kernels.
     fn with_nhwc<R>(v: Option<bool>, f: impl FnOnce() -> R) -> R {
-        let before = NHWC.with(|c| c.replace(v));
-        let r = f();
-        NHWC.with(|c| c.set(before));
-        r
+        with_hooks((v, hooks().1), f)
     }
 
     /// How the output of the quantized operator is read: quantizeLinear
@@ -1459,10 +1454,7 @@ pub(crate) mod tests {
 
     /// Runs `f` with this thread's builds on the given AMX mode (`None`: the CPU's).
     fn with_amx<R>(v: Option<qamx::Mode>, f: impl FnOnce() -> R) -> R {
-        let before = AMX.with(|c| c.replace(v));
-        let r = f();
-        AMX.with(|c| c.set(before));
-        r
+        with_hooks((hooks().0, v), f)
     }
 
     /// The AMX path of the channels-last conv2d (software sums on every
@@ -1512,18 +1504,20 @@ pub(crate) mod tests {
             let want = with_nhwc(Some(true), || with_amx(Some(qamx::Mode::Off), || execute_on(&g, Passes::ALL, 2, 5)));
             for &mode in &modes {
                 let fused = with_nhwc(Some(true), || with_amx(Some(mode), || CpuEngine::new(1).unwrap().pipeline(g.clone(), Passes::ALL)));
+                // The weights hold whole tile steps of k per lane.
+                let padded = o.div_ceil(qgemm::NR) * qgemm::lanes_block_bytes(qamx::padded_k(k * k * c.next_multiple_of(4)));
                 let kps: Vec<(usize, qamx::Mode)> = fused
                     .operators
                     .iter()
                     .filter_map(|op| match &op.op {
                         Op::Fused(FusedOp::Quantized { op, .. }) => match &op.0.weights {
-                            QWeights::ConvNhwc { kp, amx, .. } => Some((*kp, *amx)),
+                            QWeights::ConvNhwc { packed, amx, .. } => Some((packed.len(), *amx)),
                             _ => None,
                         },
                         _ => None,
                     })
                     .collect();
-                assert!(kps.len() == 1 && kps[0].0 % qamx::KSTEP == 0 && kps[0].1 == mode, "case {i}: {kps:?}");
+                assert!(kps == [(padded, mode)], "case {i}: {kps:?}, want ({padded}, {mode:?})");
                 for threads in [1, 2] {
                     let got = with_nhwc(Some(true), || with_amx(Some(mode), || execute_on(&g, Passes::ALL, threads, 5)));
                     assert_eq!(got, want, "case {i} {mode:?} {threads} threads");

@@ -160,15 +160,13 @@ impl CpuEngine {
     /// The graph as this engine's pipeline compiles it (`compile_with`; the
     /// passes' tests read it).
     pub fn pipeline(&self, graph: Graph, passes: Passes) -> Graph {
+        let build = || compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs));
         // (Tests choose kernels per thread: their choices go with the build.)
         #[cfg(test)]
         let hooks = compile::quant::tests::hooks();
-        self.pool.install(|| {
-            #[cfg(test)]
-            return compile::quant::tests::with_hooks(hooks, || compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs)));
-            #[cfg(not(test))]
-            compile::cpu_pipeline(graph, passes, &|op, ins, outs| self.evaluate(op, ins, outs))
-        })
+        #[cfg(test)]
+        let build = || compile::quant::tests::with_hooks(hooks, build);
+        self.pool.install(build)
     }
 
     /// Computes one operator on constant inputs: constant folding's evaluator.

@@ -69,6 +69,19 @@ pub fn padded_k(k: usize) -> usize {
     k.next_multiple_of(KSTEP)
 }
 
+impl Mode {
+    /// Bytes of k per lane in the packed weights of a convolution of `k`
+    /// bytes per output: `k` itself for the VNNI tile, whole tile steps (zero
+    /// weights past `k`) for the tiles.
+    pub fn packed_k(self, k: usize) -> usize {
+        if self == Mode::Off {
+            k
+        } else {
+            padded_k(k)
+        }
+    }
+}
+
 /// Whether the AMX tiles can run in this process: the CPU has AMX-TILE and
 /// AMX-INT8, `config::cpu_simd` does not cap the instruction set, and Linux
 /// granted the tile data state. Decided once per process. (The channels-last
@@ -88,11 +101,13 @@ pub fn available() -> bool {
     }
 }
 
-/// The tiles of this thread, configured (`load`) and released on drop.
+/// The tiles of this thread, configured (`load`) and released on drop (not
+/// `Send`: the release must run on the thread that configured them).
 pub struct Tiles {
     /// Software sums in place of the instructions (tests on machines without
     /// AMX run the convolution's AMX path through it).
     emulate: bool,
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Tiles {
@@ -106,7 +121,7 @@ impl Tiles {
         if !emulate {
             x86::load();
         }
-        Tiles { emulate }
+        Tiles { emulate, _thread: std::marker::PhantomData }
     }
 
     /// `sums[r][l] = sum_j a[r * lda + j] * (b's lane l, byte j)`, j below

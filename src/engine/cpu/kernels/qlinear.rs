@@ -21,7 +21,7 @@ pub fn run(q: &QLinear, layout: QLayout, x: &Tensor, out: &mut [u8], out_shape: 
     }
     match (&q.kind, &q.weights) {
         (QKind::Elem(_), _) => super::qelem::run(q, layout, &[*x], out, out_shape),
-        (QKind::Conv2d(a, kernel), QWeights::ConvNhwc { packed, cs, kp, amx }) => qnhwc::conv(q, a, *kernel, packed, *cs, *kp, *amx, x, layout, out, out_shape),
+        (QKind::Conv2d(a, kernel), QWeights::ConvNhwc { packed, cs, amx }) => qnhwc::conv(q, a, *kernel, packed, *cs, *amx, x, layout, out, out_shape),
         (QKind::Conv2d(a, kernel), QWeights::DepthwiseNhwc { taps }) => qnhwc::depthwise(q, a, *kernel, taps, x, layout, out, out_shape),
         (QKind::MaxPool(p), QWeights::None) => qnhwc::max_pool(q, p, x, layout, out, out_shape),
         (QKind::GlobalAverage, QWeights::None) => qnhwc::global_average(q, x, layout.inputs[0], out),

@@ -219,22 +219,23 @@ fn finish_output(tmp: Option<Vec<u8>>, out: &mut [u8], out_shape: &[usize]) -> R
 }
 
 /// conv2d, one group: `packed` the filter as `qgemm` lanes over k = taps x
-/// `cs` (input channels padded to a multiple of 4), tap-major, `kp >= k`
-/// bytes of k per lane (zero weights past k); `amx` whether the sums come from
-/// the AMX tiles (`qamx`), which need `kp` a multiple of their step.
+/// `cs` (input channels padded to a multiple of 4), tap-major; `amx` whether
+/// the sums come from the AMX tiles (`qamx`), whose weights hold k rounded up
+/// to their step (`Mode::packed_k`, zero weights past k).
 #[allow(clippy::too_many_arguments)]
-pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs: usize, kp: usize, amx: qamx::Mode, x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
+pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs: usize, amx: qamx::Mode, x: &Tensor, layout: QLayout, out: &mut [u8], out_shape: &[usize]) -> Result<()> {
     let [n, _, _, _] = dims4(x.shape)?;
     let [on, o, oh, ow] = dims4(out_shape)?;
     let area = kernel[0] * kernel[1];
     let k = area * cs;
+    let kp = amx.packed_k(k);
     let lane_blocks = o.div_ceil(NR);
     let lbb = qgemm::lanes_block_bytes(kp);
     let rq = &q.requant;
-    if on != n || a.groups != 1 || cs % 4 != 0 || kp < k || kp % 4 != 0 || packed.len() != lane_blocks * lbb || rq.per_row || rq.comp.len() != o || rq.mul.len() != o || rq.add.len() != o {
+    if on != n || a.groups != 1 || cs % 4 != 0 || packed.len() != lane_blocks * lbb || rq.per_row || rq.comp.len() != o || rq.mul.len() != o || rq.add.len() != o {
         return Err(internal("conv2d shapes"));
     }
-    if amx != qamx::Mode::Off && (kp % qamx::KSTEP != 0 || (amx == qamx::Mode::Tiles && !qamx::available())) {
+    if amx == qamx::Mode::Tiles && !qamx::available() {
         return Err(internal("AMX weights without AMX tiles"));
     }
     let zero_byte = (q.x_zero as u8) ^ q.flip;
@@ -254,7 +255,6 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
         None => out,
     };
     let shared = SharedOut(dst.as_mut_ptr(), dst.len());
-    let image = src.image();
     if amx != qamx::Mode::Off {
         conv_amx(q, &src, &geo, [n, m, o], packed, kp, amx == qamx::Mode::Emulated, shared);
         recycle(owned);
@@ -264,6 +264,7 @@ pub fn conv(q: &QLinear, a: &Conv2dAttrs, kernel: [usize; 2], packed: &[u8], cs:
     let base = n * row_blocks;
     let (chunks, per_chunk) = qgemm::split(base, lane_blocks);
     let vnni = qgemm::vnni();
+    let image = src.image();
     (0..base * chunks).into_par_iter().for_each(|t| {
         let chunk = t % chunks;
         let rb = (t / chunks) % row_blocks;
@@ -325,6 +326,7 @@ fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], pa
     let (chunks, per_chunk) = qgemm::split(base, lane_blocks);
     let image = src.image();
     let span = geo.span;
+    let avx512 = simd::level() == simd::Level::Avx512;
     // Pixel i's row at i * step_x: one tap of all kp bytes, pixels evenly spaced.
     let in_place = q.flip == 0 && geo.taps == [0] && span == kp && geo.step_y == geo.ow * geo.step_x;
     (0..base * chunks).into_par_iter().for_each_init(
@@ -371,7 +373,7 @@ fn conv_amx(q: &QLinear, src: &Padded, geo: &Geometry, [n, m, o]: [usize; 3], pa
                 // l0..l0+nl of image img.
                 let d = unsafe { out.slice((img * m + r0) * o + l0, (nr - 1) * o + nl) };
                 #[cfg(target_arch = "x86_64")]
-                if simd::level() == simd::Level::Avx512 {
+                if avx512 {
                     // SAFETY: AVX-512 (the level); `d` holds `(nr - 1) * o + nl`
                     // bytes, `rq`'s vectors `o >= l0 + nl` values (`conv`).
                     unsafe { x86::store_sums(sums, rq, l0, nl, nr, d, o) };

@@ -35,6 +35,14 @@ pub enum Stage {
     /// engine rejects it (its pipeline folds float32 pairs and leaves float16
     /// pairs apart).
     BatchNorm { epsilon: f32, has_scale: bool, has_bias: bool },
+    /// `x * scale[c] + shift[c]` (one fused multiply-add) along the output's
+    /// channels: reads the next two extra inputs, scale then shift, one value
+    /// per channel. Only the GPU pipeline forms it, for a float32 conv2d and
+    /// the batchNormalization with constant parameters reading it
+    /// (`bn_fold::run_gpu`: the normalization's affine map, computed once per
+    /// channel in float64, instead of a filter rescaled at build); the CPU
+    /// engine rejects it (its pipeline folds such pairs into the filter).
+    ChannelAffine,
 }
 
 impl Stage {
@@ -51,8 +59,8 @@ impl Stage {
             Stage::AddTensor => x + extra,
             Stage::RoundHalf => round_half(x),
             // Not a function of one value: it reads per-channel operands
-            // (see the variant).
-            Stage::BatchNorm { .. } => x,
+            // (see the variants).
+            Stage::BatchNorm { .. } | Stage::ChannelAffine => x,
         }
     }
 
@@ -61,6 +69,7 @@ impl Stage {
         match self {
             Stage::AddTensor => 1,
             Stage::BatchNorm { has_scale, has_bias, .. } => 2 + *has_scale as usize + *has_bias as usize,
+            Stage::ChannelAffine => 2,
             _ => 0,
         }
     }
@@ -80,7 +89,7 @@ impl Stage {
             ),
             Stage::Activation(a) => matches!(a, A::Relu | A::Clamp { .. }),
             Stage::Scalar { kind, .. } => matches!(kind, BinaryKind::Max | BinaryKind::Min),
-            Stage::AddTensor | Stage::BatchNorm { .. } => false,
+            Stage::AddTensor | Stage::BatchNorm { .. } | Stage::ChannelAffine => false,
             Stage::RoundHalf => true,
         }
     }
@@ -166,7 +175,8 @@ impl Epilogue {
 
 /// A fused operator. Inputs: those of the operator it extends, then the extra
 /// operands of its epilogue's stages in order (`Stage::extras`: one per
-/// `Stage::AddTensor`, the parameters of a `Stage::BatchNorm`).
+/// `Stage::AddTensor`, the parameters of a `Stage::BatchNorm` or
+/// `Stage::ChannelAffine`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FusedOp {
     /// conv2d (input, filter, [bias]) then the epilogue.

@@ -212,7 +212,13 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
     if passes.quant && quant::run_gpu(&mut g) > 0 {
         dce::run(&mut g);
     }
-    bn_fold::run(&mut g);
+    // float32 pairs: the normalization as the conv's epilogue where the GPU
+    // applies it (no rescaled filters at build), else folded.
+    if passes.epilogue && stage_ok(&fused::Stage::ChannelAffine) {
+        bn_fold::run_gpu(&mut g);
+    } else {
+        bn_fold::run(&mut g);
+    }
     if passes.bias {
         bias::run(&mut g);
     }
@@ -649,6 +655,75 @@ mod gpu_tests {
                 gpu_agrees(&g, 2e-3);
             }
         }
+    }
+
+    #[test]
+    fn float32_conv_batch_normalization_is_an_affine_epilogue() {
+        // conv2d -> batchNormalization -> relu (-> add -> relu) in float32,
+        // nchw and nhwc, 3x3, 1x1 and depthwise, with and without the conv's
+        // bias and the normalization's scale and bias, constant and input
+        // filters: one fused conv2d applying the normalization's affine map,
+        // the filter operand the graph's own (no rescaled copy). A
+        // normalization with an input parameter stays an operator.
+        let t = DataType::Float32;
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for (k, groups, residual, bias, sb, input_filter) in [
+                (3, 1, false, true, true, false),
+                (1, 1, true, false, true, false),
+                (3, 8, false, true, false, true),
+                (1, 2, true, false, false, true),
+            ] {
+                let (c, o) = (8, if groups == 8 { 8 } else { 12 });
+                let mut b = Builder::new();
+                let xs = if layout == InputLayout::Nchw { [2, c, 9, 7] } else { [2, 9, 7, c] };
+                let x = b.input_t("x", t, &xs);
+                let fl = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
+                let fshape = if layout == InputLayout::Nchw { [o, c / groups, k, k] } else { [o, k, k, c / groups] };
+                let f = if input_filter { b.input_t("f", t, &fshape) } else { b.constant_t(t, &fshape, -0.5, 0.5) };
+                let cb = bias.then(|| b.constant_t(t, &[o], -0.5, 0.5));
+                let pad = k / 2;
+                let opts = Conv2dOptions { padding: Some(vec![pad; 4]), groups, input_layout: layout, filter_layout: fl, ..Default::default() };
+                let y = b.b.conv2d(x, f, cb, &opts).unwrap();
+                let mean = b.constant_t(t, &[o], -0.2, 0.2);
+                let var = b.constant_t(t, &[o], 0.5, 1.5);
+                let scale = sb.then(|| b.constant_t(t, &[o], 0.5, 1.5));
+                let bb = sb.then(|| b.constant_t(t, &[o], -0.3, 0.3));
+                let axis = if layout == InputLayout::Nchw { 1 } else { 3 };
+                let z = b.b.batch_normalization(y, mean, var, scale, bb, axis, 1e-3).unwrap();
+                let mut r = b.b.unary(UnaryKind::Relu, z).unwrap();
+                let mut want = vec![Stage::ChannelAffine, Stage::Unary(UnaryKind::Relu)];
+                if residual {
+                    let os: Vec<usize> = if layout == InputLayout::Nchw { vec![2, o, 9, 7] } else { vec![2, 9, 7, o] };
+                    let res = b.input_t("res", t, &os);
+                    r = b.b.binary(BinaryKind::Add, r, res).unwrap();
+                    r = b.b.unary(UnaryKind::Relu, r).unwrap();
+                    want.extend([Stage::AddTensor, Stage::Unary(UnaryKind::Relu)]);
+                }
+                let g = b.b.build(&[("r".into(), r)]).unwrap();
+                let fused = gpu(&g);
+                let what = format!("{layout:?} k {k} groups {groups}");
+                assert_eq!(testing::ops(&fused), ["conv2d (fused)"], "{what}");
+                assert_eq!(stages(&fused, 0), want, "{what}");
+                // The filter read is the graph's own operand, bit for bit.
+                let filter = fused.operators[0].inputs[1];
+                assert_eq!(fused.operands[filter].desc.shape, fshape.to_vec(), "{what}");
+                if let (OperandKind::Constant(a), OperandKind::Constant(b)) = (&fused.operands[filter].kind, &g.operands[f].kind) {
+                    assert!(std::sync::Arc::ptr_eq(a, b), "{what}: the filter was copied");
+                }
+                gpu_agrees(&g, 1e-5);
+            }
+        }
+        // An input mean: not fused (nor folded).
+        let mut b = Builder::new();
+        let x = b.input_t("x", t, &[1, 4, 5, 5]);
+        let f = b.constant_t(t, &[6, 4, 3, 3], -0.5, 0.5);
+        let y = b.b.conv2d(x, f, None, &Conv2dOptions::default()).unwrap();
+        let mean = b.input_t("mean", t, &[6]);
+        let var = b.constant_t(t, &[6], 0.5, 1.5);
+        let z = b.b.batch_normalization(y, mean, var, None, None, 1, 1e-5).unwrap();
+        let g = b.b.build(&[("z".into(), z)]).unwrap();
+        assert_eq!(testing::ops(&gpu(&g)), ["conv2d", "batchNormalization"]);
+        gpu_agrees(&g, 1e-5);
     }
 
     #[test]

@@ -179,7 +179,7 @@ fn apply_stage(s: Stage, d: &mut [f32]) {
         Stage::AddTensor => {}
         Stage::RoundHalf => map(d, round_half),
         // Never reaches the CPU engine (`CpuEngine::compile_with` rejects it).
-        Stage::BatchNorm { .. } => {}
+        Stage::BatchNorm { .. } | Stage::ChannelAffine => {}
     }
 }
 

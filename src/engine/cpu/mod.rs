@@ -146,9 +146,12 @@ impl CpuEngine {
     /// constant folding runs its kernels).
     pub fn compile_with(&self, graph: Graph, passes: Passes) -> Result<Arc<CpuPlan>> {
         let graph = self.pipeline(graph, passes);
-        // Only the GPU pipeline forms batchNormalization stages (see the variant).
+        // Only the GPU pipeline forms batchNormalization and per-channel affine
+        // stages (see the variants).
         let bn_stage = |o: &crate::graph::builder::Operator| match &o.op {
-            Op::Fused(f) => f.epilogue().stages.iter().any(|s| matches!(s, crate::compile::fused::Stage::BatchNorm { .. })),
+            Op::Fused(f) => f.epilogue().stages.iter().any(|s| {
+                matches!(s, crate::compile::fused::Stage::BatchNorm { .. } | crate::compile::fused::Stage::ChannelAffine)
+            }),
             _ => false,
         };
         if graph.operators.iter().any(bn_stage) {

@@ -241,7 +241,11 @@ impl Shared {
         }
         drop(cache);
         if let Some(disk) = &self.disk {
+            let started = std::time::Instant::now();
             disk.save();
+            log(LogLevel::Debug, || {
+                format!("GPU pipeline cache checked for saving in {:.1} ms", started.elapsed().as_secs_f64() * 1e3)
+            });
         }
         Ok(new)
     }
@@ -263,6 +267,7 @@ impl Shared {
                 },
             )
         };
+        let translated = std::time::Instant::now();
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some("webnn kernel"),
             layout: None,
@@ -273,9 +278,10 @@ impl Shared {
         });
         log(LogLevel::Debug, || {
             format!(
-                "GPU pipeline compiled in {} ms ({} bytes of WGSL)",
-                started.elapsed().as_millis(),
-                source.len()
+                "GPU pipeline compiled in {:.1} ms ({} bytes of WGSL; the shader module {:.1} ms)",
+                started.elapsed().as_secs_f64() * 1e3,
+                source.len(),
+                translated.duration_since(started).as_secs_f64() * 1e3
             )
         });
         pipeline
@@ -289,6 +295,14 @@ impl Shared {
 /// ms and MobileNetV2 in 478-548, longest first 460-553 / 314-363, longest
 /// first on 16 threads 391-425 / 285-362 (the longest kernel alone 270-330).
 const COMPILE_THREADS: usize = 16;
+
+/// wgpu's suballocation blocks: device-local ones from 8 MiB, host-visible
+/// ones (the readback and upload staging buffers) from 4 MiB, both doubling
+/// as they fill, to 256 / 128 MiB. wgpu's default (`Performance`) starts
+/// host blocks at 64 MiB, and NVIDIA's driver takes 16-25 ms to allocate
+/// one: every build paid that for its first readback buffer (H200, 2026-11-29,
+/// `WEBNN_LOG=debug`), a third of a warm ResNet-50 build.
+const MEMORY_HINTS: wgpu::MemoryHints = wgpu::MemoryHints::Manual { suballocated_device_memory_block_size: (8 << 20)..(256 << 20) };
 
 pub struct GpuEngine {
     shared: Arc<Shared>,
@@ -457,6 +471,7 @@ impl GpuEngine {
             } else {
                 wgpu::ExperimentalFeatures::disabled()
             },
+            memory_hints: MEMORY_HINTS,
             ..Default::default()
         }))
         .map_err(|e| {

@@ -671,8 +671,9 @@ impl GpuPlan {
             half_store: shared.half_store,
             limits: &shared.limits,
         };
-        let mut lowered = Vec::with_capacity(graph.operators.len());
-        for operator in &graph.operators {
+        // Operators lower independently: in parallel on rayon's pool (build runs
+        // off the JS thread), the first error in graph order reported.
+        let lower_one = |operator: &crate::graph::builder::Operator| -> Result<Lowering> {
             let ins: Vec<(OperandId, &OperandDesc)> =
                 operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
             let outs: Vec<(OperandId, &OperandDesc)> =
@@ -695,11 +696,16 @@ impl GpuPlan {
             };
             let known =
                 filter.and_then(|(v, bytes)| families::conv::lower_with_filter(&operator.op, &ins, &outs, &cx, v, Some(bytes)));
-            lowered.push(match known {
-                Some(l) => l?,
-                None => lower(&operator.op, &ins, &outs, &cx)?,
-            });
-        }
+            match known {
+                Some(l) => l,
+                None => lower(&operator.op, &ins, &outs, &cx),
+            }
+        };
+        let lowered: Vec<Result<Lowering>> = {
+            use rayon::prelude::*;
+            graph.operators.par_iter().with_max_len(1).map(lower_one).collect()
+        };
+        let lowered: Vec<Lowering> = lowered.into_iter().collect::<Result<_>>()?;
         let limit = shared
             .limits
             .max_storage_buffer_binding_size
@@ -744,28 +750,52 @@ impl GpuPlan {
                 Lowered::Copy { .. } => None,
             })
             .collect();
-        let fresh: HashSet<String> = shared.compile_all(&sources)?.into_iter().map(str::to_string).collect();
+        // The constants go up (`upload_constants`, on its own thread) while the
+        // kernels compile: neither needs the other.
+        let (compiled, uploaded) = std::thread::scope(|scope| {
+            let upload = std::thread::Builder::new()
+                .name("webnn-gpu-upload".into())
+                .spawn_scoped(scope, || Self::upload_constants(&shared, &graph));
+            let compiled = shared.compile_all(&sources);
+            let uploaded = match upload {
+                Ok(h) => h.join().unwrap_or_else(|p| {
+                    Err(WebnnError::Operation(format!("build: uploading constants failed: {}", super::panic_message(&*p))))
+                }),
+                // No thread: upload here.
+                Err(_) => Self::upload_constants(&shared, &graph),
+            };
+            (compiled, uploaded)
+        });
+        let fresh: HashSet<String> = compiled?.into_iter().map(str::to_string).collect();
+        let constants = uploaded?;
         let compiled_at = std::time::Instant::now();
 
         let device = &shared.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut created_at = compiled_at;
-        let built = Self::create(&shared, &graph, lowered, &fresh).and_then(|(plan, first)| {
+        let (mut created_at, mut warmed_at) = (compiled_at, compiled_at);
+        let built = Self::create(&shared, &graph, lowered, constants, &fresh).and_then(|(plan, first)| {
             created_at = std::time::Instant::now();
             plan.warm(&first)?;
+            warmed_at = std::time::Instant::now();
+            let staging = plan.take_staging();
+            plan.staging.lock().unwrap_or_else(|e| e.into_inner()).push(staging);
+            log(LogLevel::Debug, || {
+                format!("GPU readback buffer created in {:.1} ms", warmed_at.elapsed().as_secs_f64() * 1e3)
+            });
             plan.prepare();
             Ok(plan)
         });
         let ms = |a: std::time::Instant, b: std::time::Instant| b.duration_since(a).as_secs_f64() * 1e3;
         log(LogLevel::Info, || {
             format!(
-                "GPU build phases: lowering {:.1} ms, {} new kernels {:.1} ms, buffers and constants {:.1} ms, warm-up and encoding {:.1} ms",
+                "GPU build phases: lowering {:.1} ms, {} new kernels and the constants' upload {:.1} ms, buffers and bind groups {:.1} ms, warm-up {:.1} ms, encoding {:.1} ms",
                 ms(started, lowered_at),
                 fresh.len(),
                 ms(lowered_at, compiled_at),
                 ms(compiled_at, created_at),
-                ms(created_at, std::time::Instant::now())
+                ms(created_at, warmed_at),
+                ms(warmed_at.max(created_at), std::time::Instant::now())
             )
         });
         let v = pollster::block_on(validation.pop());
@@ -801,22 +831,65 @@ impl GpuPlan {
             }
         }
         let submission = self.shared.queue.submit([encoder.finish()]);
+        let submitted = std::time::Instant::now();
         self.shared
             .device
             .poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
             .map_err(|e| WebnnError::Operation(format!("build: the GPU did not finish compiling kernels: {e}")))?;
         log(LogLevel::Debug, || {
-            format!("GPU warm-up of {} new kernels: {} ms", dispatches.len(), started.elapsed().as_millis())
+            format!(
+                "GPU warm-up of {} new kernels: {:.1} ms, of which {:.1} ms waiting for the GPU (the constants' upload included)",
+                dispatches.len(),
+                started.elapsed().as_secs_f64() * 1e3,
+                submitted.elapsed().as_secs_f64() * 1e3
+            )
         });
         Ok(())
     }
 
-    /// Creates the plan's buffers, bind groups and commands. Also returns the
-    /// index of the first dispatch of each kernel in `fresh` (for `warm`).
+    /// A buffer for every constant an operator reads, filled in one batch
+    /// (`upload`; the copies reach the GPU with the next submission), inside
+    /// this thread's own error scopes (wgpu's are per thread).
+    fn upload_constants(shared: &Shared, graph: &Graph) -> Result<HashMap<OperandId, wgpu::Buffer>> {
+        let device = &shared.device;
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut buffers: HashMap<OperandId, wgpu::Buffer> = HashMap::new();
+        let mut constants: Vec<(wgpu::Buffer, &[u8])> = Vec::new();
+        for operator in &graph.operators {
+            for &i in &operator.inputs {
+                if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
+                    if let std::collections::hash_map::Entry::Vacant(e) = buffers.entry(i) {
+                        let b = device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some("webnn constant"),
+                            size: padded(bytes.len()),
+                            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        });
+                        constants.push((b.clone(), &bytes[..]));
+                        e.insert(b);
+                    }
+                }
+            }
+        }
+        let uploaded = upload(&shared.queue, &constants);
+        drop(constants);
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        uploaded?;
+        scope_error(v, "build (constants)")?;
+        scope_error(o, "build (constants)")?;
+        Ok(buffers)
+    }
+
+    /// Creates the plan's buffers, bind groups and commands, around the
+    /// constants' buffers (`upload_constants`). Also returns the index of the
+    /// first dispatch of each kernel in `fresh` (for `warm`).
     fn create(
         shared: &Arc<Shared>,
         graph: &Graph,
         lowered: Vec<Lowering>,
+        constants: HashMap<OperandId, wgpu::Buffer>,
         fresh: &HashSet<String>,
     ) -> Result<(Self, Vec<usize>)> {
         let coop_operators = lowered
@@ -843,7 +916,7 @@ impl GpuPlan {
             .min(shared.limits.max_buffer_size);
         let desc = |id: OperandId| &graph.operands[id].desc;
 
-        let mut buffers: HashMap<OperandId, wgpu::Buffer> = HashMap::new();
+        let mut buffers = constants;
         let mut inputs = Vec::with_capacity(graph.inputs.len());
         for (_, id) in &graph.inputs {
             let b = new_buffer(padded(desc(*id).byte_length()), "webnn input");
@@ -873,21 +946,6 @@ impl GpuPlan {
                 last_use.insert(i, s);
             }
         }
-        // Every constant an operator reads, in one batch (`upload`).
-        let mut constants: Vec<(wgpu::Buffer, &[u8])> = Vec::new();
-        for operator in &graph.operators {
-            for &i in &operator.inputs {
-                if let OperandKind::Constant(bytes) = &graph.operands[i].kind {
-                    if let std::collections::hash_map::Entry::Vacant(e) = buffers.entry(i) {
-                        let b = new_buffer(padded(bytes.len()), "webnn constant");
-                        constants.push((b.clone(), &bytes[..]));
-                        e.insert(b);
-                    }
-                }
-            }
-        }
-        upload(&shared.queue, &constants)?;
-        drop(constants);
         let mut pool = Pool { free: Vec::new() };
         let mut commands = Vec::new();
         let mut warmed: HashSet<String> = HashSet::new();

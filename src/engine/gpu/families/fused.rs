@@ -79,16 +79,18 @@ fn stage_x0(s: &Stage) -> Option<String> {
 }
 
 /// Whether the GPU kernels can apply a stage in their epilogue (the GPU
-/// compiler pipeline fuses only those). `Stage::BatchNorm`: the convolution
-/// kernels only (`conv.rs`); the matrix products reject it.
+/// compiler pipeline fuses only those). `Stage::BatchNorm` and
+/// `Stage::ChannelAffine`: the convolution kernels only (`conv.rs`); the
+/// matrix products reject them.
 pub fn supported(s: &Stage) -> bool {
-    matches!(s, Stage::AddTensor | Stage::BatchNorm { .. }) || stage_body(s).is_some()
+    matches!(s, Stage::AddTensor | Stage::BatchNorm { .. } | Stage::ChannelAffine) || stage_body(s).is_some()
 }
 
 /// The binding names of the stages' extra operands, in input order
 /// (`Stage::extras`): `res{j}` for the j-th `AddTensor`, then for a
 /// `BatchNorm` at stage k `bn{k}_mean`, `bn{k}_variance` and, where present,
-/// `bn{k}_scale`, `bn{k}_bias`. Each has a loader `ld_` + name
+/// `bn{k}_scale`, `bn{k}_bias`, for a `ChannelAffine` at stage k `af{k}_scale`
+/// and `af{k}_shift`. Each has a loader `ld_` + name
 /// (`extra_loads`).
 pub(super) fn extra_names(stages: &[Stage]) -> Vec<String> {
     let mut names = Vec::new();
@@ -109,6 +111,10 @@ pub(super) fn extra_names(stages: &[Stage]) -> Vec<String> {
                     names.push(format!("bn{k}_bias"));
                 }
             }
+            Stage::ChannelAffine => {
+                names.push(format!("af{k}_scale"));
+                names.push(format!("af{k}_shift"));
+            }
             _ => {}
         }
     }
@@ -121,8 +127,8 @@ pub(super) fn extra_loads(stages: &[Stage], st: Storage) -> String {
 }
 
 /// Whether `extras` are the stages' extra operands for an output `out`: an
-/// `AddTensor`'s of the output's shape and type, a `BatchNorm`'s of its type
-/// with one value per channel, where the family has `channels` (the matrix
+/// `AddTensor`'s of the output's shape and type, a `BatchNorm`'s or
+/// `ChannelAffine`'s of its type with one value per channel, where the family has `channels` (the matrix
 /// products have none, and reject the stage).
 pub(super) fn extras_fit(stages: &[Stage], extras: &[&OperandDesc], out: &OperandDesc, channels: Option<usize>) -> bool {
     let mut at = 0;
@@ -132,7 +138,7 @@ pub(super) fn extras_fit(stages: &[Stage], extras: &[&OperandDesc], out: &Operan
         at += n;
         let fits = match st {
             Stage::AddTensor => mine.iter().all(|d| *d == out),
-            Stage::BatchNorm { .. } => {
+            Stage::BatchNorm { .. } | Stage::ChannelAffine => {
                 channels.is_some_and(|c| mine.iter().all(|d| d.data_type == out.data_type && d.element_count() == c))
             }
             _ => true,
@@ -151,8 +157,8 @@ pub(super) fn normalizes(stages: &[Stage]) -> bool {
 
 /// `fn epilogue(v: f32, i: u32, c: u32) -> f32` and the stage functions it
 /// calls (none for no stages), where i is the element's index in the output
-/// (and in every residual operand) and c its channel (a `BatchNorm`'s
-/// parameter index). `zero`: the index of a parameter word that is zero at
+/// (and in every residual operand) and c its channel (a `BatchNorm`'s or
+/// `ChannelAffine`'s parameter index). `zero`: the index of a parameter word that is zero at
 /// run time, which a `BatchNorm`'s double-float arithmetic needs
 /// (`normalization::df_fns`). Stages the GPU does not support are never fused
 /// (`supported`); here they would leave the value unchanged, so callers check
@@ -171,6 +177,8 @@ pub(super) fn epilogue_wgsl(stages: &[Stage], zero: usize) -> String {
             let body = batch_affine(&format!("ld_bn{i}_"), &eps, has_scale, has_bias);
             let _ = writeln!(s, "fn ep_stage{i}(x: f32, c: u32) -> f32 {{\n{body}  return y;\n}}");
             let _ = writeln!(apply, "  r = ep_stage{i}(r, c);");
+        } else if matches!(st, Stage::ChannelAffine) {
+            let _ = writeln!(apply, "  r = fma(r, ld_af{i}_scale(c), ld_af{i}_shift(c));");
         } else if matches!(st, Stage::AddTensor) {
             let _ = writeln!(apply, "  r = r + ld_res{res}(i);");
             res += 1;
@@ -217,6 +225,7 @@ pub(super) mod tests {
                 Stage::RoundHalf,
                 Stage::BatchNorm { epsilon: 1e-5, has_scale: true, has_bias: false },
                 Stage::BatchNorm { epsilon: 1e-3, has_scale: false, has_bias: true },
+                Stage::ChannelAffine,
             ],
         ]
     }
@@ -225,7 +234,8 @@ pub(super) mod tests {
     #[test]
     fn inlined_activation_bodies_read_no_parameters() {
         for stages in epilogues() {
-            let stages: Vec<Stage> = stages.into_iter().filter(|s| !matches!(s, Stage::BatchNorm { .. })).collect();
+            let stages: Vec<Stage> =
+                stages.into_iter().filter(|s| !matches!(s, Stage::BatchNorm { .. } | Stage::ChannelAffine)).collect();
             let text = epilogue_wgsl(&stages, 0);
             assert!(!text.contains("p["), "{text}");
         }
@@ -239,6 +249,7 @@ pub(super) mod tests {
         assert!(supported(&Stage::AddTensor));
         assert!(supported(&Stage::RoundHalf));
         assert!(supported(&Stage::BatchNorm { epsilon: 1e-5, has_scale: true, has_bias: true }));
+        assert!(supported(&Stage::ChannelAffine));
         assert!(supported(&Stage::Activation(Activation::Gelu)));
         assert!(supported(&Stage::Activation(Activation::LeakyRelu { alpha: 0.1 })));
         assert!(supported(&Stage::Activation(Activation::HardSwish)));

@@ -946,6 +946,21 @@ impl GpuPlan {
                 last_use.insert(i, s);
             }
         }
+        // Every dispatch's parameter words in one buffer, each dispatch's at an
+        // offset the device allows binding at (one buffer and one write for
+        // the plan instead of one per dispatch).
+        let align = u64::from(shared.limits.min_storage_buffer_offset_alignment.max(4));
+        let param_bytes = |params: &[u32]| (params.len().max(1) * 4) as u64;
+        let params_len: u64 = lowered
+            .iter()
+            .flat_map(|l| &l.steps)
+            .map(|s| match s {
+                Lowered::Dispatch { params, .. } => param_bytes(params).div_ceil(align) * align,
+                Lowered::Copy { .. } => 0,
+            })
+            .sum();
+        let params_buffer = new_buffer(params_len.max(4), "webnn params");
+        let mut params_data: Vec<u8> = Vec::with_capacity(params_len as usize);
         let mut pool = Pool { free: Vec::new() };
         let mut commands = Vec::new();
         let mut warmed: HashSet<String> = HashSet::new();
@@ -1001,15 +1016,15 @@ impl GpuPlan {
                         if fresh.contains(&wgsl) && warmed.insert(wgsl.clone()) {
                             first.push(commands.len());
                         }
-                        let pbuf = new_buffer((params.len().max(1) * 4) as u64, "webnn params");
-                        let bytes: Vec<u8> = params.iter().flat_map(|w| w.to_le_bytes()).collect();
-                        write_padded(&shared.queue, &pbuf, &bytes);
-                        let mut bound = Vec::with_capacity(reads.len() + writes.len() + 1);
+                        let offset = params_data.len() as u64;
+                        params_data.extend(params.iter().flat_map(|w| w.to_le_bytes()));
+                        params_data.resize((offset + param_bytes(&params)) as usize, 0);
+                        params_data.resize(params_data.len().div_ceil(align as usize) * align as usize, 0);
+                        let mut bound = Vec::with_capacity(reads.len() + writes.len());
                         for b in reads.iter().chain(&writes) {
                             bound.push(buf(b)?);
                         }
-                        bound.push(pbuf);
-                        let entries: Vec<wgpu::BindGroupEntry> = bound
+                        let mut entries: Vec<wgpu::BindGroupEntry> = bound
                             .iter()
                             .enumerate()
                             .map(|(k, b)| wgpu::BindGroupEntry {
@@ -1017,6 +1032,14 @@ impl GpuPlan {
                                 resource: b.as_entire_binding(),
                             })
                             .collect();
+                        entries.push(wgpu::BindGroupEntry {
+                            binding: bound.len() as u32,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &params_buffer,
+                                offset,
+                                size: wgpu::BufferSize::new(param_bytes(&params)),
+                            }),
+                        });
                         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some("webnn step"),
                             layout: &pipeline.get_bind_group_layout(0),
@@ -1063,6 +1086,8 @@ impl GpuPlan {
                 }
             }
         }
+        write_padded(&shared.queue, &params_buffer, &params_data);
+        kept.push(params_buffer);
         let dispatches = commands.iter().filter(|c| matches!(c, Command::Dispatch { .. })).count().min(PROFILED);
         let profile = (profiling() && dispatches > 0 && device.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
             let bytes = dispatches as u64 * 16;

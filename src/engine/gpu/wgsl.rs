@@ -33,6 +33,7 @@
 //! shapes: sizes and strides travel in a small storage buffer, so the engine's
 //! pipeline cache (keyed by the WGSL text) serves every graph of a kind.
 
+use std::collections::HashSet;
 use std::fmt::Write;
 
 use crate::graph::DataType;
@@ -1154,13 +1155,145 @@ pub fn where_body() -> String {
     "  return select(x2, x1, x0 != 0u);".to_string()
 }
 
+/// A kernel's text without the module-scope functions nothing in it calls
+/// (most of the prelude, 17 KB of a convolution's 19-29 KB): what the device
+/// compiles (`Shared::compile`), so that wgpu's WGSL front end and validator,
+/// which run in every process even where the pipeline cache holds the
+/// driver's code, read only what the kernel uses.
+///
+/// A function is a line starting `fn name(` at module scope, to the brace
+/// that closes its body; entry points (`main`, or a function whose previous
+/// line holds attributes) stay, and so does every function whose name
+/// appears as an identifier in kept text (everything that is not such a
+/// function, then the bodies of the functions kept, to a fixed point). Comments are skipped when matching
+/// braces and names. A name that only looks used (a local or member of the
+/// same spelling) keeps a function that is not needed, never the reverse.
+pub fn without_unused_functions(text: &str) -> std::borrow::Cow<'_, str> {
+    /// Byte ranges of the module-scope functions, with their names.
+    fn functions(text: &str) -> Vec<(usize, usize, &str)> {
+        let bytes = text.as_bytes();
+        let mut found = Vec::new();
+        let (mut i, mut depth, mut line_start) = (0, 0usize, true);
+        let mut current: Option<(usize, &str)> = None;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i = text[i + 2..].find("*/").map_or(bytes.len(), |e| i + 2 + e + 2);
+                    continue;
+                }
+                b'{' => depth += 1,
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        if let Some((start, name)) = current.take() {
+                            let end = text[i..].find('\n').map_or(bytes.len(), |e| i + e + 1);
+                            found.push((start, end, name));
+                            i = end;
+                            line_start = true;
+                            continue;
+                        }
+                    }
+                }
+                b'\n' => {
+                    line_start = true;
+                    i += 1;
+                    continue;
+                }
+                b'f' if line_start && depth == 0 && current.is_none() && text[i..].starts_with("fn ") => {
+                    let rest = &text[i + 3..];
+                    let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                    if len > 0 && rest[len..].starts_with('(') {
+                        current = Some((i, &rest[..len]));
+                    }
+                }
+                _ => {}
+            }
+            line_start = false;
+            i += 1;
+        }
+        // An unclosed function (not valid WGSL): nothing is removed.
+        if current.is_some() {
+            found.clear();
+        }
+        found
+    }
+    /// Adds the identifiers of `code` (comments skipped) to `names`.
+    fn identifiers<'a>(code: &'a str, names: &mut HashSet<&'a str>) {
+        for line in code.lines() {
+            let line = line.split("//").next().unwrap_or("");
+            for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if !word.is_empty() {
+                    names.insert(word);
+                }
+            }
+        }
+    }
+    let fns = functions(text);
+    if fns.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut used = HashSet::new();
+    let mut at = 0;
+    for &(start, end, _) in &fns {
+        identifiers(&text[at..start], &mut used);
+        at = end;
+    }
+    identifiers(&text[at..], &mut used);
+    for &(start, _, name) in &fns {
+        let before = text[..start].trim_end_matches('\n');
+        let previous = &before[before.rfind('\n').map_or(0, |n| n + 1)..];
+        if name == "main" || previous.trim_start().starts_with('@') {
+            used.insert(name);
+        }
+    }
+    let mut kept = vec![false; fns.len()];
+    loop {
+        let mut grew = false;
+        for (k, &(start, end, name)) in fns.iter().enumerate() {
+            if !kept[k] && used.contains(name) {
+                kept[k] = true;
+                grew = true;
+                // The body, past the name itself.
+                identifiers(&text[start + 3 + name.len()..end], &mut used);
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (&(start, end, _), keep) in fns.iter().zip(&kept) {
+        if !keep {
+            out.push_str(&text[at..start]);
+            at = end;
+        }
+    }
+    out.push_str(&text[at..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Test helper: parses and validates a kernel with naga (every capability on),
-/// panicking with naga's message and the source.
+/// panicking with naga's message and the source; the same for the text the
+/// device compiles (`without_unused_functions`).
 #[cfg(test)]
 pub(crate) fn validate_wgsl(src: &str) {
-    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-    v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+    let check = |src: &str| {
+        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
+        let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+        v.validate(&module).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+        module.entry_points.iter().map(|e| e.name.clone()).collect::<Vec<_>>()
+    };
+    let entries = check(src);
+    let shaken = without_unused_functions(src);
+    assert_eq!(check(&shaken), entries, "entry points lost:\n{shaken}");
+    assert_eq!(without_unused_functions(&shaken), shaken, "removing unused functions is not idempotent:\n{src}");
 }
 
 #[cfg(test)]
@@ -1177,6 +1310,41 @@ mod tests {
         Storage::I8,
         Storage::U8,
     ];
+
+    #[test]
+    fn unused_functions_are_left_out_and_used_ones_kept() {
+        let text = "enable f16;\n\
+            // fn commented(x: f32) -> f32 { return x; } {\n\
+            fn leaf(x: f32) -> f32 { return x * 2.0; }\n\
+            fn unused_leaf(x: f32) -> f32 { return x; }\n\
+            /* a block { comment */\n\
+            fn helper(x: f32) -> f32 {\n  // unused_leaf( in a comment\n  if (x > 0.0) { return leaf(x); }\n  return x;\n}\n\
+            fn unused_caller(x: f32) -> f32 { return helper(x) + unused_leaf(x); }\n\
+            const K: u32 = 3u;\n\
+            @group(0) @binding(0) var<storage, read_write> out: array<f32>;\n\
+            @compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) g: vec3<u32>) {\n  out[g.x] = helper(out[g.x]) + f32(K);\n}\n";
+        let shaken = without_unused_functions(text);
+        for gone in ["fn unused_leaf", "fn unused_caller"] {
+            assert!(!shaken.contains(gone), "{gone} kept:\n{shaken}");
+        }
+        for kept in ["fn leaf", "fn helper", "fn main", "const K", "var<storage", "enable f16;"] {
+            assert!(shaken.contains(kept), "{kept} lost:\n{shaken}");
+        }
+        let module = naga::front::wgsl::parse_str(&shaken).unwrap();
+        assert_eq!(module.functions.len(), 2, "{shaken}");
+        assert_eq!(module.entry_points.len(), 1, "{shaken}");
+        // An entry point of another name stays too.
+        let other = text.replace("fn main(", "fn entry(");
+        let other = without_unused_functions(&other);
+        assert!(other.contains("fn entry(") && other.contains("fn helper("), "{other}");
+        // Nothing to remove: the text itself.
+        assert!(matches!(without_unused_functions(&shaken), std::borrow::Cow::Owned(ref t) if *t == *shaken));
+        // A real kernel: most of the prelude goes, and the rest still validates.
+        let kernel = MapKernel { inputs: vec![(Storage::F32, true, Access::Strided)], output: (Storage::F32, true), body: unary_body(UnaryKind::Relu, Storage::F32).unwrap() }.wgsl();
+        let small = without_unused_functions(&kernel);
+        assert!(small.len() * 2 < kernel.len(), "{} of {} bytes kept", small.len(), kernel.len());
+        validate(&kernel);
+    }
 
     #[test]
     fn new_elementwise_kernels_are_valid_wgsl() {

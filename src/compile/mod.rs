@@ -612,6 +612,18 @@ mod gpu_tests {
         gpu_agrees(&g, 1e-5);
     }
 
+    /// An input of 8 channels (2 images of 9 x 7) in `layout`, the output
+    /// channels (8 for a depthwise conv, else 12), and the filter layout and
+    /// shape of a k x k conv2d with `groups` groups over it.
+    fn conv_case(b: &mut Builder, t: DataType, layout: InputLayout, k: usize, groups: usize) -> (OperandId, usize, Conv2dFilterLayout, [usize; 4]) {
+        let (c, o) = (8, if groups == 8 { 8 } else { 12 });
+        let xs = if layout == InputLayout::Nchw { [2, c, 9, 7] } else { [2, 9, 7, c] };
+        let x = b.input_t("x", t, &xs);
+        let fl = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
+        let fshape = if layout == InputLayout::Nchw { [o, c / groups, k, k] } else { [o, k, k, c / groups] };
+        (x, o, fl, fshape)
+    }
+
     #[test]
     fn float16_conv_batch_normalization_relu_is_one_fused_conv() {
         // conv2d -> batchNormalization -> relu (-> add -> relu) in float16, nchw
@@ -622,12 +634,8 @@ mod gpu_tests {
         let t = DataType::Float16;
         for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
             for (k, groups, residual, input_mean) in [(3, 1, false, false), (1, 1, true, false), (3, 8, false, true), (1, 2, true, true)] {
-                let (c, o) = (8, if groups == 8 { 8 } else { 12 });
                 let mut b = Builder::new();
-                let xs = if layout == InputLayout::Nchw { [2, c, 9, 7] } else { [2, 9, 7, c] };
-                let x = b.input_t("x", t, &xs);
-                let fl = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
-                let fshape = if layout == InputLayout::Nchw { [o, c / groups, k, k] } else { [o, k, k, c / groups] };
+                let (x, o, fl, fshape) = conv_case(&mut b, t, layout, k, groups);
                 let f = b.constant_t(t, &fshape, -0.5, 0.5);
                 let bias = b.constant_t(t, &[o], -0.5, 0.5);
                 let pad = k / 2;
@@ -673,12 +681,8 @@ mod gpu_tests {
                 (3, 8, false, true, false, true),
                 (1, 2, true, false, false, true),
             ] {
-                let (c, o) = (8, if groups == 8 { 8 } else { 12 });
                 let mut b = Builder::new();
-                let xs = if layout == InputLayout::Nchw { [2, c, 9, 7] } else { [2, 9, 7, c] };
-                let x = b.input_t("x", t, &xs);
-                let fl = if layout == InputLayout::Nchw { Conv2dFilterLayout::Oihw } else { Conv2dFilterLayout::Ohwi };
-                let fshape = if layout == InputLayout::Nchw { [o, c / groups, k, k] } else { [o, k, k, c / groups] };
+                let (x, o, fl, fshape) = conv_case(&mut b, t, layout, k, groups);
                 let f = if input_filter { b.input_t("f", t, &fshape) } else { b.constant_t(t, &fshape, -0.5, 0.5) };
                 let cb = bias.then(|| b.constant_t(t, &[o], -0.5, 0.5));
                 let pad = k / 2;

@@ -302,8 +302,9 @@ const COMPILE_THREADS: usize = 16;
 /// ones (the readback and upload staging buffers) from 4 MiB, both doubling
 /// as they fill, to 256 / 128 MiB. wgpu's default (`Performance`) starts
 /// host blocks at 64 MiB, and NVIDIA's driver takes 16-25 ms to allocate
-/// one: every build paid that for its first readback buffer (H200, 2026-11-29,
-/// `WEBNN_LOG=debug`), a third of a warm ResNet-50 build.
+/// one: a context's first build paid that for its readback buffer (H200,
+/// 2026-11-29, the debug log's readback line), a third of a warm ResNet-50
+/// build.
 const MEMORY_HINTS: wgpu::MemoryHints = wgpu::MemoryHints::Manual { suballocated_device_memory_block_size: (8 << 20)..(256 << 20) };
 
 pub struct GpuEngine {

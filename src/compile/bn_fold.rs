@@ -37,23 +37,31 @@ pub fn run(g: &mut Graph) -> usize {
 /// parameter stay apart. Returns how many pairs it fused.
 pub fn run_gpu(g: &mut Graph) -> usize {
     rewrite_all(g, |g, uses, i| {
-        let (p, bn, _) = pair(g, uses, i, crate::graph::DataType::Float32)?;
-        let (bn_op, conv) = (&g.operators[i], &g.operators[p]);
-        let Op::Conv2d(attrs) = &conv.op else { return None };
-        let channels = desc(g, bn_op.inputs[0]).shape[channel_axis(attrs.input_layout)];
-        let (s, t) = affine(g, bn_op, &bn, channels)?;
-        let mut inputs = conv.inputs.clone();
-        let outputs = bn_op.outputs.clone();
-        let attrs = attrs.clone();
-        let per_channel = OperandDesc::new(crate::graph::DataType::Float32, vec![channels]);
-        inputs.push(push_constant_f64(g, per_channel.clone(), &s));
-        inputs.push(push_constant_f64(g, per_channel, &t));
-        let epilogue = Epilogue { stages: vec![Stage::ChannelAffine] };
-        Some(Rewrite {
-            at: i,
-            op: Operator { op: Op::Fused(FusedOp::Conv2d { attrs, epilogue }), inputs, outputs },
-            remove: vec![p],
-        })
+        let (p, bn, axis) = pair(g, uses, i, crate::graph::DataType::Float32)?;
+        affine_conv(g, i, p, &bn, axis, vec![])
+    })
+}
+
+/// The conv2d at `p` and the batchNormalization `bn` at `i` reading it along
+/// `axis` as one fused conv2d whose epilogue applies `before`, then the
+/// normalization's affine map (`Stage::ChannelAffine`, s and t as float32
+/// constants), where its parameters are constants.
+fn affine_conv(g: &mut Graph, i: usize, p: usize, bn: &BatchNormalization, axis: usize, before: Vec<Stage>) -> Option<Rewrite> {
+    let Op::Conv2d(attrs) = &g.operators[p].op else { return None };
+    let attrs = attrs.clone();
+    let channels = desc(g, g.operators[i].inputs[0]).shape[axis];
+    let (s, t) = affine(g, &g.operators[i], bn, channels)?;
+    let mut inputs = g.operators[p].inputs.clone();
+    let outputs = g.operators[i].outputs.clone();
+    let per_channel = OperandDesc::new(crate::graph::DataType::Float32, vec![channels]);
+    inputs.push(push_constant_f64(g, per_channel.clone(), &s));
+    inputs.push(push_constant_f64(g, per_channel, &t));
+    let mut stages = before;
+    stages.push(Stage::ChannelAffine);
+    Some(Rewrite {
+        at: i,
+        op: Operator { op: Op::Fused(FusedOp::Conv2d { attrs, epilogue: Epilogue { stages } }), inputs, outputs },
+        remove: vec![p],
     })
 }
 
@@ -93,15 +101,25 @@ fn channel_axis(layout: InputLayout) -> usize {
 /// The GPU's float16 pairs, which `run` leaves apart: a float16 conv2d read
 /// only by a batchNormalization along its channels becomes a fused conv2d
 /// whose epilogue rounds the convolution's result to float16 (where the
-/// unfused graph stores it) and then normalizes it (`Stage::BatchNorm`, whose
-/// mean, variance, scale and bias operands follow the conv's inputs; they need
-/// not be constants). The GPU kernels compute the stage as the GPU's
-/// batchNormalization kernel does, so the results are the unfused graph's; the
-/// epilogue pass then appends what follows (relu, a residual add). Returns how
-/// many pairs it fused.
-pub fn run_float16(g: &mut Graph) -> usize {
+/// unfused graph stores it) and then normalizes it. With constant mean,
+/// variance, scale and bias and `affine_ok` (the GPU applies
+/// `Stage::ChannelAffine`), the normalization is its affine map, s and t
+/// computed once per channel in float64 and kept as float32 constants (not
+/// rounded to float16): one multiply-add per element, which differs from the
+/// unfused graph's normalization by float32 rounding before the result's
+/// rounding to float16. Otherwise `Stage::BatchNorm`, whose mean, variance,
+/// scale and bias operands follow the conv's inputs (they need not be
+/// constants), computed as the GPU's batchNormalization kernel does, so the
+/// results are the unfused graph's. The epilogue pass then appends what
+/// follows (relu, a residual add). Returns how many pairs it fused.
+pub fn run_float16(g: &mut Graph, affine_ok: bool) -> usize {
     rewrite_all(g, |g, uses, i| {
-        let (p, bn, _) = pair(g, uses, i, crate::graph::DataType::Float16)?;
+        let (p, bn, axis) = pair(g, uses, i, crate::graph::DataType::Float16)?;
+        if affine_ok {
+            if let Some(r) = affine_conv(g, i, p, &bn, axis, vec![Stage::RoundHalf]) {
+                return Some(r);
+            }
+        }
         let (bn_op, conv) = (&g.operators[i], &g.operators[p]);
         let Op::Conv2d(attrs) = &conv.op else { return None };
         let stage = Stage::BatchNorm { epsilon: bn.epsilon, has_scale: bn.has_scale, has_bias: bn.has_bias };

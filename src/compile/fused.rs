@@ -30,18 +30,21 @@ pub enum Stage {
     /// batchNormalization along the output's channels: reads the next extra
     /// inputs, mean and variance then scale and bias where present, one value
     /// per channel. Only the GPU pipeline forms it, for a float16 conv2d and
-    /// the batchNormalization reading it (`bn_fold::run_float16`), and the GPU
+    /// the batchNormalization reading it where a parameter is not a constant
+    /// (`bn_fold::run_float16`), and the GPU
     /// kernels compute it as the GPU's batchNormalization kernel does; the CPU
     /// engine rejects it (its pipeline folds float32 pairs and leaves float16
     /// pairs apart).
     BatchNorm { epsilon: f32, has_scale: bool, has_bias: bool },
     /// `x * scale[c] + shift[c]` (one fused multiply-add) along the output's
-    /// channels: reads the next two extra inputs, scale then shift, one value
-    /// per channel. Only the GPU pipeline forms it, for a float32 conv2d and
-    /// the batchNormalization with constant parameters reading it
-    /// (`bn_fold::run_gpu`: the normalization's affine map, computed once per
-    /// channel in float64, instead of a filter rescaled at build); the CPU
-    /// engine rejects it (its pipeline folds such pairs into the filter).
+    /// channels: reads the next two extra inputs, scale then shift, one
+    /// float32 value per channel (whatever the output's type). Only the GPU
+    /// pipeline forms it, for a conv2d and the batchNormalization with
+    /// constant parameters reading it (`bn_fold::run_gpu` for float32, instead
+    /// of a filter rescaled at build; `bn_fold::run_float16` after the
+    /// rounding to float16: the normalization's affine map, computed once per
+    /// channel in float64); the CPU engine rejects it (its pipeline folds
+    /// float32 pairs into the filter and leaves float16 pairs apart).
     ChannelAffine,
 }
 

@@ -226,7 +226,7 @@ pub fn gpu_pipeline(mut g: Graph, passes: Passes, stage_ok: &dyn Fn(&fused::Stag
         // float16 pairs, where the GPU kernels apply the stage.
         let bn = fused::Stage::BatchNorm { epsilon: 0.0, has_scale: false, has_bias: false };
         if stage_ok(&bn) {
-            bn_fold::run_float16(&mut g);
+            bn_fold::run_float16(&mut g, stage_ok(&fused::Stage::ChannelAffine));
         }
         gpu_epilogue(&mut g, stage_ok);
     }
@@ -629,8 +629,9 @@ mod gpu_tests {
         // conv2d -> batchNormalization -> relu (-> add -> relu) in float16, nchw
         // and nhwc, 3x3, 1x1 and depthwise, constant and input parameters: one
         // fused conv2d that rounds where the graph stores (after the conv and
-        // before the add) and normalizes as the GPU's batchNormalization
-        // kernel does.
+        // before the add) and normalizes by the affine map of constant
+        // parameters (float32 scale and shift), else as the GPU's
+        // batchNormalization kernel does.
         let t = DataType::Float16;
         for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
             for (k, groups, residual, input_mean) in [(3, 1, false, false), (1, 1, true, false), (3, 8, false, true), (1, 2, true, true)] {
@@ -648,7 +649,8 @@ mod gpu_tests {
                 let axis = if layout == InputLayout::Nchw { 1 } else { 3 };
                 let z = b.b.batch_normalization(y, mean, var, Some(scale), bb, axis, 1e-3).unwrap();
                 let mut r = b.b.unary(UnaryKind::Relu, z).unwrap();
-                let mut want = vec![Stage::RoundHalf, Stage::BatchNorm { epsilon: 1e-3, has_scale: true, has_bias: !input_mean }, Stage::Unary(UnaryKind::Relu)];
+                let norm = if input_mean { Stage::BatchNorm { epsilon: 1e-3, has_scale: true, has_bias: false } } else { Stage::ChannelAffine };
+                let mut want = vec![Stage::RoundHalf, norm, Stage::Unary(UnaryKind::Relu)];
                 if residual {
                     let os: Vec<usize> = if layout == InputLayout::Nchw { vec![2, o, 9, 7] } else { vec![2, 9, 7, o] };
                     let res = b.input_t("res", t, &os);
@@ -660,6 +662,12 @@ mod gpu_tests {
                 let f = gpu(&g);
                 assert_eq!(testing::ops(&f), ["conv2d (fused)"], "{layout:?} k {k} groups {groups}");
                 assert_eq!(stages(&f, 0), want);
+                if !input_mean {
+                    // The scale and shift: float32, one per channel.
+                    let extras = &f.operators[0].inputs[3..5];
+                    let descs: Vec<&OperandDesc> = extras.iter().map(|&e| &f.operands[e].desc).collect();
+                    assert!(descs.iter().all(|d| **d == OperandDesc::new(DataType::Float32, vec![o])), "{descs:?}");
+                }
                 gpu_agrees(&g, 2e-3);
             }
         }

@@ -20,7 +20,7 @@
 use std::fmt::Write;
 
 use crate::compile::fused::Stage;
-use crate::graph::OperandDesc;
+use crate::graph::{DataType, OperandDesc};
 use super::activation::inlined_body;
 use super::normalization::{batch_affine, df_fns};
 use crate::engine::gpu::wgsl::{binary_body, load_fn, unary_body, Storage};
@@ -121,15 +121,21 @@ pub(super) fn extra_names(stages: &[Stage]) -> Vec<String> {
     names
 }
 
-/// The loaders of `extra_names`, each element decoded from storage `st`.
+/// The loaders of `extra_names`, each element decoded from storage `st`, but
+/// a `ChannelAffine`'s scale and shift (`af` names) from float32, their type
+/// whatever the output's (`extras_fit`).
 pub(super) fn extra_loads(stages: &[Stage], st: Storage) -> String {
-    extra_names(stages).iter().map(|n| load_fn(&format!("ld_{n}"), n, st, true)).collect()
+    extra_names(stages)
+        .iter()
+        .map(|n| load_fn(&format!("ld_{n}"), n, if n.starts_with("af") { Storage::F32 } else { st }, true))
+        .collect()
 }
 
 /// Whether `extras` are the stages' extra operands for an output `out`: an
-/// `AddTensor`'s of the output's shape and type, a `BatchNorm`'s or
-/// `ChannelAffine`'s of its type with one value per channel, where the family has `channels` (the matrix
-/// products have none, and reject the stage).
+/// `AddTensor`'s of the output's shape and type, a `BatchNorm`'s of its type
+/// and a `ChannelAffine`'s float32, with one value per channel, where the
+/// family has `channels` (the matrix products have none, and reject the
+/// stage).
 pub(super) fn extras_fit(stages: &[Stage], extras: &[&OperandDesc], out: &OperandDesc, channels: Option<usize>) -> bool {
     let mut at = 0;
     for st in stages {
@@ -139,7 +145,8 @@ pub(super) fn extras_fit(stages: &[Stage], extras: &[&OperandDesc], out: &Operan
         let fits = match st {
             Stage::AddTensor => mine.iter().all(|d| *d == out),
             Stage::BatchNorm { .. } | Stage::ChannelAffine => {
-                channels.is_some_and(|c| mine.iter().all(|d| d.data_type == out.data_type && d.element_count() == c))
+                let t = if matches!(st, Stage::ChannelAffine) { DataType::Float32 } else { out.data_type };
+                channels.is_some_and(|c| mine.iter().all(|d| d.data_type == t && d.element_count() == c))
             }
             _ => true,
         };

@@ -457,6 +457,65 @@ mod tests {
         }
     }
 
+    /// A fused float16 conv2d whose epilogue rounds to float16, applies the
+    /// normalization's affine map (float32 scale and shift) or the
+    /// double-float normalization, a relu and a residual add takes the direct
+    /// kernel; the scale and shift load as float32, the kernel validates and
+    /// writes SPIR-V. float16 scale and shift do not fit the stage.
+    #[test]
+    fn fused_float16_epilogues_take_the_direct_kernel() {
+        use crate::compile::fused::{Epilogue, FusedOp};
+        let limits = limits();
+        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, half_store: true, limits: &limits };
+        let a = Conv2dAttrs {
+            padding: [1; 4],
+            strides: [1, 1],
+            dilations: [1, 1],
+            groups: 1,
+            input_layout: InputLayout::Nchw,
+            filter_layout: OIHW,
+            has_bias: true,
+        };
+        let (x, w, y, bias) = (h(&[1, 32, 14, 14]), h(&[48, 32, 3, 3]), h(&[1, 48, 14, 14]), h(&[48]));
+        let per_channel = |t| OperandDesc::new(t, vec![48]);
+        let bn = Stage::BatchNorm { epsilon: 1e-3, has_scale: true, has_bias: true };
+        let relu = Stage::Unary(crate::ops::UnaryKind::Relu);
+        let bytes: Vec<u8> = (0..w.element_count()).flat_map(|i| (i as u16).to_le_bytes()).collect();
+        let f32s = per_channel(DataType::Float32);
+        let f16s = per_channel(DataType::Float16);
+        for (norm, extras, fits) in [
+            (Stage::ChannelAffine, vec![&f32s, &f32s], true),
+            (bn, vec![&f16s, &f16s, &f16s, &f16s], true),
+            (Stage::ChannelAffine, vec![&f16s, &f16s], false),
+        ] {
+            let stages = vec![Stage::RoundHalf, norm, relu, Stage::RoundHalf, Stage::AddTensor];
+            let op = Op::Fused(FusedOp::Conv2d { attrs: a.clone(), epilogue: Epilogue { stages } });
+            let mut ins = vec![(0, &x), (1, &w), (2, &bias)];
+            ins.extend(extras.iter().enumerate().map(|(k, d)| (3 + k, *d)));
+            ins.push((3 + extras.len(), &y));
+            let got = lower_with_filter(&op, &ins, &[(20, &y)], &cx, FilterValues::Finite, Some(&bytes[..])).unwrap();
+            let Ok(l) = got else {
+                assert!(!fits, "{norm:?}");
+                continue;
+            };
+            assert!(fits, "{norm:?}");
+            let coop = l
+                .steps
+                .iter()
+                .find_map(|s| match s {
+                    Lowered::Dispatch { wgsl, .. } if wgsl.starts_with(MARKER) => Some(wgsl.clone()),
+                    _ => None,
+                })
+                .expect("the direct kernel");
+            if norm == Stage::ChannelAffine {
+                assert!(coop.contains("fn ld_af1_scale(i: u32) -> f32 { return bitcast<f32>(af1_scale[i]); }"), "{coop}");
+            } else {
+                assert!(coop.contains("df_rsqrt"), "{coop}");
+            }
+            validate_coop(&coop);
+        }
+    }
+
     /// Few output tiles and a long K split K between subgroups.
     #[test]
     fn long_k_splits_between_subgroups() {

@@ -68,7 +68,9 @@ fn affine_conv(g: &mut Graph, i: usize, p: usize, bn: &BatchNormalization, axis:
 /// The normalization's per-channel affine map, y = x * s + t with
 /// s = scale / sqrt(variance + epsilon) and t = bias - mean * s, in float64,
 /// from its constant parameters (None where one is not a constant of
-/// `channels` values).
+/// `channels` values, or where an s or t is not a finite float32: with
+/// variance + epsilon at or below 0, or past float32's range, x * s + t is not
+/// the normalization's value, so such pairs stay as the graph has them).
 fn affine(g: &Graph, bn_op: &Operator, bn: &BatchNormalization, channels: usize) -> Option<(Vec<f64>, Vec<f64>)> {
     let mut at = 0;
     let mut param = |present: bool| -> Option<Option<Vec<f64>>> {
@@ -87,8 +89,8 @@ fn affine(g: &Graph, bn_op: &Operator, bn: &BatchNormalization, channels: usize)
     let s: Vec<f64> = (0..channels)
         .map(|o| scale.as_ref().map_or(1.0, |v| v[o]) / (variance[o] + eps).sqrt())
         .collect();
-    let t = (0..channels).map(|o| bias.as_ref().map_or(0.0, |v| v[o]) - mean[o] * s[o]).collect();
-    Some((s, t))
+    let t: Vec<f64> = (0..channels).map(|o| bias.as_ref().map_or(0.0, |v| v[o]) - mean[o] * s[o]).collect();
+    s.iter().chain(&t).all(|&v| (v as f32).is_finite()).then_some((s, t))
 }
 
 fn channel_axis(layout: InputLayout) -> usize {

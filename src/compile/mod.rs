@@ -739,6 +739,40 @@ mod gpu_tests {
     }
 
     #[test]
+    fn a_normalization_without_a_finite_affine_map_is_not_one() {
+        // variance = -epsilon (s infinite) and a variance far below float32's
+        // resolution with a large scale (s past float32's range): no affine
+        // epilogue and no folded filter; float16 keeps the normalization's
+        // own stage, float32 the operator.
+        for t in [DataType::Float32, DataType::Float16] {
+            for (variance, scale) in [(-1e-3, 1.0), (0.0, 1e36)] {
+                if t == DataType::Float16 && scale > 1.0 {
+                    continue; // not a float16 value
+                }
+                let mut b = Builder::new();
+                let (x, o, fl, fshape) = conv_case(&mut b, t, InputLayout::Nchw, 3, 1);
+                let f = b.constant_t(t, &fshape, -0.5, 0.5);
+                let opts = Conv2dOptions { padding: Some(vec![1; 4]), filter_layout: fl, ..Default::default() };
+                let y = b.b.conv2d(x, f, None, &opts).unwrap();
+                let mean = b.constant_t(t, &[o], -0.2, 0.2);
+                let var = b.constant_t(t, &[o], variance, variance);
+                let sc = b.constant_t(t, &[o], scale, scale);
+                let z = b.b.batch_normalization(y, mean, var, Some(sc), None, 1, if variance < 0.0 { 1e-3 } else { 1e-40 }).unwrap();
+                let g = b.b.build(&[("z".into(), z)]).unwrap();
+                let what = format!("{t:?} variance {variance} scale {scale}");
+                let fused = gpu(&g);
+                if t == DataType::Float16 {
+                    assert_eq!(testing::ops(&fused), ["conv2d (fused)"], "{what}");
+                    assert!(matches!(stages(&fused, 0)[1], Stage::BatchNorm { .. }), "{what}");
+                } else {
+                    assert_eq!(testing::ops(&fused), ["conv2d", "batchNormalization"], "{what}");
+                }
+                assert_eq!(bn_fold::run(&mut g.clone()), 0, "{what}: folded");
+            }
+        }
+    }
+
+    #[test]
     fn strided_and_padded_1x1_convolutions() {
         for t in [DataType::Float32, DataType::Float16] {
             for layout in [InputLayout::Nchw, InputLayout::Nhwc] {

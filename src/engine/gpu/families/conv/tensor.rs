@@ -333,10 +333,9 @@ mod tests {
         strides: [usize; 2],
     }
 
-    /// The case lowered with a constant filter (values 1..) or an input one:
-    /// (the dispatches' texts, the locals' byte sizes).
-    fn lower(c: &Case, constant: bool, cx: &Cx) -> (Vec<String>, Vec<usize>, Lowering) {
-        let a = Conv2dAttrs {
+    /// The case's convolution: one group, a bias.
+    fn attrs(c: &Case) -> Conv2dAttrs {
+        Conv2dAttrs {
             padding: c.padding,
             strides: c.strides,
             dilations: [1, 1],
@@ -344,7 +343,13 @@ mod tests {
             input_layout: if c.nhwc { InputLayout::Nhwc } else { InputLayout::Nchw },
             filter_layout: c.fl,
             has_bias: true,
-        };
+        }
+    }
+
+    /// The case lowered with a constant filter (values 1..) or an input one:
+    /// (the dispatches' texts, the locals' byte sizes).
+    fn lower(c: &Case, constant: bool, cx: &Cx) -> (Vec<String>, Vec<usize>, Lowering) {
+        let a = attrs(c);
         let (x, w, y) = (h(&c.x), h(&c.w), h(&c.y));
         let bias = h(&[c.y[if c.nhwc { 3 } else { 1 }]]);
         let bytes: Vec<u8> = (0..w.element_count()).flat_map(|i| (i as u16).to_le_bytes()).collect();
@@ -467,16 +472,9 @@ mod tests {
         use crate::compile::fused::{Epilogue, FusedOp};
         let limits = limits();
         let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, half_store: true, limits: &limits };
-        let a = Conv2dAttrs {
-            padding: [1; 4],
-            strides: [1, 1],
-            dilations: [1, 1],
-            groups: 1,
-            input_layout: InputLayout::Nchw,
-            filter_layout: OIHW,
-            has_bias: true,
-        };
-        let (x, w, y, bias) = (h(&[1, 32, 14, 14]), h(&[48, 32, 3, 3]), h(&[1, 48, 14, 14]), h(&[48]));
+        let c = Case { x: [1, 32, 14, 14], w: [48, 32, 3, 3], y: [1, 48, 14, 14], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
+        let a = attrs(&c);
+        let (x, w, y, bias) = (h(&c.x), h(&c.w), h(&c.y), h(&[48]));
         let per_channel = |t| OperandDesc::new(t, vec![48]);
         let bn = Stage::BatchNorm { epsilon: 1e-3, has_scale: true, has_bias: true };
         let relu = Stage::Unary(crate::ops::UnaryKind::Relu);

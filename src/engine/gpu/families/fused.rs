@@ -121,14 +121,18 @@ pub(super) fn extra_names(stages: &[Stage]) -> Vec<String> {
     names
 }
 
-/// The loaders of `extra_names`, each element decoded from storage `st`, but
-/// a `ChannelAffine`'s scale and shift (`af` names) from float32, their type
-/// whatever the output's (`extras_fit`).
+/// Whether a stage's extra operands are float32 whatever the output's type
+/// (a `ChannelAffine`'s scale and shift), rather than of the output's type.
+fn float32_extras(stage: &Stage) -> bool {
+    matches!(stage, Stage::ChannelAffine)
+}
+
+/// The loaders of `extra_names`, each element decoded from storage `st`, or
+/// from float32 for the stages with `float32_extras`.
 pub(super) fn extra_loads(stages: &[Stage], st: Storage) -> String {
-    extra_names(stages)
-        .iter()
-        .map(|n| load_fn(&format!("ld_{n}"), n, if n.starts_with("af") { Storage::F32 } else { st }, true))
-        .collect()
+    let storages =
+        stages.iter().flat_map(|s| std::iter::repeat_n(if float32_extras(s) { Storage::F32 } else { st }, s.extras()));
+    extra_names(stages).iter().zip(storages).map(|(n, s)| load_fn(&format!("ld_{n}"), n, s, true)).collect()
 }
 
 /// Whether `extras` are the stages' extra operands for an output `out`: an
@@ -145,7 +149,7 @@ pub(super) fn extras_fit(stages: &[Stage], extras: &[&OperandDesc], out: &Operan
         let fits = match st {
             Stage::AddTensor => mine.iter().all(|d| *d == out),
             Stage::BatchNorm { .. } | Stage::ChannelAffine => {
-                let t = if matches!(st, Stage::ChannelAffine) { DataType::Float32 } else { out.data_type };
+                let t = if float32_extras(st) { DataType::Float32 } else { out.data_type };
                 channels.is_some_and(|c| mine.iter().all(|d| d.data_type == t && d.element_count() == c))
             }
             _ => true,

@@ -4,8 +4,9 @@
 // one-group float16 conv2d runs on the direct tensor-core GEMM
 // (src/engine/gpu/families/conv/tensor.rs): the filter read in place where it
 // is already a [Cout, K] matrix with aligned rows, else packed at build; the
-// input read in place for aligned 1x1 convolutions, else gathered into a
-// padded im2col matrix. The cases cover each of those, both layouts, every
+// input read in place for aligned 1x1 convolutions, gathered inside the
+// product for other unpadded nchw 1x1 ones, else gathered into a padded
+// im2col matrix. The cases cover each of those, both layouts, every
 // filter layout of nhwc, padding, strides, dilations, batches, bias, a fused
 // relu and residual add, a filter given as an input, K long enough to be
 // split between subgroups, and sizes that need the padded rows and columns.
@@ -67,6 +68,13 @@ const CASES = [
   { x: [1, 16, 11, 9], w: [16, 16, 3, 3], padding: [0, 2, 1, 0], dilations: [2, 1] },
   // A long K for few output tiles: split between subgroups.
   { x: [1, 256, 7, 7], w: [64, 256, 3, 3], padding: [1, 1, 1, 1] },
+  // Unpadded 1x1 convolutions that gather their input inside the product:
+  // strided over two batches with K = 40 (packed to 48); a MobileNetV2-like
+  // projection at 7x7 with a long K split between subgroups, fused relu and
+  // residual; the filter as an input (in place).
+  { x: [2, 40, 14, 14], w: [24, 40, 1, 1], strides: [2, 2], bias: true },
+  { x: [1, 576, 7, 7], w: [96, 576, 1, 1], bias: true, relu: true, residual: true },
+  { x: [1, 48, 7, 7], w: [16, 48, 1, 1], filterInput: true },
   // nhwc with each filter layout; in place where the filter is ohwi and aligned.
   { x: [2, 10, 10, 24], w: [40, 3, 3, 24], layout: 'nhwc', filterLayout: 'ohwi', padding: [1, 1, 1, 1], bias: true },
   { x: [1, 8, 8, 32], w: [48, 1, 1, 32], layout: 'nhwc', filterLayout: 'ohwi' },

@@ -302,7 +302,7 @@ fn lower_product(
     let strides: Vec<usize> =
         [P_SAM, P_SAK, P_SBK, P_SBN].into_iter().chain(P_BSA..P_BSB + BATCH_DIMS).map(|i| p[i] as usize).collect();
     if t == DataType::Float16 && coop::Direct::fits(m, n, k, batches, &strides, cx) {
-        let direct = coop::Direct { a_k_fast: lhs_k_fast, b_k_fast: rhs_k_fast };
+        let direct = coop::Direct { a_k_fast: lhs_k_fast, b_k_fast: rhs_k_fast, b_gather: false };
         direct.launch(&decls(st, cs, stages, true, elems), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     } else {
         let core = Core {

@@ -4,9 +4,8 @@
 // one-group float16 conv2d runs on the direct tensor-core GEMM
 // (src/engine/gpu/families/conv/tensor.rs): the filter read in place where it
 // is already a [Cout, K] matrix with aligned rows, else packed at build; the
-// input read in place for aligned 1x1 convolutions, gathered inside the
-// product for other unpadded nchw 1x1 ones, else gathered into a padded
-// im2col matrix. The cases cover each of those, both layouts, every
+// input read in place for aligned 1x1 convolutions, else gathered into a
+// padded im2col matrix. The cases cover each of those, both layouts, every
 // filter layout of nhwc, padding, strides, dilations, batches, bias, a fused
 // relu and residual add, a filter given as an input, K long enough to be
 // split between subgroups, and sizes that need the padded rows and columns.
@@ -68,7 +67,7 @@ const CASES = [
   { x: [1, 16, 11, 9], w: [16, 16, 3, 3], padding: [0, 2, 1, 0], dilations: [2, 1] },
   // A long K for few output tiles: split between subgroups.
   { x: [1, 256, 7, 7], w: [64, 256, 3, 3], padding: [1, 1, 1, 1] },
-  // Unpadded 1x1 convolutions that gather their input inside the product:
+  // 1x1 convolutions whose input is not an aligned matrix (gathered):
   // strided over two batches with K = 40 (packed to 48); a MobileNetV2-like
   // projection at 7x7 with a long K split between subgroups, fused relu and
   // residual; the filter as an input (in place).

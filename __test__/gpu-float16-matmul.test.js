@@ -4,7 +4,8 @@
 // against a float64 reference computed here from the float16 inputs. The GPU
 // computes float16 products in float32 and rounds once to float16: on an NVIDIA
 // GPU with cooperative matrices the aligned ones (M, N multiples of 8, K of 16)
-// on the direct tensor-core kernel (src/engine/gpu/families/matmul/coop.rs),
+// on the direct tensor-core kernel (src/engine/gpu/families/matmul/coop.rs; long
+// ones staged through workgroup memory, matmul/wide.rs),
 // elsewhere (lavapipe) on the tiled float32 kernels. Each element must be within the rounding of the result
 // (2^-11 relative, one float16 ULP allowed for the float32 sums landing across a
 // rounding boundary) plus the float32 accumulation's error bound
@@ -94,7 +95,11 @@ const MATMULS = [
   [[64, 96], [96, 48]],
   [[24, 32], [32, 40]], // edge fragments start at M - 16 and N - 16
   [[2, 3, 136, 64], [3, 64, 200]], // batches, one broadcast; edges of the 128 x 128 tile
-  [[2304, 32], [32, 2056]] // 18 x 17 tiles of 128 x 128: bands of 8, 8 and 2 tile rows
+  [[2304, 32], [32, 2056]], // 18 x 17 tiles of 128 x 128: bands of 8, 8 and 2 tile rows
+  // Long products (K of 1024 or more, a multiple of 32, 264 tiles of 128 x
+  // 128 or more): with cooperative matrices, A and B staged through workgroup
+  // memory (matmul/wide.rs); rows and columns past the last whole tile.
+  [[2056, 1024], [1024, 2056]]
 ]
 
 for (const [sa, sb] of MATMULS) {
@@ -124,7 +129,8 @@ const GEMMS = [
   // Aligned: the direct cooperative kernel where the device has it.
   [64, 48, 32, { aTranspose: true, bTranspose: true, alpha: 0.5, beta: 2 }, [48]],
   [40, 56, 64, { bTranspose: true }, [40, 1]],
-  [48, 40, 96, { aTranspose: true }, null]
+  [48, 40, 96, { aTranspose: true }, null],
+  [2056, 2056, 1088, { aTranspose: true, bTranspose: true, alpha: 0.5, beta: 1 }, [2056]] // staged, both layouts swapped, 34 passes
 ]
 
 for (const [m, n, k, options, sc] of GEMMS) {

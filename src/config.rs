@@ -76,7 +76,10 @@ pub const GPU_FEATURES: Var = Var {
     description: "comma-separated words read at each createContext: `no-int64` opens GPU devices without 64-bit \
                   integer shaders (int64 is emulated); `no-f16` opens them without 16-bit float shaders (float16 \
                   results are written a word per element and packed by a second pass; no cooperative matrices); `no-coop` opens them without cooperative matrices (float16 \
-                  products and convolutions on the tiled kernels); `coop` opens them with cooperative matrices on any adapter that \
+                  products and convolutions on the tiled kernels); `wide=off` loads the direct cooperative kernel's fragments of long \
+                  products (K of 1024 or more, 264 or more 128x128 tiles) straight from the operands instead of staging them through workgroup memory, \
+                  `wide=on` stages them, `wide=2x2x4x4/32` stages them with another tile (subgroups and fragments along M and N, K per pass; \
+                  the default 2x4x4x2/32); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
@@ -246,6 +249,39 @@ pub fn gpu_coop_mode() -> GpuCoop {
     }
 }
 
+/// The direct cooperative kernel's operand staging for long products
+/// (`families::matmul::wide`): its default, off (`wide=off`), on with the
+/// default tile (`wide=on`), or on with another tile (`wide=SGMxSGNxFMxFN/BK`:
+/// subgroups and 16x16 fragments per subgroup along M and N, K per staged pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuWide {
+    Default,
+    Off,
+    On,
+    Tile([u32; 5]),
+}
+
+pub fn gpu_wide() -> GpuWide {
+    let Some(s) = read(&GPU_FEATURES) else { return GpuWide::Default };
+    parse_wide(&s)
+}
+
+fn parse_wide(s: &str) -> GpuWide {
+    for w in parse_words(s) {
+        let Some(v) = w.strip_prefix("wide=") else { continue };
+        match v {
+            "off" => return GpuWide::Off,
+            "on" => return GpuWide::On,
+            _ => {}
+        }
+        let nums: Vec<u32> = v.split(['x', '/']).filter_map(|n| n.parse().ok()).collect();
+        if let [sgm, sgn, fm, fn_, bk] = nums[..] {
+            return GpuWide::Tile([sgm, sgn, fm, fn_, bk]);
+        }
+    }
+    GpuWide::Default
+}
+
 pub fn require_gpu() -> bool {
     read(&REQUIRE_GPU).as_deref() == Some("1")
 }
@@ -281,6 +317,17 @@ mod tests {
             assert!(v.name.starts_with("WEBNN_") && !v.description.is_empty() && !v.default.is_empty(), "{v:?}");
             assert!(VARS[..i].iter().all(|w| w.name != v.name), "{} declared twice", v.name);
         }
+    }
+
+    #[test]
+    fn wide_words_parse() {
+        assert_eq!(parse_wide(""), GpuWide::Default);
+        assert_eq!(parse_wide("no-coop, wide=off"), GpuWide::Off);
+        assert_eq!(parse_wide("wide=ON"), GpuWide::On);
+        assert_eq!(parse_wide("wide=2x4x4x2/32"), GpuWide::Tile([2, 4, 4, 2, 32]));
+        // A malformed tile is ignored (the default), as unknown words are.
+        assert_eq!(parse_wide("wide=2x4x4/32"), GpuWide::Default);
+        assert_eq!(parse_wide("wide=default"), GpuWide::Default);
     }
 
     /// Every .rs file under src/ but this one: none may name a variable, so that

@@ -116,6 +116,8 @@ pub(crate) struct Shared {
     pub coop_f16: bool,
     /// Also the staged cooperative core (`config::GpuCoop::All`).
     pub coop_staged: bool,
+    /// The direct kernel's staging of long products (`config::gpu_wide`).
+    pub wide: crate::config::GpuWide,
     /// 16-bit float shaders (`SHADER_F16`): kernels store float16 results as
     /// `array<f16>` elements (`wgsl::Elems::Half`) instead of packing them in a
     /// second pass.
@@ -540,6 +542,7 @@ impl GpuEngine {
                 limits,
                 coop_f16,
                 coop_staged: coop_f16 && mode == crate::config::GpuCoop::All,
+                wide: crate::config::gpu_wide(),
                 half_store,
                 adapter: adapter_name,
                 lost,

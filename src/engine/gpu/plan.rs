@@ -225,6 +225,9 @@ pub(super) struct Cx<'a> {
     /// The staged cooperative core for every other float16 product
     /// (`Shared::coop_staged`, `families::matmul::coop::launch_either`).
     pub coop_staged: bool,
+    /// Where the direct kernel stages long products through workgroup memory
+    /// (`Shared::wide`, `families::matmul::wide`).
+    pub wide: crate::config::GpuWide,
     /// float16 outputs stored as `array<f16>` (`Shared::half_store`,
     /// `Lowering::word_output`).
     pub half_store: bool,
@@ -668,6 +671,7 @@ impl GpuPlan {
             f64: shared.device.features().contains(wgpu::Features::SHADER_F64),
             coop_f16: shared.coop_f16,
             coop_staged: shared.coop_staged,
+            wide: shared.wide,
             half_store: shared.half_store,
             limits: &shared.limits,
         };

@@ -30,7 +30,7 @@
 use std::fmt::Write;
 
 use super::{
-    conv_tap, head, k_order, pix_put, pix_wgsl, FilterValues, Variant, P_COG, P_OH, P_OW, P_SX, P_SY, P_WORDS, P_XS,
+    conv_tap, head, k_order, pix_put, pix_wgsl, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
 };
 use super::super::matmul::coop::Direct;
 use crate::compile::fused::Stage;
@@ -152,18 +152,8 @@ pub(super) fn lower(
     if !Direct::fits(m, n, kp, batches, &[a_s[0], a_s[1], b_s[0], b_s[1], a_z, b_z], cx) {
         return Ok(false);
     }
-    // An nchw 1x1 convolution without padding that cannot read its input in
-    // place (pixel rows not 16-byte aligned, or strides) gathers B's
-    // fragments inside the product (`Direct::b_gather`) instead of through
-    // an im2col dispatch.
-    let gather = !in_place
-        && g.layout == InputLayout::Nchw
-        && g.k_h == 1
-        && g.k_w == 1
-        && !g.padded
-        && Direct::gather_fits(m, n, kp, batches, cx);
     // The im2col matrix's elements, where it fits a binding.
-    let total = if in_place || gather {
+    let total = if in_place {
         0
     } else {
         match kp.checked_mul(np).filter(|&t| {
@@ -184,9 +174,6 @@ pub(super) fn lower(
         None => w,
     };
     let input = if in_place {
-        x
-    } else if gather {
-        q[Q_K] = u32_of(k, "a convolution size")?;
         x
     } else {
         let table = ktab()?;
@@ -212,12 +199,8 @@ pub(super) fn lower(
     };
     let mut ins = vec![a, b];
     ins.extend_from_slice(&reads[2..]);
-    let direct = Direct { a_k_fast: true, b_k_fast: g.layout == InputLayout::Nhwc, b_gather: gather };
-    let mut decls = gemm_decls(v, stages);
-    if gather {
-        decls.push_str(&gather_decls());
-    }
-    direct.launch(&decls, l, m, n, kp, batches, q, ins, vec![dst], cx)?;
+    let direct = Direct { a_k_fast: true, b_k_fast: g.layout == InputLayout::Nhwc, wide: false };
+    direct.launch(&gemm_decls(v, stages), l, m, n, kp, batches, q, ins, vec![dst], cx)?;
     Ok(true)
 }
 
@@ -292,35 +275,6 @@ fn im2col_wgsl(layout: InputLayout) -> String {
     s
 }
 
-/// `b_prep(slot, n0)` and `b_elem(k, i)` for `Direct::b_gather` (nchw, 1x1,
-/// no padding; B is the input `b`): a lane's eight columns n0 .. n0 + 7 are
-/// output pixels over every batch, each decomposed once into its input
-/// offset (`boff`, all ones past the last pixel) by stepping x, y and the
-/// batch; element (k, i) is channel k at the lane's i-th offset, 0 past the
-/// last pixel and for k in K's padding (so the zero filter columns there
-/// meet zeros, not whatever follows the input).
-fn gather_decls() -> String {
-    let mut s = String::from("var<private> boff: array<u32, 32>;\nfn b_prep(slot: u32, n0: u32) {\n  let o = pix(n0);\n  var bi = o.x;\n  var oy = o.y;\n  var ox = o.z;\n");
-    for j in 0..8 {
-        let _ = writeln!(
-            s,
-            "  boff[slot * 8u + {j}u] = select(0xffffffffu, bi * p[{xn}] + oy * p[{P_SY}] * p[{xh}] + ox * p[{P_SX}] * p[{xw}], n0 + {j}u < p[{Q_PIX}]);",
-            xn = P_XS,
-            xh = P_XS + 2,
-            xw = P_XS + 3,
-        );
-        if j < 7 {
-            let _ = writeln!(s, "  ox = ox + 1u;\n  if (ox == p[{P_OW}]) {{ ox = 0u; oy = oy + 1u; if (oy == p[{P_OH}]) {{ oy = 0u; bi = bi + 1u; }} }}");
-        }
-    }
-    let _ = write!(
-        s,
-        "}}\nfn b_elem(k: u32, i: u32) -> f16 {{\n  let o = boff[i];\n  if (o == 0xffffffffu || k >= p[{Q_K}]) {{ return f16(0.0); }}\n  return b[k * p[{xc}] + o];\n}}\n",
-        xc = P_XS + 1,
-    );
-    s
-}
-
 /// The direct kernel's declarations: A and B as float16, the bias, the
 /// epilogue's operands, the output; `emit` drops the padding's rows and
 /// columns and stores through `put` (nchw: m is the channel, n the pixel;
@@ -369,7 +323,6 @@ mod tests {
         OperandDesc::new(DataType::Float16, s.to_vec())
     }
 
-    #[derive(Debug)]
     struct Case {
         x: [usize; 4],
         w: [usize; 4],
@@ -426,22 +379,20 @@ mod tests {
     const OIHW: Conv2dFilterLayout = Conv2dFilterLayout::Oihw;
 
     /// Each case's path: (the im2col gather, a packed filter), and every
-    /// kernel validates and writes SPIR-V; a 1x1 without padding that cannot
-    /// read its input in place gathers it inside the product (no im2col).
+    /// kernel validates and writes SPIR-V.
     #[test]
     fn float16_convolutions_take_the_direct_kernel_in_place_or_gathered() {
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, half_store: true, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
         let cases = [
             // 3x3 padded, oihw K = 288: gathered input, filter in place.
             (Case { x: [1, 32, 14, 14], w: [48, 32, 3, 3], y: [1, 48, 14, 14], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] }, true, false),
             // 1x1 on 8x8 pixels: both in place.
             (Case { x: [2, 32, 8, 8], w: [24, 32, 1, 1], y: [2, 24, 8, 8], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] }, false, false),
-            // 1x1 on 7x7 pixels, and strided 1x1 (batch 2, K = 40 packed
-            // to 48): gathered in the product.
-            (Case { x: [1, 64, 7, 7], w: [32, 64, 1, 1], y: [1, 32, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] }, false, false),
-            (Case { x: [2, 40, 14, 14], w: [24, 40, 1, 1], y: [2, 24, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [2, 2] }, false, true),
-            // A padded 1x1: the im2col dispatch.
+            // 1x1 on 7x7 pixels, strided 1x1 (batch 2, K = 40 packed to 48),
+            // padded 1x1: gathered.
+            (Case { x: [1, 64, 7, 7], w: [32, 64, 1, 1], y: [1, 32, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] }, true, false),
+            (Case { x: [2, 40, 14, 14], w: [24, 40, 1, 1], y: [2, 24, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [2, 2] }, true, true),
             (Case { x: [1, 32, 7, 7], w: [32, 32, 1, 1], y: [1, 32, 9, 9], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] }, true, false),
             // A stem: K = 147, 20 channels: packed.
             (Case { x: [1, 3, 20, 20], w: [20, 3, 7, 7], y: [1, 20, 10, 10], nhwc: false, fl: OIHW, padding: [3; 4], strides: [2, 2] }, true, true),
@@ -454,8 +405,6 @@ mod tests {
             let coop: Vec<&String> = texts.iter().filter(|t| t.starts_with(MARKER)).collect();
             assert_eq!(coop.len(), 1, "{texts:?}");
             assert!(coop[0].contains("direct"));
-            let in_product = c.w[2] == 1 && c.w[3] == 1 && c.padding == [0; 4] && !c.nhwc && (c.strides != [1, 1] || c.y[2] * c.y[3] % 8 != 0);
-            assert_eq!(coop[0].contains("= b_elem("), in_product, "{c:?}");
             validate_coop(coop[0]);
             assert_eq!(texts.len(), 1 + usize::from(*gathered));
             for t in texts.iter().filter(|t| !t.starts_with(MARKER)) {
@@ -489,7 +438,7 @@ mod tests {
     #[test]
     fn packing_follows_the_k_order() {
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, half_store: true, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
         // hwio [3, 3, 4, 20], nhwc: K = (ky, kx, ci) = 36 -> 48, 20 -> 24 rows.
         let c = Case { x: [1, 5, 5, 4], w: [3, 3, 4, 20], y: [1, 5, 5, 20], nhwc: true, fl: Conv2dFilterLayout::Hwio, padding: [1; 4], strides: [1, 1] };
         let (_, _, l) = lower(&c, true, &cx);
@@ -525,7 +474,7 @@ mod tests {
     fn fused_float16_epilogues_take_the_direct_kernel() {
         use crate::compile::fused::{Epilogue, FusedOp};
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, half_store: true, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
         let c = Case { x: [1, 32, 14, 14], w: [48, 32, 3, 3], y: [1, 48, 14, 14], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
         let a = attrs(&c);
         let (x, w, y, bias) = (h(&c.x), h(&c.w), h(&c.y), h(&[48]));
@@ -572,7 +521,7 @@ mod tests {
     #[test]
     fn long_k_splits_between_subgroups() {
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, half_store: true, limits: &limits };
+        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
         let c = Case { x: [1, 256, 7, 7], w: [64, 256, 3, 3], y: [1, 64, 7, 7], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
         let (texts, _, _) = lower(&c, true, &cx);
         let coop = texts.iter().find(|t| t.starts_with(MARKER)).unwrap();

@@ -49,7 +49,7 @@ const SUBGROUP: u32 = 32;
 /// Tile rows per band of the direct kernel's workgroup order (`Direct::wgsl`).
 const SWIZZLE: u32 = 8;
 /// Padding, in halves, of each row of the workgroup tiles.
-const PAD: u32 = 8;
+pub(super) const PAD: u32 = 8;
 
 /// A workgroup tile of the cooperative core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +106,7 @@ impl CoopTile {
     }
 
     /// Floats of the direct kernel's staging area: a fragment per subgroup.
-    fn stage_len(self) -> u32 {
+    pub(super) fn stage_len(self) -> u32 {
         self.sgm * self.sgn * self.ks * 256
     }
 
@@ -409,14 +409,9 @@ pub(in crate::engine::gpu) struct Direct {
     /// A's k (B's k) is its contiguous axis.
     pub a_k_fast: bool,
     pub b_k_fast: bool,
-    /// B is gathered, not loaded: each K step, every lane of a subgroup reads
-    /// its eight elements of each B fragment (`fn b_elem(k, i) -> f16`, the
-    /// element at row k and the lane's column i, as `fn b_prep(slot, n0)` set
-    /// them up for the fragment's columns from n0) into the subgroup's area of
-    /// workgroup memory, from which the fragment loads (`b_k_fast` is then
-    /// false). For a 1x1 convolution whose pixel rows are not 16-byte aligned
-    /// or which has strides, so no separate im2col dispatch is needed.
-    pub b_gather: bool,
+    /// A and B are bound as `array<vec4<f16>>` and staged through workgroup
+    /// memory on `wide_tile`'s tile (`wide.rs`; long products).
+    pub wide: bool,
 }
 
 impl Direct {
@@ -462,7 +457,7 @@ impl Direct {
     /// for MobileNetV2's K 576 at 14x14 (42 workgroups). With it float16
     /// ResNet-50 1.68-1.73 -> 1.56-1.68 ms, MobileNetV2 unchanged (three
     /// interleaved rounds).
-    fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
+    pub(super) fn pick(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> Option<CoopTile> {
         let l = cx.limits;
         let dim = l.max_compute_workgroups_per_dimension as usize;
         let fits = |t: CoopTile| {
@@ -499,26 +494,6 @@ impl Direct {
         [wanted, CoopTile::DIRECT_SMALL, CoopTile::DIRECT].into_iter().find(|&t| fits(t))
     }
 
-    /// Whether the tile of an M x N x K product repeated `batches` times leaves
-    /// room in workgroup memory for the gathered B fragments (`b_gather`):
-    /// two per B fragment of each subgroup (one written while the other is
-    /// read).
-    pub fn gather_fits(m: usize, n: usize, k: usize, batches: usize, cx: &Cx) -> bool {
-        Direct::gather_tile(Direct::pick(m, n, k, batches, cx), k)
-            .is_some_and(|t| t.stage_len() * 4 + gather_len(t) * 2 <= cx.limits.max_compute_workgroup_storage_size)
-    }
-
-    /// `b_gather`'s tile: `pick`'s with K split between as many subgroups as
-    /// divide K's steps (so every subgroup makes the same passes, each with
-    /// a barrier; cooperative operations want uniform control flow).
-    fn gather_tile(t: Option<CoopTile>, k: usize) -> Option<CoopTile> {
-        let mut t = t?;
-        while !(k / 16).is_multiple_of(t.ks as usize) {
-            t.ks /= 2;
-        }
-        Some(t)
-    }
-
     /// Adds the dispatch (call only where `fits`); arguments as `launch`'s.
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
@@ -534,10 +509,7 @@ impl Direct {
         writes: Vec<Buf>,
         cx: &Cx,
     ) -> Result<()> {
-        let mut tile = Direct::pick(m, n, k, batches, cx);
-        if self.b_gather {
-            tile = Direct::gather_tile(tile, k);
-        }
+        let tile = if self.wide { Direct::wide_tile(m, n, k, batches, cx) } else { Direct::pick(m, n, k, batches, cx) };
         let tile = tile.ok_or_else(|| {
             crate::error::WebnnError::Operation("internal: the direct cooperative GEMM chosen where no tile fits".into())
         })?;
@@ -557,8 +529,8 @@ impl Direct {
         s.push_str("enable f16;\nenable wgpu_cooperative_matrix;\n");
         s.push_str(decls);
         let _ = writeln!(s, "var<workgroup> stage: array<f32, {}>;", t.stage_len());
-        if self.b_gather {
-            let _ = writeln!(s, "var<workgroup> bst: array<f16, {}>;", gather_len(t));
+        if self.wide {
+            self.wide_decls(&mut s, t);
         }
         let _ = writeln!(
             s,
@@ -578,12 +550,14 @@ impl Direct {
             fm16 = t.fm * 16,
             fn16 = t.fn_ * 16,
         );
-        // Nominal fragment origins and the clamped ones the loads use.
+        // Nominal fragment origins and the clamped ones the loads use (the
+        // staged tiles repeat the last rows and columns instead).
+        let clamp = |v: &str, lim: &str| if self.wide { v.to_string() } else { format!("min({v}, {lim} - 16u)") };
         for i in 0..t.fm {
-            let _ = writeln!(s, "  let am{i} = fm0 + {}u;\n  let ar{i} = min(am{i}, rows - 16u);", i * 16);
+            let _ = writeln!(s, "  let am{i} = fm0 + {}u;\n  let ar{i} = {};", i * 16, clamp(&format!("am{i}"), "rows"));
         }
         for j in 0..t.fn_ {
-            let _ = writeln!(s, "  let bm{j} = fn0 + {}u;\n  let bc{j} = min(bm{j}, cols - 16u);", j * 16);
+            let _ = writeln!(s, "  let bm{j} = fn0 + {}u;\n  let bc{j} = {};", j * 16, clamp(&format!("bm{j}"), "cols"));
         }
         for i in 0..t.fm {
             for j in 0..t.fn_ {
@@ -622,8 +596,8 @@ impl Direct {
                 }
             }
         };
-        if self.b_gather {
-            self.gather_loop(&mut s, t, la);
+        if self.wide {
+            self.wide_loop(&mut s, t, la, lb);
         } else {
             let _ = writeln!(s, "  var k = slice * 16u;");
             if t.fm * t.fn_ == 1 {
@@ -645,83 +619,21 @@ impl Direct {
         }
         let _ = writeln!(
             s,
-            "    let am = fm0 + (f / {fn_}u) * 16u;\n    let ar = min(am, rows - 16u);\n\
-             \x20   let bm = fn0 + (f % {fn_}u) * 16u;\n    let bc = min(bm, cols - 16u);\n\
+            "    let am = fm0 + (f / {fn_}u) * 16u;\n    let ar = {ar};\n\
+             \x20   let bm = fn0 + (f % {fn_}u) * 16u;\n    let bc = {bc};\n\
              \x20   for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
              \x20     let x = slice * {SUBGROUP}u + lane + e * {step}u;\n      let row = ar + x / 16u;\n      let col = bc + x % 16u;\n\
              \x20     if (row >= am && col >= bm && row < rows && col < cols) {{ emit(row, col, {sum}); }}\n    }}\n\
              \x20   workgroupBarrier();\n  }}",
             fn_ = t.fn_,
+            ar = clamp("am", "rows"),
+            bc = clamp("bm", "cols"),
             mine = 256 / (SUBGROUP * t.ks),
             step = SUBGROUP * t.ks,
         );
         s.push_str("}\n");
         s
     }
-
-    /// The K loop of `b_gather` (left open, as `wgsl`'s; `gather_tile`'s K
-    /// split divides K's steps, so every subgroup makes the same passes).
-    /// Each lane holds row `lane / 2`, columns `(lane % 2) * 8` .. + 8 of its
-    /// subgroup's B fragments in registers: a pass stores them into one of
-    /// two buffers, waits at the barrier, starts reading the next step's
-    /// elements, then loads the fragments and multiplies while those reads
-    /// are in flight (a buffer is written again only after the next pass's
-    /// barrier, so after its loads).
-    fn gather_loop(self, s: &mut String, t: CoopTile, la: &str) {
-        let area = t.fn_ * 256;
-        let half = gather_len(t) / 2;
-        let _ = writeln!(s, "  let gk = lane / 2u;\n  let gn = (lane % 2u) * 8u;");
-        for j in 0..t.fn_ {
-            let _ = writeln!(s, "  b_prep({j}u, bc{j} + gn);");
-        }
-        let fetch = |s: &mut String, indent: &str, k: &str| {
-            for j in 0..t.fn_ {
-                for e in 0..8 {
-                    let _ = writeln!(s, "{indent}g{j}_{e} = b_elem({k} + gk, {}u);", j * 8 + e);
-                }
-            }
-        };
-        for j in 0..t.fn_ {
-            for e in 0..8 {
-                let _ = writeln!(s, "  var g{j}_{e} = f16(0.0);");
-            }
-        }
-        fetch(s, "  ", "slice * 16u");
-        let _ = writeln!(
-            s,
-            "  let passes = depth / {}u;\n\
-             \x20 for (var it = 0u; it < passes; it = it + 1u) {{\n\
-             \x20   let k = (it * {ks}u + slice) * 16u;\n\
-             \x20   let buf = (it % 2u) * {half}u + sg * {area}u;",
-            16 * t.ks,
-            ks = t.ks,
-        );
-        for i in 0..t.fm {
-            let _ = writeln!(s, "    let a_{i} = {la}<coop_mat16x16<f16, A>>(&a[a_at(ar{i}, k)], pa);");
-        }
-        for j in 0..t.fn_ {
-            for e in 0..8 {
-                let _ = writeln!(s, "    bst[buf + {}u + gk * 16u + gn + {e}u] = g{j}_{e};", j * 256);
-            }
-        }
-        let _ = writeln!(s, "    workgroupBarrier();\n    if (it + 1u < passes) {{");
-        fetch(s, "      ", &format!("k + {}u", 16 * t.ks));
-        s.push_str("    }\n");
-        for j in 0..t.fn_ {
-            let _ = writeln!(s, "    let b_{j} = coopLoadT<coop_mat16x16<f16, B>>(&bst[buf + {}u], 16u);", j * 256);
-        }
-        for i in 0..t.fm {
-            for j in 0..t.fn_ {
-                let _ = writeln!(s, "    c{i}_{j} = coopMultiplyAdd(a_{i}, b_{j}, c{i}_{j});");
-            }
-        }
-    }
-}
-
-/// Halves of the gathered B fragments' workgroup area (`Direct::b_gather`):
-/// two buffers of each subgroup's B fragments.
-fn gather_len(t: CoopTile) -> u32 {
-    2 * (t.threads() / SUBGROUP) * t.fn_ * 256
 }
 
 /// Parses, validates and writes SPIR-V for a cooperative kernel, as wgpu does
@@ -783,7 +695,7 @@ mod tests {
     }
 
     fn cx(limits: &wgpu::Limits, coop: bool) -> Cx<'_> {
-        Cx { int64: false, f64: false, coop_f16: coop, coop_staged: coop, half_store: coop, limits }
+        Cx { int64: false, f64: false, coop_f16: coop, coop_staged: coop, wide: crate::config::GpuWide::Default, half_store: coop, limits }
     }
 
     #[test]
@@ -870,7 +782,7 @@ mod tests {
         for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8), wide, pair] {
             for ak in [false, true] {
                 for (bk, half) in [(false, false), (false, true), (true, false), (true, true)] {
-                    let src = Direct { a_k_fast: ak, b_k_fast: bk, b_gather: false }.wgsl(&decls(ak, bk, half), t);
+                    let src = Direct { a_k_fast: ak, b_k_fast: bk, wide: false }.wgsl(&decls(ak, bk, half), t);
                     assert!(src.starts_with(MARKER));
                     // Row-major A where its k is contiguous, column-major B likewise.
                     assert_eq!(src.contains("coopLoadT<coop_mat16x16<f16, A>>"), ak, "{src}");

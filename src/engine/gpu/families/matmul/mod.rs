@@ -19,6 +19,7 @@
 
 pub(in crate::engine::gpu) mod coop;
 pub(super) mod tiled;
+mod wide;
 
 use std::fmt::Write;
 
@@ -92,6 +93,17 @@ fn batch_strides(shape: &[usize], out: &[usize], matrix: usize) -> Result<Vec<us
     Ok(strides)
 }
 
+/// How `decls` binds A and B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ab {
+    /// 32-bit words (the tiled and staged cores' `ld_a`/`ld_b` decode them).
+    Words,
+    /// `array<f16>`: the direct kernel's fragment loads.
+    Half,
+    /// `array<vec4<f16>>`: the direct kernel staging its operands (`wide.rs`).
+    Wide,
+}
+
 fn too_large() -> WebnnError {
     WebnnError::Operation("build: tensor too large for the GPU engine".into())
 }
@@ -100,9 +112,11 @@ fn too_large() -> WebnnError {
 /// (its storage); `stages`: the fused epilogue, whose residual operands follow
 /// C among the bindings.
 /// `direct`: for the direct cooperative kernel (`coop::Direct`), A and B bound as
-/// `array<f16>`, with the element indices and pitches it loads fragments by.
+/// `array<f16>` (as `array<vec4<f16>>` where it stages them, `Ab::Wide`), with the
+/// element indices and pitches it loads fragments by.
 /// `out`: how the output is stored (`Lowering::word_output`).
-fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool, out: Elems) -> String {
+fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], ab: Ab, out: Elems) -> String {
+    let direct = ab != Ab::Words;
     let mut s = String::from(out.enable());
     s.push_str(PRELUDE);
     let mut b = 0;
@@ -110,9 +124,13 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool, out: E
         let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
         b += 1;
     };
-    let ab = if direct { "f16" } else { "u32" };
-    bind(&mut s, "a", "read", ab);
-    bind(&mut s, "b", "read", ab);
+    let ty = match ab {
+        Ab::Words => "u32",
+        Ab::Half => "f16",
+        Ab::Wide => "vec4<f16>",
+    };
+    bind(&mut s, "a", "read", ty);
+    bind(&mut s, "b", "read", ty);
     if c.is_some() {
         bind(&mut s, "c", "read", "u32");
     }
@@ -123,11 +141,17 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], direct: bool, out: E
     bind(&mut s, "p", "read", "u32");
     s.push_str(&extra_loads(stages, st));
     s.push_str(&epilogue_wgsl(stages, P_ZERO));
+    if ab == Ab::Wide {
+        s.push_str(
+            "fn ld_a(i: u32) -> f32 { return f32(a[i >> 2u][i & 3u]); }\nfn ld_b(i: u32) -> f32 { return f32(b[i >> 2u][i & 3u]); }\n",
+        );
+    } else if direct {
+        s.push_str("fn ld_a(i: u32) -> f32 { return f32(a[i]); }\nfn ld_b(i: u32) -> f32 { return f32(b[i]); }\n");
+    }
     if direct {
         let _ = write!(
             s,
-            "fn ld_a(i: u32) -> f32 {{ return f32(a[i]); }}\nfn ld_b(i: u32) -> f32 {{ return f32(b[i]); }}\n\
-             fn a_at(m: u32, k: u32) -> u32 {{ return base_a + m * p[{P_SAM}] + k * p[{P_SAK}]; }}\n\
+            "fn a_at(m: u32, k: u32) -> u32 {{ return base_a + m * p[{P_SAM}] + k * p[{P_SAK}]; }}\n\
              fn b_at(k: u32, n: u32) -> u32 {{ return base_b + k * p[{P_SBK}] + n * p[{P_SBN}]; }}\n\
              fn a_pitch() -> u32 {{ return max(p[{P_SAM}], p[{P_SAK}]); }}\n\
              fn b_pitch() -> u32 {{ return max(p[{P_SBK}], p[{P_SBN}]); }}\n"
@@ -302,13 +326,15 @@ fn lower_product(
     let strides: Vec<usize> =
         [P_SAM, P_SAK, P_SBK, P_SBN].into_iter().chain(P_BSA..P_BSB + BATCH_DIMS).map(|i| p[i] as usize).collect();
     if t == DataType::Float16 && coop::Direct::fits(m, n, k, batches, &strides, cx) {
-        let direct = coop::Direct { a_k_fast: lhs_k_fast, b_k_fast: rhs_k_fast, b_gather: false };
-        direct.launch(&decls(st, cs, stages, true, elems), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
+        let wide = coop::Direct::wide_tile(m, n, k, batches, cx).is_some();
+        let direct = coop::Direct { a_k_fast: lhs_k_fast, b_k_fast: rhs_k_fast, wide };
+        let ab = if wide { Ab::Wide } else { Ab::Half };
+        direct.launch(&decls(st, cs, stages, ab, elems), &mut l, m, n, k, batches, p, reads, vec![words], cx)?;
     } else {
         let core = Core {
             first: "a",
-            decls: decls(st, cs, stages, false, elems),
-            partial_decls: (elems == Elems::Half).then(|| decls(st, cs, stages, false, Elems::Words)),
+            decls: decls(st, cs, stages, Ab::Words, elems),
+            partial_decls: (elems == Elems::Half).then(|| decls(st, cs, stages, Ab::Words, Elems::Words)),
             lhs_k_fast,
             rhs_k_fast,
         };
@@ -336,8 +362,8 @@ mod tests {
                             }
                             let core = Core {
                                 first: "a",
-                                decls: decls(st, c, &stages, false, out),
-                                partial_decls: (out == Elems::Half).then(|| decls(st, c, &stages, false, Elems::Words)),
+                                decls: decls(st, c, &stages, Ab::Words, out),
+                                partial_decls: (out == Elems::Half).then(|| decls(st, c, &stages, Ab::Words, Elems::Words)),
                                 lhs_k_fast: lk,
                                 rhs_k_fast: !lk,
                             };

@@ -97,12 +97,16 @@ impl CoopTile {
         self.sgm * self.sgn * self.ks * SUBGROUP
     }
 
-    /// Workgroup bytes: both f16 tiles (padded rows, either layout) and the f32
-    /// staging areas.
+    /// Workgroup bytes: both f16 tiles and the f32 staging areas.
     fn shared_bytes(self) -> u32 {
+        self.tile_bytes() + self.sgm * self.sgn * 256 * 4
+    }
+
+    /// Bytes of one A and one B tile of BK (padded rows, either layout).
+    pub(super) fn tile_bytes(self) -> u32 {
         let a = (self.bm() * (self.bk + PAD)).max(self.bk * (self.bm() + PAD));
         let b = (self.bn() * (self.bk + PAD)).max(self.bk * (self.bn() + PAD));
-        (a + b) * 2 + self.sgm * self.sgn * 256 * 4
+        (a + b) * 2
     }
 
     /// Floats of the direct kernel's staging area: a fragment per subgroup.

@@ -46,7 +46,7 @@ impl Side {
     fn new(a: bool, t: CoopTile, k_fast: bool) -> Side {
         Side { name: if a { 'a' } else { 'b' }, rows: if a { t.bm() } else { t.bn() }, k_fast, bk: t.bk }
     }
-    /// Halves per row of the tile (padded).
+    /// Halves per row of the tile (padded, as `CoopTile::tile_bytes` counts).
     fn pitch(&self) -> u32 {
         if self.k_fast { self.bk + PAD } else { self.rows + PAD }
     }
@@ -84,8 +84,8 @@ impl Direct {
         };
         let l = cx.limits;
         let threads = t.threads();
-        let shared = t.stage_len() * 4 + 2 * 2 * (Side::new(true, t, true).len().max(Side::new(true, t, false).len()))
-            + 2 * 2 * (Side::new(false, t, true).len().max(Side::new(false, t, false).len()));
+        // The staging area and two buffers of each tile.
+        let shared = t.stage_len() * 4 + 2 * t.tile_bytes();
         let dim = l.max_compute_workgroups_per_dimension as usize;
         let ok = t.sgm * t.sgn * t.fm * t.fn_ > 0
             && t.bk % 16 == 0
@@ -124,14 +124,10 @@ impl Direct {
                 let per = if d.k_fast { d.bk / 8 } else { d.rows / 8 };
                 let _ = writeln!(
                     s,
-                    "  let {n}lr{c} = (li + {o}u) / {per}u;\n  let {n}lc{c} = ((li + {o}u) % {per}u) * 8u;\n  let {n}lo{c} = {at};\n  var g{n}{c}_0 = vec4<f16>();\n  var g{n}{c}_1 = vec4<f16>();",
+                    "  let {n}lr{c} = (li + {o}u) / {per}u;\n  let {n}lc{c} = ((li + {o}u) % {per}u) * 8u;\n  let {n}lo{c} = {n}lr{c} * {pitch}u + {n}lc{c};\n  var g{n}{c}_0 = vec4<f16>();\n  var g{n}{c}_1 = vec4<f16>();",
                     n = d.name,
                     o = c * threads,
-                    at = if d.k_fast {
-                        d.at(&format!("{}lr{c}", d.name), &format!("{}lc{c}", d.name))
-                    } else {
-                        d.at(&format!("{}lc{c}", d.name), &format!("{}lr{c}", d.name))
-                    },
+                    pitch = d.pitch(),
                 );
                 let g = if d.k_fast {
                     format!("min({x} + {n}lr{c}, {lim} - 1u), {n}lc{c}", n = d.name)

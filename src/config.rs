@@ -59,7 +59,8 @@ pub const LOG: Var = Var {
     description: "comma-separated words: `info` prints the machine the CPU engine detected (model, instruction set, \
                   caches) and the blocking it derived, the GPU adapters found, the one chosen and each GPU graph's \
                   compile time to stderr, `debug` also each pipeline compiled; `gpu-profile` runs each GPU dispatch \
-                  in its own timed pass and prints per-dispatch times every 100 computes (read once)",
+                  in its own timed pass and prints per-dispatch times every 100 computes; `kernels=DIR` writes the WGSL \
+                  text of each GPU pipeline compiled to DIR as `<hash>.wgsl`, the hash `debug` prints (read once)",
 };
 
 pub const GPU_FORCE_NONE: Var = Var {
@@ -187,6 +188,16 @@ fn parse_log(s: &str) -> (LogLevel, bool) {
     (level, profile)
 }
 
+/// `LOG`'s `kernels=DIR`: where each compiled GPU kernel's text is written.
+pub fn gpu_kernel_dir() -> Option<&'static std::path::Path> {
+    static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| parse_kernel_dir(&read(&LOG).unwrap_or_default())).as_deref()
+}
+
+fn parse_kernel_dir(s: &str) -> Option<std::path::PathBuf> {
+    s.split(',').map(str::trim).find_map(|w| w.strip_prefix("kernels=")).filter(|d| !d.is_empty()).map(Into::into)
+}
+
 pub fn log_level() -> LogLevel {
     log_words().0
 }
@@ -308,6 +319,10 @@ mod tests {
         assert_eq!(parse_log("info"), (LogLevel::Info, false));
         assert_eq!(parse_log("gpu-profile, DEBUG"), (LogLevel::Debug, true));
         assert_eq!(parse_log("off"), (LogLevel::Off, false));
+        assert_eq!(parse_log("debug,kernels=/tmp/K"), (LogLevel::Debug, false));
+        assert_eq!(parse_kernel_dir("debug, kernels=/tmp/Kernels "), Some("/tmp/Kernels".into()));
+        assert_eq!(parse_kernel_dir("debug,kernels="), None);
+        assert_eq!(parse_kernel_dir("info"), None);
     }
 
     #[test]

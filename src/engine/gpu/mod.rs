@@ -280,9 +280,19 @@ impl Shared {
             compilation_options: Default::default(),
             cache: self.disk.as_ref().map(|d| &d.cache),
         });
+        let hash = crate::config::gpu_kernel_dir().map(|dir| {
+            // FNV-1a: a name for the text, stable across processes.
+            let hash = source.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+            let file = dir.join(format!("{hash:016x}.wgsl"));
+            if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, source)) {
+                log(LogLevel::Info, || format!("GPU kernel text not written to {}: {e}", file.display()));
+            }
+            hash
+        });
         log(LogLevel::Debug, || {
             format!(
-                "GPU pipeline compiled in {:.1} ms ({} bytes of WGSL, {compiled_len} without unused functions; the shader module {:.1} ms)",
+                "GPU pipeline{} compiled in {:.1} ms ({} bytes of WGSL, {compiled_len} without unused functions; the shader module {:.1} ms)",
+                hash.map_or(String::new(), |h| format!(" {h:016x}")),
                 started.elapsed().as_secs_f64() * 1e3,
                 source.len(),
                 translated.duration_since(started).as_secs_f64() * 1e3

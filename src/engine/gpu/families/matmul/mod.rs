@@ -100,7 +100,8 @@ enum Ab {
     Words,
     /// `array<f16>`: the direct kernel's fragment loads.
     Half,
-    /// `array<vec4<f16>>`: the direct kernel staging its operands (`wide.rs`).
+    /// `array<vec4<u32>>`, eight halves an element: the direct kernel staging
+    /// its operands (`wide.rs`).
     Wide,
 }
 
@@ -112,7 +113,7 @@ fn too_large() -> WebnnError {
 /// (its storage); `stages`: the fused epilogue, whose residual operands follow
 /// C among the bindings.
 /// `direct`: for the direct cooperative kernel (`coop::Direct`), A and B bound as
-/// `array<f16>` (as `array<vec4<f16>>` where it stages them, `Ab::Wide`), with the
+/// `array<f16>` (as `array<vec4<u32>>` where it stages them, `Ab::Wide`), with the
 /// element indices and pitches it loads fragments by.
 /// `out`: how the output is stored (`Lowering::word_output`).
 fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], ab: Ab, out: Elems) -> String {
@@ -127,7 +128,7 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], ab: Ab, out: Elems) 
     let ty = match ab {
         Ab::Words => "u32",
         Ab::Half => "f16",
-        Ab::Wide => "vec4<f16>",
+        Ab::Wide => "vec4<u32>",
     };
     bind(&mut s, "a", "read", ty);
     bind(&mut s, "b", "read", ty);
@@ -143,7 +144,8 @@ fn decls(st: Storage, c: Option<Storage>, stages: &[Stage], ab: Ab, out: Elems) 
     s.push_str(&epilogue_wgsl(stages, P_ZERO));
     if ab == Ab::Wide {
         s.push_str(
-            "fn ld_a(i: u32) -> f32 { return f32(a[i >> 2u][i & 3u]); }\nfn ld_b(i: u32) -> f32 { return f32(b[i >> 2u][i & 3u]); }\n",
+            "fn ld_a(i: u32) -> f32 { return unpack2x16float(a[i >> 3u][(i >> 1u) & 3u])[i & 1u]; }\n\
+             fn ld_b(i: u32) -> f32 { return unpack2x16float(b[i >> 3u][(i >> 1u) & 3u])[i & 1u]; }\n",
         );
     } else if direct {
         s.push_str("fn ld_a(i: u32) -> f32 { return f32(a[i]); }\nfn ld_b(i: u32) -> f32 { return f32(b[i]); }\n");

@@ -3,9 +3,10 @@
 //! of 1024 or more and at least 264 workgroups: large matmul and gemm), the
 //! workgroup copies each pass's A and B tiles (`bk` of K) from the operands into
 //! workgroup memory, eight halves per invocation and load (the operands bound as
-//! `array<vec4<f16>>`, two loads; naga turns no 32-bit word into two halves
-//! without a conversion), and its subgroups load their fragments from there
-//! instead of each loading every fragment it needs from the operands. The next
+//! `array<vec4<u32>>`: one 16-byte load), stored as two `vec4<f16>` (the tiles
+//! are `array<vec4<f16>>`; the fragment loads' stride counts those), and its
+//! subgroups load their fragments from there instead of each loading every
+//! fragment it needs from the operands. The next
 //! pass's tiles are read into registers before the products of this one and
 //! stored after them, into the second of two buffers, so one barrier per pass
 //! separates the writes from the reads.
@@ -14,6 +15,15 @@
 //! rows of m or n per k), rows padded by 8 halves. Rows of A past M and columns
 //! of B past N repeat the last ones (fragments stay at their nominal places and
 //! the epilogue drops what lies past M and N).
+//!
+//! What the copy's stores cost (H100, float16 4096^3 per product over a chain
+//! of 20, 2026-12-07, two interleaved rounds in one call): with the tiles as
+//! `array<f16>`, sixteen 2-byte stores per load, 102-115 TFLOP/s; as
+//! `array<vec4<f16>>`, two 8-byte stores, 180-214. Tiles of `vec4<u32>`
+//! (the load stored as it came, fragments loaded from 32-bit words) fail in
+//! NVIDIA's compiler ("NVVM compilation failed"), and naga has no
+//! `bitcast<vec4<f16>>` of two words (it types the result as `vec2<f32>`), so
+//! the halves go through `unpack2x16float` and back (exact).
 
 use std::fmt::Write;
 
@@ -28,9 +38,12 @@ use crate::engine::gpu::plan::Cx;
 /// of 2 x 4 115, both with 16 of K per pass 85-89; the direct kernel's 2 x 2
 /// subgroups of 4 x 4 fragments staged 91 (one round: 128 accumulator
 /// registers per invocation beside the staging registers). 8192^3: 104 -> 114.
+/// (All with the tiles' 2-byte stores; see the module's notes.)
 const WIDE: CoopTile = CoopTile::LARGE;
 /// Whether long products are staged unless `config::gpu_wide` says otherwise.
 const BY_DEFAULT: bool = true;
+/// Halves per element of the workgroup tiles (`array<vec4<f16>>`).
+const PER: u32 = 4;
 
 /// One operand's tile in workgroup memory.
 struct Side {
@@ -58,9 +71,12 @@ impl Side {
     fn loads(&self) -> u32 {
         self.rows * self.bk / 8
     }
-    /// The offset in one buffer of the element at row `r` (m or n) and `k`.
+    /// The offset in one buffer, in elements of the workgroup array (four
+    /// halves), of the element at row `r` (m or n) and `k` (both multiples of
+    /// eight).
     fn at(&self, r: &str, k: &str) -> String {
-        if self.k_fast { format!("({r}) * {}u + {k}", self.pitch()) } else { format!("({k}) * {}u + {r}", self.pitch()) }
+        let units = self.pitch() / PER;
+        if self.k_fast { format!("({r}) * {units}u + ({k}) / {PER}u") } else { format!("({k}) * {units}u + ({r}) / {PER}u") }
     }
 }
 
@@ -105,7 +121,7 @@ impl Direct {
     /// Declarations of the staged kernel's workgroup tiles (two buffers each).
     pub(super) fn wide_decls(self, s: &mut String, t: CoopTile) {
         for d in [Side::new(true, t, self.a_k_fast), Side::new(false, t, self.b_k_fast)] {
-            let _ = writeln!(s, "var<workgroup> w{}: array<f16, {}>;", d.name, 2 * d.len());
+            let _ = writeln!(s, "var<workgroup> w{}: array<vec4<f16>, {}>;", d.name, 2 * d.len() / PER);
         }
     }
 
@@ -121,13 +137,13 @@ impl Direct {
         for d in &sides {
             let (x, lim) = if d.name == 'a' { ("tm", "rows") } else { ("tn", "cols") };
             for c in 0..d.loads() / threads {
-                let per = if d.k_fast { d.bk / 8 } else { d.rows / 8 };
                 let _ = writeln!(
                     s,
-                    "  let {n}lr{c} = (li + {o}u) / {per}u;\n  let {n}lc{c} = ((li + {o}u) % {per}u) * 8u;\n  let {n}lo{c} = {n}lr{c} * {pitch}u + {n}lc{c};\n  var g{n}{c}_0 = vec4<f16>();\n  var g{n}{c}_1 = vec4<f16>();",
+                    "  let {n}lr{c} = (li + {o}u) / {row}u;\n  let {n}lc{c} = ((li + {o}u) % {row}u) * 8u;\n  let {n}lo{c} = {n}lr{c} * {units}u + {n}lc{c} / {PER}u;\n  var g{n}{c} = vec4<u32>();",
                     n = d.name,
                     o = c * threads,
-                    pitch = d.pitch(),
+                    row = if d.k_fast { d.bk / 8 } else { d.rows / 8 },
+                    units = d.pitch() / PER,
                 );
                 let g = if d.k_fast {
                     format!("min({x} + {n}lr{c}, {lim} - 1u), {n}lc{c}", n = d.name)
@@ -146,7 +162,7 @@ impl Direct {
                     } else {
                         format!("b_at({k} + {n}lg{c}.y, {n}lg{c}.x)")
                     };
-                    let _ = writeln!(s, "{indent}let {n}v{c} = ({at}) / 4u;\n{indent}g{n}{c}_0 = {n}[{n}v{c}];\n{indent}g{n}{c}_1 = {n}[{n}v{c} + 1u];");
+                    let _ = writeln!(s, "{indent}g{n}{c} = {n}[({at}) / 8u];");
                 }
             }
         };
@@ -154,17 +170,18 @@ impl Direct {
             for (d, buf) in sides.iter().zip(bufs) {
                 for c in 0..d.loads() / threads {
                     let n = d.name;
-                    for h in 0..2 {
-                        for (e, x) in ["x", "y", "z", "w"].into_iter().enumerate() {
-                            let _ = writeln!(s, "{indent}w{n}[{buf} + {n}lo{c} + {}u] = g{n}{c}_{h}.{x};", h * 4 + e);
-                        }
+                    for (h, (x, y)) in [("x", "y"), ("z", "w")].into_iter().enumerate() {
+                        let _ = writeln!(
+                            s,
+                            "{indent}w{n}[{buf} + {n}lo{c} + {h}u] = vec4<f16>(vec2<f16>(unpack2x16float(g{n}{c}.{x})), vec2<f16>(unpack2x16float(g{n}{c}.{y})));"
+                        );
                     }
                 }
             }
         };
         fetch(s, "  ", "0u");
         put(s, "  ", ["0u", "0u"]);
-        let (alen, blen) = (sides[0].len(), sides[1].len());
+        let (alen, blen) = (sides[0].len() / PER, sides[1].len() / PER);
         let _ = writeln!(
             s,
             "  workgroupBarrier();\n  let passes = depth / {bk}u;\n\
@@ -179,11 +196,11 @@ impl Direct {
             let kq = format!("{}u", q * 16);
             for i in 0..t.fm {
                 let at = sides[0].at(&format!("lm + {}u", i * 16), &kq);
-                let _ = writeln!(s, "    let a{q}_{i} = {la}<coop_mat16x16<f16, A>>(&wa[ca + {at}], {}u);", sides[0].pitch());
+                let _ = writeln!(s, "    let a{q}_{i} = {la}<coop_mat16x16<f16, A>>(&wa[ca + {at}], {}u);", sides[0].pitch() / PER);
             }
             for j in 0..t.fn_ {
                 let at = sides[1].at(&format!("ln + {}u", j * 16), &kq);
-                let _ = writeln!(s, "    let b{q}_{j} = {lb}<coop_mat16x16<f16, B>>(&wb[cb + {at}], {}u);", sides[1].pitch());
+                let _ = writeln!(s, "    let b{q}_{j} = {lb}<coop_mat16x16<f16, B>>(&wb[cb + {at}], {}u);", sides[1].pitch() / PER);
             }
             for i in 0..t.fm {
                 for j in 0..t.fn_ {
@@ -222,7 +239,7 @@ mod tests {
                     let d = Direct { a_k_fast: ak, b_k_fast: bk, wide: true };
                     let src = d.wgsl(&decls(Storage::F16, Some(Storage::F16), &stages, Ab::Wide, Elems::Half), t);
                     // Every fragment from the workgroup tiles, none from the operands.
-                    assert!(src.contains("var<workgroup> wa: array<f16"), "{src}");
+                    assert!(src.contains("var<workgroup> wa: array<vec4<f16>"), "{src}");
                     assert!(!src.contains("(&a[") && !src.contains("(&b["), "{src}");
                     assert_eq!(src.matches("= coopMultiplyAdd(").count() as u32, t.fm * t.fn_ * t.bk / 16, "{src}");
                     if i == 0 || stages.is_empty() {
@@ -262,3 +279,4 @@ mod tests {
         assert_eq!(Direct::wide_tile(4096, 4096, 4096, 1, &cx(&limits, GpuWide::Tile([8, 8, 1, 1, 16]))), None);
     }
 }
+

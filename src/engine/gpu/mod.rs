@@ -307,7 +307,9 @@ impl Shared {
 /// rounds) the kernels take 40-330 ms each to compile (ResNet-50: 21 kernels,
 /// 3.4-3.8 s in all): 8 threads in the texts' order built ResNet-50 in 612-693
 /// ms and MobileNetV2 in 478-548, longest first 460-553 / 314-363, longest
-/// first on 16 threads 391-425 / 285-362 (the longest kernel alone 270-330).
+/// first on 16 threads 391-425 / 285-362 (the longest kernel alone 270-330;
+/// since the tiled core's text holds its epilogue once, 2026-12-07 on an H100:
+/// ResNet-50 211-263 ms, MobileNetV2 222-241).
 const COMPILE_THREADS: usize = 16;
 
 /// wgpu's suballocation blocks: device-local ones from 8 MiB, host-visible

@@ -414,14 +414,33 @@ impl Core {
             t.slices,
             bk = t.bk
         );
-        fetch(&mut s, "  ");
-        s.push_str("  for (var st = 0u; st < rounds; st = st + 1u) {\n");
+        // One text of the loads, the stores and the products (NVIDIA's compiler
+        // takes a time that grows with the kernel's unrolled length): round st
+        // fetches its registers, multiplies the tile that round st - 1 stored
+        // (while the loads are in flight), then stores its own.
+        let _ = writeln!(s, "  for (var st = 0u; st <= rounds; st = st + 1u) {{\n    if (st < rounds) {{");
+        fetch(&mut s, "      ");
+        let _ = writeln!(s, "      k0 = k0 + {}u;\n    }}\n    if (st > 0u) {{", t.slices * t.bk);
+        let _ = writeln!(s, "      for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);
+        let _ = writeln!(s, "        let oa = ta + kk * {sa}u + ty;\n        let ob = tb + kk * {sb}u + tx;");
+        for i in 0..t.tm {
+            let _ = writeln!(s, "        let a{i} = tile_a[oa + {}u];", i * rm);
+        }
+        for j in 0..t.tn {
+            let _ = writeln!(s, "        let b{j} = tile_b[ob + {}u];", j * cn);
+        }
+        for i in 0..t.tm {
+            for j in 0..t.tn {
+                let _ = writeln!(s, "        c{i}_{j} = c{i}_{j} + a{i} * b{j};");
+            }
+        }
+        s.push_str("      }\n    }\n    workgroupBarrier();\n    if (st < rounds) {\n");
         for d in &sides {
             for i in 0..d.rows * t.bk / per {
                 let (ki, ri) = index(d, i);
                 let _ = writeln!(
                     s,
-                    "    {tile}[{base} + ({ki}) * {stride}u + {ri}] = {reg}{i};",
+                    "      {tile}[{base} + ({ki}) * {stride}u + {ri}] = {reg}{i};",
                     tile = d.tile,
                     base = d.base,
                     stride = d.stride,
@@ -429,50 +448,57 @@ impl Core {
                 );
             }
         }
-        let _ = writeln!(s, "    workgroupBarrier();\n    k0 = k0 + {}u;\n    if (st + 1u < rounds) {{", t.slices * t.bk);
-        fetch(&mut s, "      ");
-        s.push_str("    }\n");
-        let _ = writeln!(s, "    for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);
-        let _ = writeln!(s, "      let oa = ta + kk * {sa}u + ty;\n      let ob = tb + kk * {sb}u + tx;");
-        for i in 0..t.tm {
-            let _ = writeln!(s, "      let a{i} = tile_a[oa + {}u];", i * rm);
-        }
-        for j in 0..t.tn {
-            let _ = writeln!(s, "      let b{j} = tile_b[ob + {}u];", j * cn);
-        }
-        for i in 0..t.tm {
-            for j in 0..t.tn {
-                let _ = writeln!(s, "      c{i}_{j} = c{i}_{j} + a{i} * b{j};");
-            }
-        }
         s.push_str("    }\n    workgroupBarrier();\n  }\n");
-        // Slices hand their sums to slice 0 one at a time.
-        for other in 1..t.slices {
-            let _ = writeln!(s, "  if (sl == {other}u) {{");
+        let accs = t.tm * t.tn;
+        // Element f of a thread's accumulators lies at row (f / tn) * rm and
+        // column (f % tn) * cn of its place in the tile.
+        let dy = |f: &str| format!("(({f}) / {}u) * {rm}u", t.tn);
+        let dx = |f: &str| format!("(({f}) % {}u) * {cn}u", t.tn);
+        if t.slices > 1 {
+            // The slices' sums, in slice order, collected in `red` (element
+            // (f, thread) at f * per + thread), then written out by every
+            // invocation of the workgroup, the epilogue's text once.
+            s.push_str("  if (sl == 0u) {\n");
             for i in 0..t.tm {
                 for j in 0..t.tn {
                     let _ = writeln!(s, "    red[{}u + lj] = c{i}_{j};", (i * t.tn + j) * per);
                 }
             }
-            s.push_str("  }\n  workgroupBarrier();\n  if (sl == 0u) {\n");
+            s.push_str("  }\n  workgroupBarrier();\n");
+            let _ = writeln!(s, "  for (var o = 1u; o < {}u; o = o + 1u) {{\n    if (sl == o) {{", t.slices);
             for i in 0..t.tm {
                 for j in 0..t.tn {
-                    let _ = writeln!(s, "    c{i}_{j} = c{i}_{j} + red[{}u + lj];", (i * t.tn + j) * per);
+                    let at = (i * t.tn + j) * per;
+                    let _ = writeln!(s, "      red[{at}u + lj] = red[{at}u + lj] + c{i}_{j};");
                 }
             }
-            s.push_str("  }\n  workgroupBarrier();\n");
-        }
-        s.push_str("  if (sl != 0u) { return; }\n");
-        for i in 0..t.tm {
-            let _ = writeln!(s, "  let row{i} = m0 + ty + {}u;\n  if (row{i} < rows) {{", i * rm);
-            for j in 0..t.tn {
-                let _ = writeln!(
-                    s,
-                    "    let col{i}_{j} = n0 + tx + {}u;\n    if (col{i}_{j} < cols) {{ put_c(row{i}, col{i}_{j}, c{i}_{j}); }}",
-                    j * cn
-                );
+            s.push_str("    }\n    workgroupBarrier();\n  }\n");
+            let f = format!("idx / {per}u");
+            let _ = writeln!(
+                s,
+                "  for (var e = 0u; e < {}u; e = e + 1u) {{\n    let idx = e * {threads}u + li;\n    let l = idx % {per}u;\n\
+                 \x20   let row = m0 + l / {cn}u + {};\n    let col = n0 + l % {cn}u + {};\n\
+                 \x20   if (row < rows && col < cols) {{ put_c(row, col, red[idx]); }}\n  }}",
+                accs * per / threads,
+                dy(&f),
+                dx(&f),
+            );
+        } else {
+            // A loop over the accumulators, a `switch` picking each (the
+            // epilogue's text once instead of once per accumulator).
+            let _ = writeln!(s, "  for (var f = 0u; f < {accs}u; f = f + 1u) {{\n    var v = 0.0;\n    switch f {{");
+            for i in 0..t.tm {
+                for j in 0..t.tn {
+                    let _ = writeln!(s, "      case {}u: {{ v = c{i}_{j}; }}", i * t.tn + j);
+                }
             }
-            s.push_str("  }\n");
+            let _ = writeln!(
+                s,
+                "      default: {{}}\n    }}\n    let row = m0 + ty + {};\n    let col = n0 + tx + {};\n\
+                 \x20   if (row < rows && col < cols) {{ put_c(row, col, v); }}\n  }}",
+                dy("f"),
+                dx("f"),
+            );
         }
         s.push_str("}\n");
         s
@@ -519,6 +545,8 @@ mod tests {
             assert_eq!(per % t.bk, 0, "{t:?}");
             assert_eq!(per % t.bm, 0, "{t:?}");
             assert_eq!(per % t.bn, 0, "{t:?}");
+            // The epilogue's loop over `red` gives each invocation whole elements.
+            assert_eq!((t.tm * t.tn) % t.slices, 0, "{t:?}");
             assert!(t.threads() <= 256 && t.shared_bytes() <= 16384, "{t:?}");
         }
     }

@@ -254,32 +254,7 @@ impl Shared {
 
     fn compile(&self, source: &str) -> wgpu::ComputePipeline {
         let started = std::time::Instant::now();
-        let text = wgsl::without_unused_functions(source);
-        let compiled_len = text.len();
-        // SAFETY: bounds checks stay on; the engine's shaders contain only loops
-        // whose bounds are constants (see wgsl.rs), so they terminate without
-        // wgpu's forced loop bounding.
-        let module = unsafe {
-            self.device.create_shader_module_trusted(
-                wgpu::ShaderModuleDescriptor {
-                    label: Some("webnn kernel"),
-                    source: wgpu::ShaderSource::Wgsl(text),
-                },
-                wgpu::ShaderRuntimeChecks {
-                    force_loop_bounding: false,
-                    ..wgpu::ShaderRuntimeChecks::checked()
-                },
-            )
-        };
-        let translated = std::time::Instant::now();
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("webnn kernel"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: self.disk.as_ref().map(|d| &d.cache),
-        });
+        let (pipeline, compiled_len, translated) = kernel_pipeline(&self.device, source, self.disk.as_ref().map(|d| &d.cache));
         let hash = crate::config::gpu_kernel_dir().map(|dir| {
             // FNV-1a: a name for the text, stable across processes.
             let hash = source.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
@@ -295,11 +270,45 @@ impl Shared {
                 hash.map_or(String::new(), |h| format!(" {h:016x}")),
                 started.elapsed().as_secs_f64() * 1e3,
                 source.len(),
-                translated.duration_since(started).as_secs_f64() * 1e3
+                translated.as_secs_f64() * 1e3
             )
         });
         pipeline
     }
+}
+
+/// The compute pipeline of an engine kernel's WGSL, as builds create it: the
+/// text without the functions it never calls, wgpu's bounds checks on and its
+/// forced loop bounding off. Also returns the length of the text compiled and
+/// the time wgpu took to translate it (the rest is the driver's). Public for
+/// `examples/kernel_compile.rs`, which times kernels alone.
+pub fn kernel_pipeline(
+    device: &wgpu::Device,
+    source: &str,
+    cache: Option<&wgpu::PipelineCache>,
+) -> (wgpu::ComputePipeline, usize, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let text = wgsl::without_unused_functions(source);
+    let len = text.len();
+    // SAFETY: bounds checks stay on; the engine's loops end on their own (their
+    // bounds are constants, or counters compared with `<` against a bound read
+    // once; see wgsl.rs), so they terminate without wgpu's forced loop bounding.
+    let module = unsafe {
+        device.create_shader_module_trusted(
+            wgpu::ShaderModuleDescriptor { label: Some("webnn kernel"), source: wgpu::ShaderSource::Wgsl(text) },
+            wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() },
+        )
+    };
+    let translated = started.elapsed();
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("webnn kernel"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache,
+    });
+    (pipeline, len, translated)
 }
 
 /// Threads compiling one build's pipelines at most. On an H200's host (16

@@ -26,8 +26,11 @@
 //! accuracy WGSL leaves loose (exp: 3 + 2|x| ULP; pow: exp2(y log2 x),
 //! undefined for x < 0; sin and cos: absolute 2^-11 on [-pi, pi] only).
 //!
-//! Loops: every loop's bound is a constant (rank 8, 4 lanes, 32 exponent bits),
-//! so the shaders are created without wgpu's forced loop bounding.
+//! Loops: every loop's bound is a constant (rank 8, 4 lanes, 32 exponent bits)
+//! or, in the matrix products, a count read once from the parameters that a
+//! counter stepping by one is compared with by `<` (never `<=`, which a bound
+//! of the largest u32 would never end), so the shaders are created without
+//! wgpu's forced loop bounding.
 //!
 //! Shaders depend on data types, operator and the broadcast pattern, never on
 //! shapes: sizes and strides travel in a small storage buffer, so the engine's

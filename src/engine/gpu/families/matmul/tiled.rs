@@ -417,8 +417,10 @@ impl Core {
         // One text of the loads, the stores and the products (NVIDIA's compiler
         // takes a time that grows with the kernel's unrolled length): round st
         // fetches its registers, multiplies the tile that round st - 1 stored
-        // (while the loads are in flight), then stores its own.
-        let _ = writeln!(s, "  for (var st = 0u; st <= rounds; st = st + 1u) {{\n    if (st < rounds) {{");
+        // (while the loads are in flight), then stores its own. The bound is
+        // `rounds + 1u`, not `st <= rounds`, so the loop ends whatever `rounds`
+        // is (forced loop bounding is off, wgsl.rs).
+        let _ = writeln!(s, "  for (var st = 0u; st < rounds + 1u; st = st + 1u) {{\n    if (st < rounds) {{");
         fetch(&mut s, "      ");
         let _ = writeln!(s, "      k0 = k0 + {}u;\n    }}\n    if (st > 0u) {{", t.slices * t.bk);
         let _ = writeln!(s, "      for (var kk = 0u; kk < {}u; kk = kk + 1u) {{", t.bk);

@@ -290,9 +290,9 @@ pub fn kernel_pipeline(
     let started = std::time::Instant::now();
     let text = wgsl::without_unused_functions(source);
     let len = text.len();
-    // SAFETY: bounds checks stay on; the engine's loops end on their own (their
-    // bounds are constants, or counters compared with `<` against a bound read
-    // once; see wgsl.rs), so they terminate without wgpu's forced loop bounding.
+    // SAFETY: bounds checks stay on; the engine's loops end on their own (wgsl.rs
+    // says which bounds they have), so they terminate without wgpu's forced loop
+    // bounding.
     let module = unsafe {
         device.create_shader_module_trusted(
             wgpu::ShaderModuleDescriptor { label: Some("webnn kernel"), source: wgpu::ShaderSource::Wgsl(text) },

@@ -26,10 +26,12 @@
 //! accuracy WGSL leaves loose (exp: 3 + 2|x| ULP; pow: exp2(y log2 x),
 //! undefined for x < 0; sin and cos: absolute 2^-11 on [-pi, pi] only).
 //!
-//! Loops: every loop's bound is a constant (rank 8, 4 lanes, 32 exponent bits)
-//! or, in the matrix products, a count read once from the parameters that a
-//! counter stepping by one is compared with by `<` (never `<=`, which a bound
-//! of the largest u32 would never end), so the shaders are created without
+//! Loops: every loop's bound is a constant (rank 8, 4 lanes, 32 exponent bits),
+//! a halving down to zero, or a count read from the parameters (a reduction's
+//! length, a product's rounds of K) that a counter stepping up by a constant
+//! is compared with by `<` (never `<=`, which a bound of the largest u32 would
+//! never end); those counts are element counts of bound buffers or less, far
+//! below where the counter could wrap. So the shaders are created without
 //! wgpu's forced loop bounding.
 //!
 //! Shaders depend on data types, operator and the broadcast pattern, never on

@@ -594,4 +594,23 @@ mod tests {
         validate(&core.reduce_wgsl(false));
         validate(&core.reduce_wgsl(true));
     }
+
+    /// NVIDIA's compile time grows with the kernel's unrolled length (H100,
+    /// 2026-12-07: the slowest ResNet-50 kernel 210-260 ms with the loads
+    /// written twice and the epilogue once per accumulator, 102-113 with each
+    /// once), so each tile's main function calls the family's loads and its
+    /// epilogue from one place.
+    #[test]
+    fn loads_and_epilogue_appear_once_per_kernel() {
+        let core = stand_in(true, false);
+        for t in Tile::ALL {
+            let text = core.text(&core.decls, true, t, false);
+            let main = &text[text.find("fn main(").unwrap()..];
+            let per = t.threads() / t.slices;
+            assert_eq!(main.matches("put_c(").count(), 1, "{t:?}\n{main}");
+            assert_eq!(main.matches("load_a(").count() as u32, t.bm * t.bk / per, "{t:?}\n{main}");
+            assert_eq!(main.matches("load_b(").count() as u32, t.bn * t.bk / per, "{t:?}\n{main}");
+            assert_eq!(main.matches("workgroupBarrier()").count(), if t.slices > 1 { 4 } else { 2 }, "{t:?}\n{main}");
+        }
+    }
 }

@@ -413,7 +413,7 @@ pub(in crate::engine::gpu) struct Direct {
     /// A's k (B's k) is its contiguous axis.
     pub a_k_fast: bool,
     pub b_k_fast: bool,
-    /// A and B are bound as `array<vec4<f16>>` and staged through workgroup
+    /// A and B are bound as `array<vec4<u32>>` and staged through workgroup
     /// memory on `wide_tile`'s tile (`wide.rs`; long products).
     pub wide: bool,
 }

@@ -18,7 +18,7 @@
 //!
 //! What the copy's stores cost (H100, float16 4096^3 per product over a chain
 //! of 20, 2026-12-07, two interleaved rounds in one call): with the tiles as
-//! `array<f16>`, sixteen 2-byte stores per load, 102-115 TFLOP/s; as
+//! `array<f16>`, sixteen 2-byte stores per load, 102-113 TFLOP/s; as
 //! `array<vec4<f16>>`, two 8-byte stores, 180-214. Tiles of `vec4<u32>`
 //! (the load stored as it came, fragments loaded from 32-bit words) fail in
 //! NVIDIA's compiler ("NVVM compilation failed"), and naga has no

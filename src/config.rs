@@ -80,7 +80,9 @@ pub const GPU_FEATURES: Var = Var {
                   products and convolutions on the tiled kernels); `wide=off` loads the direct cooperative kernel's fragments of long \
                   products (K of 1024 or more, 264 or more 128x128 tiles) straight from the operands instead of staging them through workgroup memory, \
                   `wide=on` stages them, `wide=2x2x4x4/32` stages them with another tile (subgroups and fragments along M and N, K per pass; \
-                  the default 2x4x4x2/32); `coop` opens them with cooperative matrices on any adapter that \
+                  the default 2x4x4x2/32); `split=T/KS/S` sets the direct kernel's K split for shorter products (convolutions): \
+                  tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
+                  one-fragment subgroups running S steps of K per pass (the default 528/8/2); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
@@ -293,6 +295,30 @@ fn parse_wide(s: &str) -> GpuWide {
     GpuWide::Default
 }
 
+/// The direct cooperative kernel's K split for short products
+/// (`families::matmul::coop::Direct::pick`): subgroups it aims for, the most
+/// subgroups splitting one tile's K, and K steps per pass of a one-fragment
+/// subgroup (`split=528/8/2`, the default). Read once.
+pub fn gpu_split() -> [u32; 3] {
+    static SPLIT: OnceLock<[u32; 3]> = OnceLock::new();
+    *SPLIT.get_or_init(|| read(&GPU_FEATURES).map_or(SPLIT_DEFAULT, |s| parse_split(&s)))
+}
+
+pub const SPLIT_DEFAULT: [u32; 3] = [528, 8, 2];
+
+fn parse_split(s: &str) -> [u32; 3] {
+    for w in parse_words(s) {
+        let Some(v) = w.strip_prefix("split=") else { continue };
+        let nums: Vec<u32> = v.split('/').filter_map(|n| n.parse().ok()).collect();
+        if let [t, ks, steps] = nums[..] {
+            if t > 0 && ks.is_power_of_two() && ks <= 32 && (1..=8).contains(&steps) {
+                return [t, ks, steps];
+            }
+        }
+    }
+    SPLIT_DEFAULT
+}
+
 pub fn require_gpu() -> bool {
     read(&REQUIRE_GPU).as_deref() == Some("1")
 }
@@ -343,6 +369,10 @@ mod tests {
         // A malformed tile is ignored (the default), as unknown words are.
         assert_eq!(parse_wide("wide=2x4x4/32"), GpuWide::Default);
         assert_eq!(parse_wide("wide=default"), GpuWide::Default);
+        assert_eq!(parse_split("no-coop, split=1056/16/4"), [1056, 16, 4]);
+        assert_eq!(parse_split("split=1056/12/4"), SPLIT_DEFAULT);
+        assert_eq!(parse_split("split=0/8/2"), SPLIT_DEFAULT);
+        assert_eq!(parse_split(""), SPLIT_DEFAULT);
     }
 
     /// Every .rs file under src/ but this one: none may name a variable, so that

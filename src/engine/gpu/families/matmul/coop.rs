@@ -484,9 +484,10 @@ impl Direct {
                 t = pair;
             }
             let groups = t.groups(m, n, batches);
-            while t.ks < 8 && steps >= 4 * t.ks as usize && groups.saturating_mul(t.ks as usize) < 528 {
+            let [target, most, _] = crate::config::gpu_split();
+            while t.ks < most && steps >= 4 * t.ks as usize && groups.saturating_mul(t.ks as usize) < target as usize {
                 let wider = CoopTile { ks: t.ks * 2, ..t };
-                if wider.threads() > 256 || !fits(wider) {
+                if wider.threads() > 32 * most.max(8) || !fits(wider) {
                     break;
                 }
                 t = wider;
@@ -604,8 +605,9 @@ impl Direct {
             self.wide_loop(&mut s, t, la, lb);
         } else {
             let _ = writeln!(s, "  var k = slice * 16u;");
-            if t.fm * t.fn_ == 1 {
-                pass(&mut s, 2, &format!("k + {kstep}u < depth"));
+            let per = crate::config::gpu_split()[2];
+            if t.fm * t.fn_ == 1 && per > 1 {
+                pass(&mut s, per, &format!("k + {}u < depth", kstep * (per - 1)));
                 s.push_str("  }\n");
             }
             pass(&mut s, 1, "k < depth");
@@ -627,12 +629,13 @@ impl Direct {
              \x20   let bm = fn0 + (f % {fn_}u) * 16u;\n    let bc = {bc};\n\
              \x20   for (var e = 0u; e < {mine}u; e = e + 1u) {{\n\
              \x20     let x = slice * {SUBGROUP}u + lane + e * {step}u;\n      let row = ar + x / 16u;\n      let col = bc + x % 16u;\n\
-             \x20     if (row >= am && col >= bm && row < rows && col < cols) {{ emit(row, col, {sum}); }}\n    }}\n\
+             \x20     if ({all}row >= am && col >= bm && row < rows && col < cols) {{ emit(row, col, {sum}); }}\n    }}\n\
              \x20   workgroupBarrier();\n  }}",
             fn_ = t.fn_,
             ar = clamp("am", "rows"),
             bc = clamp("bm", "cols"),
-            mine = 256 / (SUBGROUP * t.ks),
+            mine = 256u32.div_ceil(SUBGROUP * t.ks),
+            all = if SUBGROUP * t.ks > 256 { "x < 256u && " } else { "" },
             step = SUBGROUP * t.ks,
         );
         s.push_str("}\n");
@@ -783,7 +786,7 @@ mod tests {
         let split = |ks| CoopTile { ks, ..CoopTile::DIRECT_SPLIT };
         let wide = CoopTile { fm: 2, fn_: 2, ks: 4, ..CoopTile::DIRECT_SPLIT };
         let pair = CoopTile { fn_: 2, ks: 2, ..CoopTile::DIRECT_SPLIT };
-        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8), wide, pair] {
+        for t in [CoopTile::DIRECT, CoopTile::DIRECT_SMALL, CoopTile::LARGE, CoopTile::SMALL, split(1), split(2), split(8), split(16), split(32), wide, pair] {
             for ak in [false, true] {
                 for (bk, half) in [(false, false), (false, true), (true, false), (true, true)] {
                     let src = Direct { a_k_fast: ak, b_k_fast: bk, wide: false }.wgsl(&decls(ak, bk, half), t);

@@ -234,6 +234,14 @@ pub(super) struct Cx<'a> {
     pub limits: &'a wgpu::Limits,
 }
 
+#[cfg(test)]
+impl<'a> Cx<'a> {
+    /// A device with none of the optional features and `limits` (tests).
+    pub fn plain(limits: &'a wgpu::Limits) -> Cx<'a> {
+        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits }
+    }
+}
+
 pub(super) fn not_supported(op: &Op, t: DataType) -> WebnnError {
     WebnnError::NotSupported(format!(
         "build: the GPU engine does not support {} on {} yet",

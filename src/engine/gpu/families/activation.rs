@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn lowering_rejects_what_it_cannot_run() {
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: true, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx { int64: true, ..Cx::plain(&limits) };
         let x = OperandDesc::new(DataType::Float16, vec![3, 70]);
         let l = lower(&Op::Softmax { axis: 1 }, &[(0, &x)], &[(1, &x)], &cx).unwrap().unwrap();
         // One workgroup per row, then the float16 packing.

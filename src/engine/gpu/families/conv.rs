@@ -897,7 +897,7 @@ mod tests {
         use crate::graph::DataType;
         use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, ConvTranspose2dAttrs, ConvTranspose2dFilterLayout};
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
         let (x, w, y) = (d(&[1, 4, 5, 5]), d(&[6, 4, 3, 3]), d(&[1, 6, 5, 5]));
         let conv = Op::Conv2d(Conv2dAttrs {
@@ -957,7 +957,7 @@ mod tests {
         use crate::graph::DataType;
         use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout};
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         let d = |s: &[usize]| OperandDesc::new(DataType::Float32, s.to_vec());
         let conv = |k: usize, strides: [usize; 2], padding: [usize; 4], groups: usize, layout: InputLayout| {
             let x = if layout == InputLayout::Nchw { d(&[1, 8, 11, 13]) } else { d(&[1, 11, 13, 8]) };

@@ -1058,7 +1058,7 @@ mod tests {
         let y = OperandDesc::new(DataType::Float32, vec![1, 1, 4, 4]);
         let op = Op::Resample2d { mode: InterpolationMode::Linear, axes: [2, 3] };
         for int64 in [false, true] {
-            let cx = Cx { int64, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+            let cx = Cx { int64, ..Cx::plain(&limits) };
             let l = lower(&op, &[(0, &x)], &[(1, &y)], &cx).unwrap().unwrap();
             assert_eq!(l.locals.len(), 1);
             // Without SHADER_INT64 the exact blend is emulated.
@@ -1067,7 +1067,7 @@ mod tests {
         }
         let x16 = OperandDesc::new(DataType::Float16, vec![1, 1, 2, 2]);
         let y16 = OperandDesc::new(DataType::Float16, vec![1, 1, 4, 4]);
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         assert!(lower(&op, &[(0, &x16)], &[(1, &y16)], &cx).unwrap().is_ok());
         let big = OperandDesc::new(DataType::Uint8, vec![1 << 31, 1]);
         let tri = Op::Triangular { upper: true, diagonal: 0 };

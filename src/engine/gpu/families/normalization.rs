@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn layer_normalization_walks_scale_in_axes_order() {
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         let x = OperandDesc::new(DataType::Float32, vec![2, 3, 4]);
         let p = OperandDesc::new(DataType::Float32, vec![4, 3]);
         let op = Op::LayerNormalization(LayerNormalization {

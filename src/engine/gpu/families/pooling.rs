@@ -430,7 +430,7 @@ mod tests {
             dilations: [1, 1],
         };
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         lower(&Op::Pool2d(p), &[(0, &x)], &[(1, &y)], &cx).unwrap()
     }
 

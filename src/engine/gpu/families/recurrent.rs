@@ -661,7 +661,7 @@ mod tests {
     }
 
     fn cx(limits: &wgpu::Limits) -> Cx<'_> {
-        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits }
+        Cx::plain(limits)
     }
 
     fn gru(steps: usize, hidden: usize, direction: RecurrentDirection, seq: bool) -> Op {

@@ -647,7 +647,7 @@ mod tests {
     #[test]
     fn lowering_picks_the_walk_and_rejects_what_the_core_does() {
         let limits = wgpu::Limits::default();
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         let x = d(DataType::Float16, &[3, 1000]);
         let op = Op::Reduce { kind: ReduceKind::Sum, axes: vec![1], keep_dimensions: false };
         let l = lower(&op, &[(0, &x)], &[(1, &d(DataType::Float16, &[3]))], &cx).unwrap().unwrap();

@@ -383,7 +383,7 @@ mod tests {
     #[test]
     fn float16_convolutions_take_the_direct_kernel_in_place_or_gathered() {
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
+        let cx = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
         let cases = [
             // 3x3 padded, oihw K = 288: gathered input, filter in place.
             (Case { x: [1, 32, 14, 14], w: [48, 32, 3, 3], y: [1, 48, 14, 14], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] }, true, false),
@@ -438,7 +438,7 @@ mod tests {
     #[test]
     fn packing_follows_the_k_order() {
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
+        let cx = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
         // hwio [3, 3, 4, 20], nhwc: K = (ky, kx, ci) = 36 -> 48, 20 -> 24 rows.
         let c = Case { x: [1, 5, 5, 4], w: [3, 3, 4, 20], y: [1, 5, 5, 20], nhwc: true, fl: Conv2dFilterLayout::Hwio, padding: [1; 4], strides: [1, 1] };
         let (_, _, l) = lower(&c, true, &cx);
@@ -474,7 +474,7 @@ mod tests {
     fn fused_float16_epilogues_take_the_direct_kernel() {
         use crate::compile::fused::{Epilogue, FusedOp};
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
+        let cx = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
         let c = Case { x: [1, 32, 14, 14], w: [48, 32, 3, 3], y: [1, 48, 14, 14], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
         let a = attrs(&c);
         let (x, w, y, bias) = (h(&c.x), h(&c.w), h(&c.y), h(&[48]));
@@ -521,7 +521,7 @@ mod tests {
     #[test]
     fn long_k_splits_between_subgroups() {
         let limits = limits();
-        let cx = Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: true, limits: &limits };
+        let cx = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
         let c = Case { x: [1, 256, 7, 7], w: [64, 256, 3, 3], y: [1, 64, 7, 7], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
         let (texts, _, _) = lower(&c, true, &cx);
         let coop = texts.iter().find(|t| t.starts_with(MARKER)).unwrap();

@@ -702,7 +702,7 @@ mod tests {
     }
 
     fn cx(limits: &wgpu::Limits, coop: bool) -> Cx<'_> {
-        Cx { int64: false, f64: false, coop_f16: coop, coop_staged: coop, wide: crate::config::GpuWide::Default, half_store: coop, limits }
+        Cx { coop_f16: coop, coop_staged: coop, half_store: coop, ..Cx::plain(limits) }
     }
 
     #[test]

@@ -556,7 +556,7 @@ mod tests {
     #[test]
     fn tiles_and_splits_follow_the_grid_size() {
         let limits = wgpu::Limits { max_compute_invocations_per_workgroup: 1024, max_compute_workgroup_size_x: 1024, ..Default::default() };
-        let cx = Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, half_store: false, limits: &limits };
+        let cx = Cx::plain(&limits);
         let pick = |m, n, k| Tile::pick(m, n, k, 1, &cx).unwrap();
         // A big product: 1024 large tiles, K whole.
         assert_eq!(pick(4096, 4096, 4096), (Tile::LARGE, 1));

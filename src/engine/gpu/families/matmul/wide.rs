@@ -222,7 +222,7 @@ mod tests {
     use crate::engine::gpu::wgsl::{Elems, Storage};
 
     fn cx(limits: &wgpu::Limits, wide: GpuWide) -> Cx<'_> {
-        Cx { int64: false, f64: false, coop_f16: true, coop_staged: false, wide, half_store: true, limits }
+        Cx { coop_f16: true, wide, half_store: true, ..Cx::plain(limits) }
     }
 
     #[test]

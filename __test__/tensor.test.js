@@ -109,6 +109,28 @@ test('the timeline: a write issued after a dispatch does not change it; chained 
   }
 })
 
+test('dispatch() and compute() interleaved on one graph, each dispatch on new tensors, the last ones destroyed', async (t) => {
+  // The GPU engine encodes the next dispatch's steps while the GPU runs the
+  // current one: they must bind none of the tensors of the call that made them.
+  for (const [device, context] of await deviceContexts(t)) {
+    const graph = await axpb(context)
+    const desc = { ...f32([2, 3]), writable: true, readable: true }
+    let previous = []
+    for (let i = 1; i <= 6; i++) {
+      const [a, b, y] = await Promise.all([context.createTensor(desc), context.createTensor(desc), context.createTensor(desc)])
+      for (const x of previous) x.destroy()
+      context.writeTensor(a, new Float32Array(6).fill(i))
+      context.writeTensor(b, ramp(6, 10 * i))
+      context.dispatch(graph, { a, b }, { y })
+      const got = new Float32Array(await context.readTensor(y))
+      t.deepEqual([...got], [...ramp(6, 10 * i)].map((v) => 2 * i + v), `${device} dispatch ${i}`)
+      const r = await context.compute(graph, { a: new Float32Array(6).fill(-i), b: ramp(6) }, { y: new Float32Array(6) })
+      t.deepEqual([...r.outputs.y], [...ramp(6)].map((v) => v - 2 * i), `${device} compute ${i}`)
+      previous = [a, b, y]
+    }
+  }
+})
+
 test('SharedArrayBuffer sources and destinations, bare buffers and views with offsets', async (t) => {
   const context = await cpu()
   const graph = await axpb(context)

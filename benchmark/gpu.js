@@ -23,6 +23,11 @@
 //   node benchmark/gpu.js --only none --matmul 2048        the matmul line alone
 //   node benchmark/gpu.js --dtype float16 --matmul 8192    float16 models; f16 matmul 8192
 //
+// --api both also times each GPU model through the current draft's tensors, as
+// ONNX Runtime Web's WebNN provider runs it (writeTensor of each input,
+// dispatch, await readTensor of the output into a buffer), interleaved with
+// compute() in rounds of 20 in the same process (`dispatch median` / `p90`).
+//
 // WEBNN_LOG=gpu-profile makes every plan print (to stderr, every 100 computes) the
 // mean GPU time of each dispatch from timestamp queries, their sum and span, and
 // the CPU time of encoding and submitting (each compute then waits for its
@@ -36,6 +41,8 @@ const DTYPE = arg('dtype', 'float32')
 if (DTYPE !== 'float32' && DTYPE !== 'float16') throw new Error(`--dtype: float32 or float16, not ${DTYPE}`)
 const HALF = DTYPE === 'float16'
 const TOLERANCE = HALF ? 3e-2 : 1e-3
+const API = arg('api', 'compute')
+if (API !== 'compute' && API !== 'both') throw new Error(`--api: compute or both, not ${API}`)
 
 /** Builds `net` on `context`; returns build time and a run() giving the output. */
 async function setup (context, net, data) {
@@ -48,8 +55,23 @@ async function setup (context, net, data) {
   const size = count(net.shape(out))
   let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, HALF ? toHalf(data[n]) : data[n].slice()]))
   let outputs = { [out]: HALF ? new Uint16Array(size) : new Float32Array(size) }
+  const tensors = {}
+  if (API === 'both') {
+    for (const i of net.inputs) {
+      tensors[i.name] = await context.createTensor({ dataType: DTYPE, shape: net.shape(i.name), writable: true })
+    }
+    tensors[out] = await context.createTensor({ dataType: DTYPE, shape: net.shape(out), readable: true })
+  }
+  const read = HALF ? new Uint16Array(size) : new Float32Array(size)
   return {
     buildMs,
+    /** writeTensor, dispatch, readTensor (--api both). */
+    async dispatch () {
+      for (const i of net.inputs) context.writeTensor(tensors[i.name], inputs[i.name])
+      context.dispatch(graph, Object.fromEntries(net.inputs.map((i) => [i.name, tensors[i.name]])), { [out]: tensors[out] })
+      await context.readTensor(tensors[out], read)
+      return read
+    },
     async run () {
       const r = await context.compute(graph, inputs, outputs)
       inputs = r.inputs
@@ -75,6 +97,23 @@ async function time (impl, iters, warmup) {
     t.push(Number(process.hrtime.bigint() - s) / 1e6)
   }
   return stats(t)
+}
+
+/** Timings of each of `fns`, run in turns of 20 calls each until every one
+ * has `iters` (after `warmup` calls of each). */
+async function interleaved (fns, iters, warmup) {
+  for (const f of fns) for (let i = 0; i < warmup; i++) await f()
+  const t = fns.map(() => [])
+  while (t[0].length < iters) {
+    for (let j = 0; j < fns.length; j++) {
+      for (let i = 0; i < 20 && t[j].length < iters; i++) {
+        const s = process.hrtime.bigint()
+        await fns[j]()
+        t[j].push(Number(process.hrtime.bigint() - s) / 1e6)
+      }
+    }
+  }
+  return t.map(stats)
 }
 
 /** `chain` products of an [s, s] input with one constant [s, s] weight, scaled
@@ -122,7 +161,15 @@ async function main () {
     const c = await setup(cpu, net, data)
     const err = relError(g.values(await g.run()), c.values(await c.run()))
     if (!(err <= TOLERANCE)) throw new Error(`${m.name} ${DTYPE}: GPU and CPU outputs disagree (max |gpu-cpu| / max |cpu| = ${err})`)
-    const sg = await time(g, iters, warmup)
+    let sg
+    let sd
+    if (API === 'both') {
+      const errD = relError(g.values(await g.dispatch()), c.values(await c.run()))
+      if (!(errD <= TOLERANCE)) throw new Error(`${m.name} ${DTYPE}: dispatch() output disagrees with the CPU's (${errD})`);
+      [sg, sd] = await interleaved([() => g.run(), () => g.dispatch()], iters, warmup)
+    } else {
+      sg = await time(g, iters, warmup)
+    }
     const gflop = net.gflop()
     rows.push({
       model: m.name,
@@ -134,7 +181,8 @@ async function main () {
       'gpu median': fmt(sg.median),
       'gpu p90': fmt(sg.p90),
       'gpu p99': fmt(sg.p99),
-      'GFLOP/s': gflop ? (gflop / sg.median * 1e3).toFixed(1) : '-'
+      'GFLOP/s': gflop ? (gflop / sg.median * 1e3).toFixed(1) : '-',
+      ...(sd ? { 'dispatch median': fmt(sd.median), 'dispatch p90': fmt(sd.p90) } : {})
     })
     console.log(JSON.stringify(rows.at(-1)))
   }

@@ -539,6 +539,10 @@ pub struct GpuPlan {
     /// output into its staging buffer), encoded while the previous compute ran
     /// on the GPU (or at build), so a compute only uploads and submits.
     encoded: Mutex<Option<(wgpu::CommandBuffer, wgpu::Buffer)>>,
+    /// The next `dispatch()`'s steps (no copies: those of the tensors are
+    /// encoded per call into command buffers of their own, submitted around
+    /// this one), encoded after each dispatch while the GPU runs it.
+    steps_encoded: Mutex<Option<wgpu::CommandBuffer>>,
     /// Computes submitted so far (for the debug log of the first ones).
     pub(super) computes: std::sync::atomic::AtomicU32,
     profile: Option<Profile>,
@@ -1134,6 +1138,7 @@ impl GpuPlan {
             staging_size,
             staging: Mutex::new(Vec::new()),
             encoded: Mutex::new(None),
+            steps_encoded: Mutex::new(None),
             computes: std::sync::atomic::AtomicU32::new(0),
             profile,
             coop_operators,
@@ -1312,17 +1317,29 @@ impl GpuPlan {
         let device = &self.shared.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("webnn dispatch") });
+        // The tensors' copies in command buffers of their own, the steps from
+        // the one encoded after the last dispatch (or now), in one submission:
+        // wgpu orders the command buffers of a submission and places the
+        // barriers between them.
+        let mut copy_in = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("webnn dispatch inputs") });
         for (t, (buffer, len)) in tin.iter().zip(&self.inputs) {
-            encoder.copy_buffer_to_buffer(&t.buffer, 0, buffer, 0, padded(*len));
+            copy_in.copy_buffer_to_buffer(&t.buffer, 0, buffer, 0, padded(*len));
         }
-        self.encode(&mut encoder);
+        let steps = self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| self.encode_steps());
+        let mut copy_out = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("webnn dispatch outputs") });
         for (t, (buffer, len, _)) in tout.iter().zip(&self.outputs) {
-            encoder.copy_buffer_to_buffer(buffer, 0, &t.buffer, 0, padded(*len));
+            copy_out.copy_buffer_to_buffer(buffer, 0, &t.buffer, 0, padded(*len));
         }
-        let submission = self.shared.queue.submit([encoder.finish()]);
+        let submission = self.shared.queue.submit([copy_in.finish(), steps, copy_out.finish()]);
         let st = state.clone();
         self.shared.queue.on_submitted_work_done(move || st.store(READY, Ordering::Release));
+        // Encode the next dispatch's steps while the GPU runs these.
+        {
+            let mut slot = self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_none() {
+                *slot = Some(self.encode_steps());
+            }
+        }
         scope_error(pollster::block_on(validation.pop()), "dispatch")?;
         scope_error(pollster::block_on(oom.pop()), "dispatch")?;
         Ok((submission, None))
@@ -1340,6 +1357,15 @@ impl GpuPlan {
             encoder.copy_buffer_to_buffer(buffer, 0, &staging, *offset, padded(*len));
         }
         (encoder.finish(), staging)
+    }
+
+    /// Every step, in a command buffer of its own (`dispatch()`).
+    fn encode_steps(&self) -> wgpu::CommandBuffer {
+        let mut encoder = self.shared.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("webnn dispatch"),
+        });
+        self.encode(&mut encoder);
+        encoder.finish()
     }
 
     /// Encodes the next compute's command buffer now, unless one is waiting.

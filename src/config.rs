@@ -82,7 +82,8 @@ pub const GPU_FEATURES: Var = Var {
                   `wide=on` stages them, `wide=2x2x4x4/32` stages them with another tile (subgroups and fragments along M and N, K per pass; \
                   the default 2x4x4x2/32); `split=T/KS/S` sets the direct kernel's K split for shorter products (convolutions): \
                   tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
-                  one-fragment subgroups running S steps of K per pass (the default 528/8/2); `coop` opens them with cooperative matrices on any adapter that \
+                  one-fragment subgroups running S steps of K per pass (the default 528/8/2); `spin=N`: the GPU thread polls for N \
+                  microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 0); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
@@ -304,6 +305,19 @@ pub fn gpu_split() -> [u32; 3] {
     *SPLIT.get_or_init(|| read(&GPU_FEATURES).map_or(SPLIT_DEFAULT, |s| parse_split(&s)))
 }
 
+/// Microseconds the GPU worker polls before it blocks (`spin=N`, at most
+/// 10000; 0, the default: it blocks at once). Read once.
+pub fn gpu_spin_us() -> u64 {
+    static SPIN: OnceLock<u64> = OnceLock::new();
+    *SPIN.get_or_init(|| read(&GPU_FEATURES).map_or(0, |s| parse_spin(&s)))
+}
+
+fn parse_spin(s: &str) -> u64 {
+    parse_words(s)
+        .find_map(|w| w.strip_prefix("spin=").and_then(|v| v.parse::<u64>().ok()))
+        .map_or(0, |v| v.min(10_000))
+}
+
 pub const SPLIT_DEFAULT: [u32; 3] = [528, 8, 2];
 
 fn parse_split(s: &str) -> [u32; 3] {
@@ -373,6 +387,9 @@ mod tests {
         assert_eq!(parse_split("split=1056/12/4"), SPLIT_DEFAULT);
         assert_eq!(parse_split("split=0/8/2"), SPLIT_DEFAULT);
         assert_eq!(parse_split(""), SPLIT_DEFAULT);
+        assert_eq!(parse_spin("spin=300"), 300);
+        assert_eq!(parse_spin("no-coop, spin=99999"), 10_000);
+        assert_eq!(parse_spin("spin=x"), 0);
     }
 
     /// Every .rs file under src/ but this one: none may name a variable, so that

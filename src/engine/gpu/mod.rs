@@ -551,6 +551,7 @@ impl GpuEngine {
             lost: lost.clone(),
             jobs: rx,
             pending: Vec::new(),
+            spin: std::time::Duration::from_micros(crate::config::gpu_spin_us()),
         };
         let thread = std::thread::Builder::new()
             .name("webnn-gpu".into())
@@ -767,6 +768,10 @@ struct Worker {
     lost: Arc<Mutex<Option<String>>>,
     jobs: Receiver<Work>,
     pending: Vec<Pending>,
+    /// How long the worker polls before it blocks, for the oldest
+    /// submission and, once none is in flight, for the next job
+    /// (`config::gpu_spin_us`; zero: it blocks at once).
+    spin: std::time::Duration,
 }
 
 impl Worker {
@@ -774,9 +779,27 @@ impl Worker {
         loop {
             // Take every job that is waiting; block only when nothing is in flight.
             let job = if self.pending.is_empty() {
-                match self.jobs.recv() {
-                    Ok(j) => Some(j),
-                    Err(_) => return, // the engine and all its plans are gone
+                let mut early = None;
+                if !self.spin.is_zero() {
+                    let start = std::time::Instant::now();
+                    while start.elapsed() < self.spin {
+                        match self.jobs.try_recv() {
+                            Ok(j) => {
+                                early = Some(j);
+                                break;
+                            }
+                            Err(mpsc::TryRecvError::Disconnected) => return,
+                            Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                        }
+                    }
+                }
+                if early.is_some() {
+                    early
+                } else {
+                    match self.jobs.recv() {
+                        Ok(j) => Some(j),
+                        Err(_) => return, // the engine and all its plans are gone
+                    }
                 }
             } else {
                 self.jobs.try_recv().ok()
@@ -882,6 +905,15 @@ impl Worker {
     /// results are mapped.
     fn wait_oldest(&mut self) {
         let index = self.pending[0].submission.clone();
+        if !self.spin.is_zero() {
+            let start = std::time::Instant::now();
+            while start.elapsed() < self.spin && self.pending[0].state.load(Ordering::Acquire) == WAITING {
+                if catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Poll))).map_or(true, |r| r.is_err()) {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
         let polled = catch_unwind(AssertUnwindSafe(|| {
             self.device.poll(wgpu::PollType::Wait {
                 submission_index: Some(index),

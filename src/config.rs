@@ -82,8 +82,9 @@ pub const GPU_FEATURES: Var = Var {
                   `wide=on` stages them, `wide=2x2x4x4/32` stages them with another tile (subgroups and fragments along M and N, K per pass; \
                   the default 2x4x4x2/32); `split=T/KS/S` sets the direct kernel's K split for shorter products (convolutions): \
                   tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
-                  one-fragment subgroups running S steps of K per pass (the default 528/8/2); `spin=N`: the GPU thread polls for N \
-                  microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 0); `coop` opens them with cooperative matrices on any adapter that \
+                  one-fragment subgroups running S steps of K per pass (the default 1056/16/2); `spin=N`: the GPU thread polls for N \
+                  microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 2000 \
+                  on a GPU, 0 on a CPU adapter such as lavapipe); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
@@ -299,26 +300,27 @@ fn parse_wide(s: &str) -> GpuWide {
 /// The direct cooperative kernel's K split for short products
 /// (`families::matmul::coop::Direct::pick`): subgroups it aims for, the most
 /// subgroups splitting one tile's K, and K steps per pass of a one-fragment
-/// subgroup (`split=528/8/2`, the default). Read once.
+/// subgroup (`split=1056/16/2`, the default). Read once.
 pub fn gpu_split() -> [u32; 3] {
     static SPLIT: OnceLock<[u32; 3]> = OnceLock::new();
     *SPLIT.get_or_init(|| read(&GPU_FEATURES).map_or(SPLIT_DEFAULT, |s| parse_split(&s)))
 }
 
-/// Microseconds the GPU worker polls before it blocks (`spin=N`, at most
-/// 10000; 0, the default: it blocks at once). Read once.
-pub fn gpu_spin_us() -> u64 {
-    static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| read(&GPU_FEATURES).map_or(0, |s| parse_spin(&s)))
+/// Microseconds the GPU worker polls before it blocks where `spin=N` says
+/// (at most 10000; 0: it blocks at once), else None (the engine's default:
+/// `engine::gpu::SPIN_US` on a GPU, none on a CPU adapter). Read once.
+pub fn gpu_spin_us() -> Option<u64> {
+    static SPIN: OnceLock<Option<u64>> = OnceLock::new();
+    *SPIN.get_or_init(|| read(&GPU_FEATURES).and_then(|s| parse_spin(&s)))
 }
 
-fn parse_spin(s: &str) -> u64 {
+fn parse_spin(s: &str) -> Option<u64> {
     parse_words(s)
         .find_map(|w| w.strip_prefix("spin=").and_then(|v| v.parse::<u64>().ok()))
-        .map_or(0, |v| v.min(10_000))
+        .map(|v| v.min(10_000))
 }
 
-pub const SPLIT_DEFAULT: [u32; 3] = [528, 8, 2];
+pub const SPLIT_DEFAULT: [u32; 3] = [1056, 16, 2];
 
 fn parse_split(s: &str) -> [u32; 3] {
     for w in parse_words(s) {
@@ -387,9 +389,11 @@ mod tests {
         assert_eq!(parse_split("split=1056/12/4"), SPLIT_DEFAULT);
         assert_eq!(parse_split("split=0/8/2"), SPLIT_DEFAULT);
         assert_eq!(parse_split(""), SPLIT_DEFAULT);
-        assert_eq!(parse_spin("spin=300"), 300);
-        assert_eq!(parse_spin("no-coop, spin=99999"), 10_000);
-        assert_eq!(parse_spin("spin=x"), 0);
+        assert_eq!(parse_spin("spin=300"), Some(300));
+        assert_eq!(parse_spin("no-coop, spin=99999"), Some(10_000));
+        assert_eq!(parse_spin("spin=0"), Some(0));
+        assert_eq!(parse_spin("spin=x"), None);
+        assert_eq!(parse_spin(""), None);
     }
 
     /// Every .rs file under src/ but this one: none may name a variable, so that

@@ -525,7 +525,7 @@ mod tests {
         let c = Case { x: [1, 256, 7, 7], w: [64, 256, 3, 3], y: [1, 64, 7, 7], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
         let (texts, _, _) = lower(&c, true, &cx);
         let coop = texts.iter().find(|t| t.starts_with(MARKER)).unwrap();
-        assert!(coop.contains("K split 8"), "{}", coop.lines().next().unwrap());
+        assert!(coop.contains("K split 16"), "{}", coop.lines().next().unwrap());
         validate_coop(coop);
     }
 }

@@ -438,9 +438,19 @@ impl Direct {
     /// where it makes 264 workgroups (two per H100/H200 multiprocessor), else
     /// `DIRECT_SMALL` where it makes 132. Everything else (convolutions above
     /// all) on `DIRECT_SPLIT`, one fragment per subgroup, K split between as
-    /// many subgroups (up to 8, each keeping 2 steps of K) as bring the
-    /// subgroups to 528. Where the device's limits allow it (its workgroup
-    /// memory is the staging area alone).
+    /// many subgroups (up to 16, each keeping 2 steps of K) as bring the
+    /// subgroups to 1056 (`config::gpu_split`). Where the device's limits
+    /// allow it (its workgroup memory is the staging area alone).
+    ///
+    /// The split's bounds (H100, 2026-12-07, float16 models, median of 200
+    /// computes, the `split=T/KS/S` word of `config::GPU_FEATURES`, two interleaved rounds in
+    /// one call): up to 8 subgroups and 528 in all (before) ResNet-50
+    /// 1.47-1.60 ms, up to 16 and 1056 1.27-1.32 (its 7x7 and 14x14 3x3
+    /// convolutions, K 4608 and 2304, split 16 ways: 18 and 9 steps per
+    /// subgroup instead of 36 and 18); MobileNetV2 0.77-0.88 and 0.85-0.90
+    /// (that machine's noise: with the worker's polling, `SPIN_US`, both
+    /// 0.66-0.69). 2112 subgroups: 1.50-1.78; four steps per pass with 1056/8:
+    /// 1.48-1.50.
     ///
     /// Measured on an H200 (2026-11-28, float16 models, 200 computes, two
     /// rounds; the tiled kernels: MobileNetV2 0.77-0.78 ms, ResNet-50
@@ -815,15 +825,15 @@ mod tests {
         assert_eq!(Direct::pick(1024, 1024, 1024, 1, &on), Some(CoopTile::DIRECT_SMALL));
         // ResNet-50's convolutions: 1x1 at 56x56 (K 64, 3136 fragments: no
         // split), 3x3 at 56x56 and 14x14 (K of 512 or more, 64 pairs of
-        // fragments or more: a fragment pair, split 2 and 8), at 7x7 (56
-        // pixels: one fragment, split 8); MobileNetV2's 1x1 at 14x14 with K
-        // 576 (42 pairs: one fragment, split 8).
+        // fragments or more: a fragment pair, split 4 and 16), at 7x7 (56
+        // pixels: one fragment, split 16); MobileNetV2's 1x1 at 14x14 with K
+        // 576 (42 pairs: one fragment, split 16, 2 or 3 steps each).
         let pair = |ks| Some(CoopTile { fn_: 2, ks, ..CoopTile::DIRECT_SPLIT });
         assert_eq!(Direct::pick(256, 3136, 64, 1, &on), split(1));
-        assert_eq!(Direct::pick(64, 3136, 576, 1, &on), pair(2));
-        assert_eq!(Direct::pick(256, 200, 2304, 1, &on), pair(8));
-        assert_eq!(Direct::pick(512, 56, 4608, 1, &on), split(8));
-        assert_eq!(Direct::pick(96, 200, 576, 1, &on), split(8));
+        assert_eq!(Direct::pick(64, 3136, 576, 1, &on), pair(4));
+        assert_eq!(Direct::pick(256, 200, 2304, 1, &on), pair(16));
+        assert_eq!(Direct::pick(512, 56, 4608, 1, &on), split(16));
+        assert_eq!(Direct::pick(96, 200, 576, 1, &on), split(16));
         // Each slice keeps two steps of K.
         assert_eq!(Direct::pick(16, 16, 64, 1, &on), split(2));
         // WebGPU's default limits: no more than 256 invocations.

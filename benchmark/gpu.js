@@ -55,18 +55,21 @@ async function setup (context, net, data) {
   const size = count(net.shape(out))
   let inputs = Object.fromEntries(net.inputs.map((i, n) => [i.name, HALF ? toHalf(data[n]) : data[n].slice()]))
   let outputs = { [out]: HALF ? new Uint16Array(size) : new Float32Array(size) }
-  const tensors = {}
-  if (API === 'both') {
-    for (const i of net.inputs) {
-      tensors[i.name] = await context.createTensor({ dataType: DTYPE, shape: net.shape(i.name), writable: true })
-    }
-    tensors[out] = await context.createTensor({ dataType: DTYPE, shape: net.shape(out), readable: true })
-  }
-  const read = HALF ? new Uint16Array(size) : new Float32Array(size)
+  // The tensors and the buffer dispatch() reads into, made at its first call.
+  let tensors
+  let read
   return {
     buildMs,
     /** writeTensor, dispatch, readTensor (--api both). */
     async dispatch () {
+      if (!tensors) {
+        tensors = {}
+        for (const i of net.inputs) {
+          tensors[i.name] = await context.createTensor({ dataType: DTYPE, shape: net.shape(i.name), writable: true })
+        }
+        tensors[out] = await context.createTensor({ dataType: DTYPE, shape: net.shape(out), readable: true })
+        read = HALF ? new Uint16Array(size) : new Float32Array(size)
+      }
       for (const i of net.inputs) context.writeTensor(tensors[i.name], inputs[i.name])
       context.dispatch(graph, Object.fromEntries(net.inputs.map((i) => [i.name, tensors[i.name]])), { [out]: tensors[out] })
       await context.readTensor(tensors[out], read)
@@ -89,14 +92,7 @@ async function setup (context, net, data) {
 const tflops = (flop, ms) => (flop / ms / 1e9).toPrecision(3)
 
 async function time (impl, iters, warmup) {
-  for (let i = 0; i < warmup; i++) await impl.run()
-  const t = []
-  for (let i = 0; i < iters; i++) {
-    const s = process.hrtime.bigint()
-    await impl.run()
-    t.push(Number(process.hrtime.bigint() - s) / 1e6)
-  }
-  return stats(t)
+  return (await interleaved([() => impl.run()], iters, warmup))[0]
 }
 
 /** Timings of each of `fns`, run in turns of 20 calls each until every one
@@ -159,12 +155,13 @@ async function main () {
       continue
     }
     const c = await setup(cpu, net, data)
-    const err = relError(g.values(await g.run()), c.values(await c.run()))
+    const want = c.values(await c.run())
+    const err = relError(g.values(await g.run()), want)
     if (!(err <= TOLERANCE)) throw new Error(`${m.name} ${DTYPE}: GPU and CPU outputs disagree (max |gpu-cpu| / max |cpu| = ${err})`)
     let sg
     let sd
     if (API === 'both') {
-      const errD = relError(g.values(await g.dispatch()), c.values(await c.run()))
+      const errD = relError(g.values(await g.dispatch()), want)
       if (!(errD <= TOLERANCE)) throw new Error(`${m.name} ${DTYPE}: dispatch() output disagrees with the CPU's (${errD})`);
       [sg, sd] = await interleaved([() => g.run(), () => g.dispatch()], iters, warmup)
     } else {

@@ -770,7 +770,7 @@ pub(crate) struct Pending {
 /// right after the last one returned, without a thread wake-up. H100
 /// (2026-12-07, median of 200 computes, two interleaved rounds in one call):
 /// float16 MobileNetV2 0.77-0.88 -> 0.66-0.68 ms, ResNet-50 1.47-1.60 ->
-/// 1.40-1.46; float32 0.74 -> 0.67 and 2.26 -> 2.08 ms; a one-operator graph's
+/// 1.40-1.46; float32 (one round) 0.74 -> 0.67 and 2.26 -> 2.08 ms; a one-operator graph's
 /// round trip 121-141 -> 102-118 us. It keeps a core busy while it polls, as
 /// CUDA's default synchronisation does where cores outnumber GPUs.
 /// The `spin=N` word of `config::GPU_FEATURES` overrides it (`spin=0`: block at once).
@@ -793,27 +793,9 @@ impl Worker {
         loop {
             // Take every job that is waiting; block only when nothing is in flight.
             let job = if self.pending.is_empty() {
-                let mut early = None;
-                if !self.spin.is_zero() {
-                    let start = std::time::Instant::now();
-                    while start.elapsed() < self.spin {
-                        match self.jobs.try_recv() {
-                            Ok(j) => {
-                                early = Some(j);
-                                break;
-                            }
-                            Err(mpsc::TryRecvError::Disconnected) => return,
-                            Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
-                        }
-                    }
-                }
-                if early.is_some() {
-                    early
-                } else {
-                    match self.jobs.recv() {
-                        Ok(j) => Some(j),
-                        Err(_) => return, // the engine and all its plans are gone
-                    }
+                match self.next_job() {
+                    Some(j) => Some(j),
+                    None => return, // the engine and all its plans are gone
                 }
             } else {
                 self.jobs.try_recv().ok()
@@ -831,6 +813,20 @@ impl Worker {
             }
             self.wait_oldest();
         }
+    }
+
+    /// The next job, polled for up to `spin`, then waited for; None once the
+    /// engine and all its plans are gone.
+    fn next_job(&self) -> Option<Work> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < self.spin {
+            match self.jobs.try_recv() {
+                Ok(j) => return Some(j),
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+                Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        self.jobs.recv().ok()
     }
 
     fn lost_reason(&self) -> Option<String> {
@@ -919,14 +915,12 @@ impl Worker {
     /// results are mapped.
     fn wait_oldest(&mut self) {
         let index = self.pending[0].submission.clone();
-        if !self.spin.is_zero() {
-            let start = std::time::Instant::now();
-            while start.elapsed() < self.spin && self.pending[0].state.load(Ordering::Acquire) == WAITING {
-                if catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Poll))).map_or(true, |r| r.is_err()) {
-                    break;
-                }
-                std::hint::spin_loop();
+        let start = std::time::Instant::now();
+        while start.elapsed() < self.spin && self.pending[0].state.load(Ordering::Acquire) == WAITING {
+            if catch_unwind(AssertUnwindSafe(|| self.device.poll(wgpu::PollType::Poll))).map_or(true, |r| r.is_err()) {
+                break;
             }
+            std::hint::spin_loop();
         }
         let polled = catch_unwind(AssertUnwindSafe(|| {
             self.device.poll(wgpu::PollType::Wait {

@@ -1334,12 +1334,7 @@ impl GpuPlan {
         let st = state.clone();
         self.shared.queue.on_submitted_work_done(move || st.store(READY, Ordering::Release));
         // Encode the next dispatch's steps while the GPU runs these.
-        {
-            let mut slot = self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner());
-            if slot.is_none() {
-                *slot = Some(self.encode_steps());
-            }
-        }
+        self.prepare_steps();
         scope_error(pollster::block_on(validation.pop()), "dispatch")?;
         scope_error(pollster::block_on(oom.pop()), "dispatch")?;
         Ok((submission, None))
@@ -1366,6 +1361,14 @@ impl GpuPlan {
         });
         self.encode(&mut encoder);
         encoder.finish()
+    }
+
+    /// Encodes the next dispatch's steps now, unless they are waiting.
+    fn prepare_steps(&self) {
+        let mut slot = self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(self.encode_steps());
+        }
     }
 
     /// Encodes the next compute's command buffer now, unless one is waiting.

@@ -84,7 +84,10 @@ pub const GPU_FEATURES: Var = Var {
                   tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
                   one-fragment subgroups running S steps of K per pass (the default 1056/16/2); `spin=N`: the GPU thread polls for N \
                   microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 2000 \
-                  on a GPU, 0 on a CPU adapter such as lavapipe); `coop` opens them with cooperative matrices on any adapter that \
+                  on a GPU, 0 on a CPU adapter such as lavapipe); `pw=tiled/K` or `pw=staged/K`: one-group float16 1x1 \
+                  convolutions with K up to K input channels whose input the direct cooperative kernel cannot read in place (nchw planes \
+                  of a pixel count not a multiple of 8, strides) run on the tiled or the staged cooperative kernel instead of an im2col \
+                  gather and the direct kernel (`pw=gather`, the default); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
@@ -320,6 +323,41 @@ fn parse_spin(s: &str) -> Option<u64> {
         .map(|v| v.min(10_000))
 }
 
+/// Where an unaligned float16 1x1 convolution goes (`pw=MODE/K`): the im2col
+/// gather and the direct cooperative kernel, or without the gather on the
+/// tiled or the staged cooperative kernel where its K is at most the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuPointwise {
+    Gather,
+    Tiled(u32),
+    Staged(u32),
+}
+
+/// `GPU_FEATURES`' `pw=` word (`families::conv::tensor::lower`). Read once.
+pub fn gpu_pointwise() -> GpuPointwise {
+    static PW: OnceLock<GpuPointwise> = OnceLock::new();
+    *PW.get_or_init(|| read(&GPU_FEATURES).map_or(POINTWISE_DEFAULT, |s| parse_pointwise(&s)))
+}
+
+pub const POINTWISE_DEFAULT: GpuPointwise = GpuPointwise::Gather;
+
+fn parse_pointwise(s: &str) -> GpuPointwise {
+    for w in parse_words(s) {
+        let Some(v) = w.strip_prefix("pw=") else { continue };
+        if v == "gather" {
+            return GpuPointwise::Gather;
+        }
+        let (mode, k) = v.split_once('/').unwrap_or((v, "4294967295"));
+        let Ok(k) = k.parse::<u32>() else { continue };
+        match mode {
+            "tiled" => return GpuPointwise::Tiled(k),
+            "staged" => return GpuPointwise::Staged(k),
+            _ => {}
+        }
+    }
+    POINTWISE_DEFAULT
+}
+
 pub const SPLIT_DEFAULT: [u32; 3] = [1056, 16, 2];
 
 fn parse_split(s: &str) -> [u32; 3] {
@@ -394,6 +432,12 @@ mod tests {
         assert_eq!(parse_spin("spin=0"), Some(0));
         assert_eq!(parse_spin("spin=x"), None);
         assert_eq!(parse_spin(""), None);
+        assert_eq!(parse_pointwise("spin=0, pw=tiled/1024"), GpuPointwise::Tiled(1024));
+        assert_eq!(parse_pointwise("pw=staged"), GpuPointwise::Staged(u32::MAX));
+        assert_eq!(parse_pointwise("pw=gather"), GpuPointwise::Gather);
+        assert_eq!(parse_pointwise("pw=fast/9"), POINTWISE_DEFAULT);
+        assert_eq!(parse_pointwise("pw=tiled/x"), POINTWISE_DEFAULT);
+        assert_eq!(parse_pointwise(""), POINTWISE_DEFAULT);
     }
 
     /// Every .rs file under src/ but this one: none may name a variable, so that

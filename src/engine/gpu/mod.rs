@@ -118,6 +118,8 @@ pub(crate) struct Shared {
     pub coop_staged: bool,
     /// The direct kernel's staging of long products (`config::gpu_wide`).
     pub wide: crate::config::GpuWide,
+    /// Where unaligned float16 1x1 convolutions go (`config::gpu_pointwise`).
+    pub pointwise: crate::config::GpuPointwise,
     /// 16-bit float shaders (`SHADER_F16`): kernels store float16 results as
     /// `array<f16>` elements (`wgsl::Elems::Half`) instead of packing them in a
     /// second pass.
@@ -567,6 +569,7 @@ impl GpuEngine {
                 coop_f16,
                 coop_staged: coop_f16 && mode == crate::config::GpuCoop::All,
                 wide: crate::config::gpu_wide(),
+                pointwise: crate::config::gpu_pointwise(),
                 half_store,
                 adapter: adapter_name,
                 lost,

@@ -762,6 +762,7 @@ fn lower_conv(
             grid: Grid::Threads(out.1.element_count()),
         });
     };
+    let mut taken = tensor::Taken::No;
     if kind == Kind::Conv && groups == 1 && t == DataType::Float16 {
         let geometry = tensor::Geometry {
             layout,
@@ -781,7 +782,8 @@ fn lower_conv(
         let mut all = reads.clone();
         all.extend(res.iter().copied());
         let ktab = || k_table(layout, cig, k_h, k_w, p[P_XS + 1] as usize, dilations, f[2], f[3], f[4]);
-        if tensor::lower(&mut l, variant, stages, &geometry, &p, &all, ktab, dst, cx)? {
+        taken = tensor::lower(&mut l, variant, stages, &geometry, &p, &all, ktab, dst, cx)?;
+        if taken == tensor::Taken::Direct {
             l.finish_words(dst, out)?;
             return Ok(l);
         }
@@ -834,7 +836,16 @@ fn lower_conv(
             InputLayout::Nhwc => (out_h * out_w, cog),
         };
         let z = batches.checked_mul(groups).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU engine".into()))?;
-        launch_either(&core, t, &mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?;
+        match taken {
+            tensor::Taken::Ungathered { staged: true } => {
+                let cx = &Cx { coop_staged: true, ..*cx };
+                launch_either(&core, t, &mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?;
+            }
+            tensor::Taken::Ungathered { staged: false } => {
+                core.launch_unsplit(&mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?
+            }
+            _ => launch_either(&core, t, &mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?,
+        }
     } else {
         let pixels = batches
             .checked_mul(out_h)

@@ -34,6 +34,7 @@ use super::{
 };
 use super::super::matmul::coop::Direct;
 use crate::compile::fused::Stage;
+use crate::config::GpuPointwise;
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{MAIN_HEAD, PRELUDE};
 use crate::error::Result;
@@ -80,12 +81,37 @@ pub(super) struct Geometry<'a> {
     pub constant: Option<&'a [u8]>,
 }
 
+/// What `lower` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Taken {
+    /// Added the direct kernel's steps.
+    Direct,
+    /// Nothing: the convolution stays on the tiled kernels.
+    No,
+    /// Nothing, for a 1x1 convolution that the `pw=` word of
+    /// `config::GPU_FEATURES` sends around the gather it would need: to the
+    /// staged cooperative core (true) or to the tiled core in one pass (no
+    /// split-K, which would add the dispatch the gather's removal saves).
+    Ungathered { staged: bool },
+}
+
+fn ungathered(g: &Geometry, k: usize, cx: &Cx) -> Option<bool> {
+    if g.k_h != 1 || g.k_w != 1 {
+        return None;
+    }
+    match cx.pointwise {
+        GpuPointwise::Gather => None,
+        GpuPointwise::Tiled(most) => (k <= most as usize).then_some(false),
+        GpuPointwise::Staged(most) => (k <= most as usize).then_some(true),
+    }
+}
+
 fn up(v: usize, to: usize) -> usize {
     v.div_ceil(to) * to
 }
 
-/// Adds the steps of the convolution to `l` and returns true, or returns false
-/// (nothing added) where it does not take this path. `p`: the convolution's
+/// Adds the steps of the convolution to `l` (`Taken::Direct`), or nothing
+/// where it does not take this path. `p`: the convolution's
 /// parameter words; `reads`: x, w, [bias], then the epilogue's operands.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn lower(
@@ -98,9 +124,9 @@ pub(super) fn lower(
     ktab: impl FnOnce() -> Result<Vec<u8>>,
     dst: Buf,
     cx: &Cx,
-) -> Result<bool> {
+) -> Result<Taken> {
     if !cx.coop_f16 || g.cin < 2 || (g.padded && g.filter != FilterValues::Finite) {
-        return Ok(false);
+        return Ok(Taken::No);
     }
     let (x, w) = (reads[0], reads[1]);
     let k = g.cin * g.k_h * g.k_w;
@@ -117,7 +143,7 @@ pub(super) fn lower(
     } else if let Some(bytes) = g.constant {
         (Some(bytes), up(k, 16), up(g.cout, 8).max(16))
     } else {
-        return Ok(false);
+        return Ok(Taken::No);
     };
     let mut q = p.to_vec();
     q.resize(Q_WORDS, 0);
@@ -129,6 +155,9 @@ pub(super) fn lower(
             InputLayout::Nchw => hw.is_multiple_of(8) && hw >= 16,
             InputLayout::Nhwc => pixels.is_multiple_of(8) && pixels >= 16,
         };
+    if let (false, Some(staged)) = (in_place, ungathered(g, k, cx)) {
+        return Ok(Taken::Ungathered { staged });
+    }
     // (strides, per-z offset, pixels as the product's side, grid z).
     let (in_s, in_z, np, batches) = match (in_place, g.layout) {
         // B: the [Cin, H*W] plane of each batch (grid z).
@@ -150,7 +179,7 @@ pub(super) fn lower(
         InputLayout::Nhwc => (in_s, in_z, [1, kp], 0, np, mp),
     };
     if !Direct::fits(m, n, kp, batches, &[a_s[0], a_s[1], b_s[0], b_s[1], a_z, b_z], cx) {
-        return Ok(false);
+        return Ok(Taken::No);
     }
     // The im2col matrix's elements, where it fits a binding.
     let total = if in_place {
@@ -161,7 +190,7 @@ pub(super) fn lower(
             t <= u32::MAX as usize && bytes <= cx.limits.max_storage_buffer_binding_size && bytes <= cx.limits.max_buffer_size
         }) {
             Some(t) => t,
-            None => return Ok(false),
+            None => return Ok(Taken::No),
         }
     };
     for (at, s) in [(Q_AM, a_s[0]), (Q_AK, a_s[1]), (Q_BK, b_s[0]), (Q_BN, b_s[1]), (Q_ZA, a_z), (Q_ZB, b_z)] {
@@ -201,7 +230,7 @@ pub(super) fn lower(
     ins.extend_from_slice(&reads[2..]);
     let direct = Direct { a_k_fast: true, b_k_fast: g.layout == InputLayout::Nhwc, wide: false };
     direct.launch(&gemm_decls(v, stages), l, m, n, kp, batches, q, ins, vec![dst], cx)?;
-    Ok(true)
+    Ok(Taken::Direct)
 }
 
 /// The filter as [mp, kp] float16 elements, K in the layout's order
@@ -430,6 +459,44 @@ mod tests {
         for (c, ..) in &cases {
             let (texts, _, _) = lower(c, true, &off);
             assert!(!texts.iter().any(|t| t.starts_with(MARKER)));
+        }
+    }
+
+    /// `pw=`: a 1x1 convolution the direct kernel cannot read in place (7x7
+    /// pixels; strides) skips the gather and runs in one dispatch on the tiled
+    /// core (`pw=tiled`, K 576 split-K otherwise) or the staged cooperative one
+    /// (`pw=staged`) where its K is within the bound; aligned ones, 3x3 ones
+    /// and longer K keep their paths.
+    #[test]
+    fn pointwise_word_routes_unaligned_1x1_convolutions() {
+        use crate::config::GpuPointwise;
+        let limits = limits();
+        let base = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
+        let seven = Case { x: [1, 576, 7, 7], w: [32, 576, 1, 1], y: [1, 32, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] };
+        let strided = Case { x: [1, 64, 14, 14], w: [32, 64, 1, 1], y: [1, 32, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [2, 2] };
+        let aligned = Case { x: [2, 32, 8, 8], w: [24, 32, 1, 1], y: [2, 24, 8, 8], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] };
+        let three = Case { x: [1, 32, 14, 14], w: [48, 32, 3, 3], y: [1, 48, 14, 14], nhwc: false, fl: OIHW, padding: [1; 4], strides: [1, 1] };
+        // (mode, case, the direct kernel, the gather, the staged core).
+        let direct = |t: &String| t.starts_with(&format!("{MARKER} direct"));
+        let gather = |t: &String| t.contains("col[g] = vec4<u32>(");
+        let staged = |t: &String| t.starts_with(MARKER) && !direct(t);
+        for (mode, c, want) in [
+            (GpuPointwise::Gather, &seven, [true, true, false]),
+            (GpuPointwise::Tiled(576), &seven, [false, false, false]),
+            (GpuPointwise::Staged(1024), &seven, [false, false, true]),
+            (GpuPointwise::Staged(1024), &strided, [false, false, true]),
+            (GpuPointwise::Tiled(512), &seven, [true, true, false]),
+            (GpuPointwise::Tiled(1024), &aligned, [true, false, false]),
+            (GpuPointwise::Staged(1024), &three, [true, true, false]),
+        ] {
+            let cx = Cx { pointwise: mode, ..base };
+            let (texts, _, _) = lower(c, true, &cx);
+            let got = [texts.iter().any(direct), texts.iter().any(gather), texts.iter().any(staged)];
+            assert_eq!(got, want, "{mode:?} {:?}: {:?}", c.x, texts.iter().map(|t| t.lines().next()).collect::<Vec<_>>());
+            assert_eq!(texts.len(), if want == [true, true, false] { 2 } else { 1 }, "{mode:?} {:?}", c.x);
+            for t in texts.iter().filter(|t| t.starts_with(MARKER)) {
+                validate_coop(t);
+            }
         }
     }
 

@@ -201,14 +201,46 @@ impl Core {
         n: usize,
         k: usize,
         batches: usize,
-        mut params: Vec<u32>,
+        params: Vec<u32>,
         reads: Vec<Buf>,
         writes: Vec<Buf>,
         cx: &Cx,
     ) -> Result<()> {
+        self.launch_with(l, [m, n, k, batches], params, reads, writes, cx, true)
+    }
+
+    /// `launch` in one pass: never split-K (which adds the reduction's dispatch).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_unsplit(
+        &self,
+        l: &mut Lowering,
+        m: usize,
+        n: usize,
+        k: usize,
+        batches: usize,
+        params: Vec<u32>,
+        reads: Vec<Buf>,
+        writes: Vec<Buf>,
+        cx: &Cx,
+    ) -> Result<()> {
+        self.launch_with(l, [m, n, k, batches], params, reads, writes, cx, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_with(
+        &self,
+        l: &mut Lowering,
+        [m, n, k, batches]: [usize; 4],
+        mut params: Vec<u32>,
+        reads: Vec<Buf>,
+        writes: Vec<Buf>,
+        cx: &Cx,
+        split: bool,
+    ) -> Result<()> {
         let swap = n <= 4 && m > 4;
         let (rows, cols) = if swap { (n, m) } else { (m, n) };
         let (tile, splits) = Tile::pick(rows, cols, k, batches, cx)?;
+        let splits = if split { splits } else { 1 };
         core_params(&mut params, rows, cols, k, splits, batches)?;
         let gx = u32_of(cols.div_ceil(tile.bn as usize), "the number of GPU workgroups")?;
         let gy = u32_of(rows.div_ceil(tile.bm as usize), "the number of GPU workgroups")?;

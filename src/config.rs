@@ -84,9 +84,9 @@ pub const GPU_FEATURES: Var = Var {
                   tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
                   one-fragment subgroups running S steps of K per pass (the default 1056/16/2); `spin=N`: the GPU thread polls for N \
                   microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 2000 \
-                  on a GPU, 0 on a CPU adapter such as lavapipe); `pw=tiled/K` or `pw=staged/K`: one-group float16 1x1 \
-                  convolutions with K up to K input channels whose input the direct cooperative kernel cannot read in place (nchw planes \
-                  of a pixel count not a multiple of 8, strides) run on the tiled or the staged cooperative kernel instead of an im2col \
+                  on a GPU, 0 on a CPU adapter such as lavapipe); `pw=tiled/K` or `pw=staged/K`: one-group float16 \
+                  convolutions with K (input channels x kernel pixels) up to K whose input the direct cooperative kernel cannot read in place (nchw planes \
+                  of a pixel count not a multiple of 8, strides, kernels over 1x1) run on the tiled or the staged cooperative kernel instead of an im2col \
                   gather and the direct kernel (`pw=gather`, the default); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
@@ -323,7 +323,7 @@ fn parse_spin(s: &str) -> Option<u64> {
         .map(|v| v.min(10_000))
 }
 
-/// Where an unaligned float16 1x1 convolution goes (`pw=MODE/K`): the im2col
+/// Where a float16 convolution that needs the im2col gather goes (`pw=MODE/K`): the im2col
 /// gather and the direct cooperative kernel, or without the gather on the
 /// tiled or the staged cooperative kernel where its K is at most the bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

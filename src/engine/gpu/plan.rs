@@ -241,7 +241,7 @@ pub(super) struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// A device with none of the optional features and `limits` (tests).
     pub fn plain(limits: &'a wgpu::Limits) -> Cx<'a> {
-        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, pointwise: crate::config::POINTWISE_DEFAULT, half_store: false, limits }
+        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, pointwise: crate::config::GpuPointwise::Gather, half_store: false, limits }
     }
 }
 

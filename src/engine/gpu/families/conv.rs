@@ -836,16 +836,7 @@ fn lower_conv(
             InputLayout::Nhwc => (out_h * out_w, cog),
         };
         let z = batches.checked_mul(groups).ok_or_else(|| WebnnError::Operation("build: tensor too large for the GPU engine".into()))?;
-        match taken {
-            tensor::Taken::Ungathered { staged: true } => {
-                let cx = &Cx { coop_staged: true, ..*cx };
-                launch_either(&core, t, &mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?;
-            }
-            tensor::Taken::Ungathered { staged: false } => {
-                core.launch_unsplit(&mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?
-            }
-            _ => launch_either(&core, t, &mut l, m, n, cig, z, p.clone(), reads, vec![dst], cx)?,
-        }
+        launch_taken(taken, &core, t, &mut l, [m, n, cig, z], p.clone(), reads, dst, cx)?;
     } else {
         let pixels = batches
             .checked_mul(out_h)
@@ -868,13 +859,36 @@ fn lower_conv(
             InputLayout::Nchw => (cog, pixels),
             InputLayout::Nhwc => (pixels, cog),
         };
-        launch_either(&core, t, &mut l, m, n, k, groups, p.clone(), reads, vec![dst], cx)?;
+        launch_taken(taken, &core, t, &mut l, [m, n, k, groups], p.clone(), reads, dst, cx)?;
     }
     if let Some((flag, reads)) = guard {
         direct(&mut l, reads, Some(flag));
     }
     l.finish_words(dst, out)?;
     Ok(l)
+}
+
+/// The product on the core `taken` names (`tensor::Taken::Ungathered`), else
+/// on `launch_either`'s.
+#[allow(clippy::too_many_arguments)]
+fn launch_taken(
+    taken: tensor::Taken,
+    core: &Core,
+    t: DataType,
+    l: &mut Lowering,
+    [m, n, k, z]: [usize; 4],
+    p: Vec<u32>,
+    reads: Vec<Buf>,
+    dst: Buf,
+    cx: &Cx,
+) -> Result<()> {
+    match taken {
+        tensor::Taken::Ungathered { staged: false } => core.launch_unsplit(l, m, n, k, z, p, reads, vec![dst], cx),
+        tensor::Taken::Ungathered { staged: true } => {
+            launch_either(core, t, l, m, n, k, z, p, reads, vec![dst], &Cx { coop_staged: true, ..*cx })
+        }
+        _ => launch_either(core, t, l, m, n, k, z, p, reads, vec![dst], cx),
+    }
 }
 
 #[cfg(test)]

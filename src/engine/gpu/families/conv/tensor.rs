@@ -88,17 +88,14 @@ pub(super) enum Taken {
     Direct,
     /// Nothing: the convolution stays on the tiled kernels.
     No,
-    /// Nothing, for a 1x1 convolution that the `pw=` word of
+    /// Nothing, for a convolution that the `pw=` word of
     /// `config::GPU_FEATURES` sends around the gather it would need: to the
     /// staged cooperative core (true) or to the tiled core in one pass (no
     /// split-K, which would add the dispatch the gather's removal saves).
     Ungathered { staged: bool },
 }
 
-fn ungathered(g: &Geometry, k: usize, cx: &Cx) -> Option<bool> {
-    if g.k_h != 1 || g.k_w != 1 {
-        return None;
-    }
+fn ungathered(k: usize, cx: &Cx) -> Option<bool> {
     match cx.pointwise {
         GpuPointwise::Gather => None,
         GpuPointwise::Tiled(most) => (k <= most as usize).then_some(false),
@@ -155,7 +152,7 @@ pub(super) fn lower(
             InputLayout::Nchw => hw.is_multiple_of(8) && hw >= 16,
             InputLayout::Nhwc => pixels.is_multiple_of(8) && pixels >= 16,
         };
-    if let (false, Some(staged)) = (in_place, ungathered(g, k, cx)) {
+    if let (false, Some(staged)) = (in_place, ungathered(k, cx)) {
         return Ok(Taken::Ungathered { staged });
     }
     // (strides, per-z offset, pixels as the product's side, grid z).
@@ -462,11 +459,11 @@ mod tests {
         }
     }
 
-    /// `pw=`: a 1x1 convolution the direct kernel cannot read in place (7x7
-    /// pixels; strides) skips the gather and runs in one dispatch on the tiled
-    /// core (`pw=tiled`, K 576 split-K otherwise) or the staged cooperative one
-    /// (`pw=staged`) where its K is within the bound; aligned ones, 3x3 ones
-    /// and longer K keep their paths.
+    /// `pw=`: a convolution the direct kernel cannot read in place (7x7
+    /// pixels; strides; 3x3) skips the gather and runs in one dispatch on the
+    /// tiled core (`pw=tiled`; K 576 split-K otherwise) or the staged
+    /// cooperative one (`pw=staged`) where its K is within the bound; aligned
+    /// 1x1 ones and longer K keep their paths.
     #[test]
     fn pointwise_word_routes_unaligned_1x1_convolutions() {
         use crate::config::GpuPointwise;
@@ -487,7 +484,9 @@ mod tests {
             (GpuPointwise::Staged(1024), &strided, [false, false, true]),
             (GpuPointwise::Tiled(512), &seven, [true, true, false]),
             (GpuPointwise::Tiled(1024), &aligned, [true, false, false]),
-            (GpuPointwise::Staged(1024), &three, [true, true, false]),
+            (GpuPointwise::Staged(256), &three, [true, true, false]),
+            (GpuPointwise::Tiled(288), &three, [false, false, false]),
+            (GpuPointwise::Staged(288), &three, [false, false, true]),
         ] {
             let cx = Cx { pointwise: mode, ..base };
             let (texts, _, _) = lower(c, true, &cx);

@@ -883,7 +883,7 @@ fn launch_taken(
     cx: &Cx,
 ) -> Result<()> {
     match taken {
-        tensor::Taken::Ungathered { staged: false } => core.launch_unsplit(l, m, n, k, z, p, reads, vec![dst], cx),
+        tensor::Taken::Ungathered { staged: false } => core.launch_with(l, [m, n, k, z], p, reads, vec![dst], cx, false),
         tensor::Taken::Ungathered { staged: true } => {
             launch_either(core, t, l, m, n, k, z, p, reads, vec![dst], &Cx { coop_staged: true, ..*cx })
         }

@@ -209,25 +209,10 @@ impl Core {
         self.launch_with(l, [m, n, k, batches], params, reads, writes, cx, true)
     }
 
-    /// `launch` in one pass: never split-K (which adds the reduction's dispatch).
+    /// `launch`, in one pass where `split` is false: never split-K (which adds
+    /// the reduction's dispatch).
     #[allow(clippy::too_many_arguments)]
-    pub fn launch_unsplit(
-        &self,
-        l: &mut Lowering,
-        m: usize,
-        n: usize,
-        k: usize,
-        batches: usize,
-        params: Vec<u32>,
-        reads: Vec<Buf>,
-        writes: Vec<Buf>,
-        cx: &Cx,
-    ) -> Result<()> {
-        self.launch_with(l, [m, n, k, batches], params, reads, writes, cx, false)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn launch_with(
+    pub fn launch_with(
         &self,
         l: &mut Lowering,
         [m, n, k, batches]: [usize; 4],

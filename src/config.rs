@@ -84,10 +84,10 @@ pub const GPU_FEATURES: Var = Var {
                   tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
                   one-fragment subgroups running S steps of K per pass (the default 1056/16/2); `spin=N`: the GPU thread polls for N \
                   microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 2000 \
-                  on a GPU, 0 on a CPU adapter such as lavapipe); `pw=tiled/K` or `pw=staged/K`: one-group float16 \
+                  on a GPU, 0 on a CPU adapter such as lavapipe); `ungathered=tiled/K` or `ungathered=staged/K`: one-group float16 \
                   convolutions with K (input channels x kernel pixels) up to K whose input the direct cooperative kernel cannot read in place (nchw planes \
                   of a pixel count not a multiple of 8, strides, kernels over 1x1) run on the tiled or the staged cooperative kernel instead of an im2col \
-                  gather and the direct kernel (`pw=gather`, the default); `coop` opens them with cooperative matrices on any adapter that \
+                  gather and the direct kernel (`ungathered=off`, the default); `coop` opens them with cooperative matrices on any adapter that \
                   has them and also runs the experimental staged cooperative GEMM (grouped convolutions, \
                   convTranspose2d, unaligned products; slower than the tiled kernels so far)",
 };
@@ -323,39 +323,39 @@ fn parse_spin(s: &str) -> Option<u64> {
         .map(|v| v.min(10_000))
 }
 
-/// Where a float16 convolution that needs the im2col gather goes (`pw=MODE/K`): the im2col
+/// Where a float16 convolution that needs the im2col gather goes (`ungathered=MODE/K`): the im2col
 /// gather and the direct cooperative kernel, or without the gather on the
 /// tiled or the staged cooperative kernel where its K is at most the bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GpuPointwise {
-    Gather,
+pub enum GpuUngathered {
+    Off,
     Tiled(u32),
     Staged(u32),
 }
 
-/// `GPU_FEATURES`' `pw=` word (`families::conv::tensor::lower`). Read once.
-pub fn gpu_pointwise() -> GpuPointwise {
-    static PW: OnceLock<GpuPointwise> = OnceLock::new();
-    *PW.get_or_init(|| read(&GPU_FEATURES).map_or(POINTWISE_DEFAULT, |s| parse_pointwise(&s)))
+/// `GPU_FEATURES`' `ungathered=` word (`families::conv::tensor::lower`). Read once.
+pub fn gpu_ungathered() -> GpuUngathered {
+    static UNGATHERED: OnceLock<GpuUngathered> = OnceLock::new();
+    *UNGATHERED.get_or_init(|| read(&GPU_FEATURES).map_or(UNGATHERED_DEFAULT, |s| parse_ungathered(&s)))
 }
 
-pub const POINTWISE_DEFAULT: GpuPointwise = GpuPointwise::Gather;
+pub const UNGATHERED_DEFAULT: GpuUngathered = GpuUngathered::Off;
 
-fn parse_pointwise(s: &str) -> GpuPointwise {
+fn parse_ungathered(s: &str) -> GpuUngathered {
     for w in parse_words(s) {
-        let Some(v) = w.strip_prefix("pw=") else { continue };
-        if v == "gather" {
-            return GpuPointwise::Gather;
+        let Some(v) = w.strip_prefix("ungathered=") else { continue };
+        if v == "off" {
+            return GpuUngathered::Off;
         }
         let (mode, k) = v.split_once('/').unwrap_or((v, "4294967295"));
         let Ok(k) = k.parse::<u32>() else { continue };
         match mode {
-            "tiled" => return GpuPointwise::Tiled(k),
-            "staged" => return GpuPointwise::Staged(k),
+            "tiled" => return GpuUngathered::Tiled(k),
+            "staged" => return GpuUngathered::Staged(k),
             _ => {}
         }
     }
-    POINTWISE_DEFAULT
+    UNGATHERED_DEFAULT
 }
 
 pub const SPLIT_DEFAULT: [u32; 3] = [1056, 16, 2];
@@ -432,12 +432,12 @@ mod tests {
         assert_eq!(parse_spin("spin=0"), Some(0));
         assert_eq!(parse_spin("spin=x"), None);
         assert_eq!(parse_spin(""), None);
-        assert_eq!(parse_pointwise("spin=0, pw=tiled/1024"), GpuPointwise::Tiled(1024));
-        assert_eq!(parse_pointwise("pw=staged"), GpuPointwise::Staged(u32::MAX));
-        assert_eq!(parse_pointwise("pw=gather"), GpuPointwise::Gather);
-        assert_eq!(parse_pointwise("pw=fast/9"), POINTWISE_DEFAULT);
-        assert_eq!(parse_pointwise("pw=tiled/x"), POINTWISE_DEFAULT);
-        assert_eq!(parse_pointwise(""), POINTWISE_DEFAULT);
+        assert_eq!(parse_ungathered("spin=0, ungathered=tiled/1024"), GpuUngathered::Tiled(1024));
+        assert_eq!(parse_ungathered("ungathered=staged"), GpuUngathered::Staged(u32::MAX));
+        assert_eq!(parse_ungathered("ungathered=off"), GpuUngathered::Off);
+        assert_eq!(parse_ungathered("ungathered=fast/9"), UNGATHERED_DEFAULT);
+        assert_eq!(parse_ungathered("ungathered=tiled/x"), UNGATHERED_DEFAULT);
+        assert_eq!(parse_ungathered(""), UNGATHERED_DEFAULT);
     }
 
     /// Every .rs file under src/ but this one: none may name a variable, so that

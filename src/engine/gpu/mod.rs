@@ -118,8 +118,9 @@ pub(crate) struct Shared {
     pub coop_staged: bool,
     /// The direct kernel's staging of long products (`config::gpu_wide`).
     pub wide: crate::config::GpuWide,
-    /// Where unaligned float16 1x1 convolutions go (`config::gpu_pointwise`).
-    pub pointwise: crate::config::GpuPointwise,
+    /// Where float16 convolutions that need the im2col gather go
+    /// (`config::gpu_ungathered`).
+    pub ungathered: crate::config::GpuUngathered,
     /// 16-bit float shaders (`SHADER_F16`): kernels store float16 results as
     /// `array<f16>` elements (`wgsl::Elems::Half`) instead of packing them in a
     /// second pass.
@@ -569,7 +570,7 @@ impl GpuEngine {
                 coop_f16,
                 coop_staged: coop_f16 && mode == crate::config::GpuCoop::All,
                 wide: crate::config::gpu_wide(),
-                pointwise: crate::config::gpu_pointwise(),
+                ungathered: crate::config::gpu_ungathered(),
                 half_store,
                 adapter: adapter_name,
                 lost,

@@ -228,9 +228,9 @@ pub(super) struct Cx<'a> {
     /// Where the direct kernel stages long products through workgroup memory
     /// (`Shared::wide`, `families::matmul::wide`).
     pub wide: crate::config::GpuWide,
-    /// Where float16 1x1 convolutions that the direct kernel cannot read in
-    /// place go (`Shared::pointwise`, `families::conv::tensor::ungathered`).
-    pub pointwise: crate::config::GpuPointwise,
+    /// Where float16 convolutions that the direct kernel cannot read in place
+    /// go (`Shared::ungathered`, `families::conv::tensor::ungathered`).
+    pub ungathered: crate::config::GpuUngathered,
     /// float16 outputs stored as `array<f16>` (`Shared::half_store`,
     /// `Lowering::word_output`).
     pub half_store: bool,
@@ -241,7 +241,7 @@ pub(super) struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// A device with none of the optional features and `limits` (tests).
     pub fn plain(limits: &'a wgpu::Limits) -> Cx<'a> {
-        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, pointwise: crate::config::GpuPointwise::Gather, half_store: false, limits }
+        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, ungathered: crate::config::GpuUngathered::Off, half_store: false, limits }
     }
 }
 
@@ -687,7 +687,7 @@ impl GpuPlan {
             coop_f16: shared.coop_f16,
             coop_staged: shared.coop_staged,
             wide: shared.wide,
-            pointwise: shared.pointwise,
+            ungathered: shared.ungathered,
             half_store: shared.half_store,
             limits: &shared.limits,
         };

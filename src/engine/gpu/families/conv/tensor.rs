@@ -34,7 +34,7 @@ use super::{
 };
 use super::super::matmul::coop::Direct;
 use crate::compile::fused::Stage;
-use crate::config::GpuPointwise;
+use crate::config::GpuUngathered;
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
 use crate::engine::gpu::wgsl::{MAIN_HEAD, PRELUDE};
 use crate::error::Result;
@@ -88,18 +88,20 @@ pub(super) enum Taken {
     Direct,
     /// Nothing: the convolution stays on the tiled kernels.
     No,
-    /// Nothing, for a convolution that the `pw=` word of
+    /// Nothing, for a convolution that the `ungathered=` word of
     /// `config::GPU_FEATURES` sends around the gather it would need: to the
     /// staged cooperative core (true) or to the tiled core in one pass (no
     /// split-K, which would add the dispatch the gather's removal saves).
     Ungathered { staged: bool },
 }
 
+/// Where `Cx::ungathered` sends a convolution of K `k` that needs the gather:
+/// Some(staged) around it, None through it.
 fn ungathered(k: usize, cx: &Cx) -> Option<bool> {
-    match cx.pointwise {
-        GpuPointwise::Gather => None,
-        GpuPointwise::Tiled(most) => (k <= most as usize).then_some(false),
-        GpuPointwise::Staged(most) => (k <= most as usize).then_some(true),
+    match cx.ungathered {
+        GpuUngathered::Off => None,
+        GpuUngathered::Tiled(most) => (k <= most as usize).then_some(false),
+        GpuUngathered::Staged(most) => (k <= most as usize).then_some(true),
     }
 }
 
@@ -459,14 +461,14 @@ mod tests {
         }
     }
 
-    /// `pw=`: a convolution the direct kernel cannot read in place (7x7
+    /// `ungathered=`: a convolution the direct kernel cannot read in place (7x7
     /// pixels; strides; 3x3) skips the gather and runs in one dispatch on the
-    /// tiled core (`pw=tiled`; K 576 split-K otherwise) or the staged
-    /// cooperative one (`pw=staged`) where its K is within the bound; aligned
+    /// tiled core (`ungathered=tiled`; K 576 split-K otherwise) or the staged
+    /// cooperative one (`ungathered=staged`) where its K is within the bound; aligned
     /// 1x1 ones and longer K keep their paths.
     #[test]
-    fn pointwise_word_routes_unaligned_1x1_convolutions() {
-        use crate::config::GpuPointwise;
+    fn ungathered_word_routes_gathered_convolutions() {
+        use crate::config::GpuUngathered;
         let limits = limits();
         let base = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
         let seven = Case { x: [1, 576, 7, 7], w: [32, 576, 1, 1], y: [1, 32, 7, 7], nhwc: false, fl: OIHW, padding: [0; 4], strides: [1, 1] };
@@ -478,17 +480,17 @@ mod tests {
         let gather = |t: &String| t.contains("col[g] = vec4<u32>(");
         let staged = |t: &String| t.starts_with(MARKER) && !direct(t);
         for (mode, c, want) in [
-            (GpuPointwise::Gather, &seven, [true, true, false]),
-            (GpuPointwise::Tiled(576), &seven, [false, false, false]),
-            (GpuPointwise::Staged(1024), &seven, [false, false, true]),
-            (GpuPointwise::Staged(1024), &strided, [false, false, true]),
-            (GpuPointwise::Tiled(512), &seven, [true, true, false]),
-            (GpuPointwise::Tiled(1024), &aligned, [true, false, false]),
-            (GpuPointwise::Staged(256), &three, [true, true, false]),
-            (GpuPointwise::Tiled(288), &three, [false, false, false]),
-            (GpuPointwise::Staged(288), &three, [false, false, true]),
+            (GpuUngathered::Off, &seven, [true, true, false]),
+            (GpuUngathered::Tiled(576), &seven, [false, false, false]),
+            (GpuUngathered::Staged(1024), &seven, [false, false, true]),
+            (GpuUngathered::Staged(1024), &strided, [false, false, true]),
+            (GpuUngathered::Tiled(512), &seven, [true, true, false]),
+            (GpuUngathered::Tiled(1024), &aligned, [true, false, false]),
+            (GpuUngathered::Staged(256), &three, [true, true, false]),
+            (GpuUngathered::Tiled(288), &three, [false, false, false]),
+            (GpuUngathered::Staged(288), &three, [false, false, true]),
         ] {
-            let cx = Cx { pointwise: mode, ..base };
+            let cx = Cx { ungathered: mode, ..base };
             let (texts, _, _) = lower(c, true, &cx);
             let got = [texts.iter().any(direct), texts.iter().any(gather), texts.iter().any(staged)];
             assert_eq!(got, want, "{mode:?} {:?}: {:?}", c.x, texts.iter().map(|t| t.lines().next()).collect::<Vec<_>>());

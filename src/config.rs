@@ -339,7 +339,7 @@ pub fn gpu_ungathered() -> GpuUngathered {
     *UNGATHERED.get_or_init(|| read(&GPU_FEATURES).map_or(UNGATHERED_DEFAULT, |s| parse_ungathered(&s)))
 }
 
-pub const UNGATHERED_DEFAULT: GpuUngathered = GpuUngathered::Off;
+const UNGATHERED_DEFAULT: GpuUngathered = GpuUngathered::Off;
 
 fn parse_ungathered(s: &str) -> GpuUngathered {
     for w in parse_words(s) {
@@ -347,8 +347,14 @@ fn parse_ungathered(s: &str) -> GpuUngathered {
         if v == "off" {
             return GpuUngathered::Off;
         }
-        let (mode, k) = v.split_once('/').unwrap_or((v, "4294967295"));
-        let Ok(k) = k.parse::<u32>() else { continue };
+        // No bound: every K.
+        let (mode, k) = match v.split_once('/') {
+            Some((mode, k)) => match k.parse::<u32>() {
+                Ok(k) => (mode, k),
+                Err(_) => continue,
+            },
+            None => (v, u32::MAX),
+        };
         match mode {
             "tiled" => return GpuUngathered::Tiled(k),
             "staged" => return GpuUngathered::Staged(k),

@@ -1369,10 +1369,7 @@ impl GpuPlan {
 
     /// Encodes the next dispatch's steps now, unless they are waiting.
     fn prepare_steps(&self) {
-        let mut slot = self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(self.encode_steps());
-        }
+        self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| self.encode_steps());
     }
 
     /// Encodes the next compute's command buffer now, unless one is waiting.
@@ -1381,10 +1378,7 @@ impl GpuPlan {
         if self.profile.is_some() {
             return;
         }
-        let mut slot = self.encoded.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(self.encode_compute());
-        }
+        self.encoded.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| self.encode_compute());
     }
 
     /// Encodes every step (no profiling) into `encoder`.

@@ -59,7 +59,9 @@ pub const LOG: Var = Var {
     description: "comma-separated words: `info` prints the machine the CPU engine detected (model, instruction set, \
                   caches) and the blocking it derived, the GPU adapters found, the one chosen and each GPU graph's \
                   compile time to stderr, `debug` also each pipeline compiled; `gpu-profile` runs each GPU dispatch \
-                  in its own timed pass and prints per-dispatch times every 100 computes; `kernels=DIR` writes the WGSL \
+                  in its own timed pass and prints per-dispatch times every 100 computes; `gpu-timing` prints, every 100 GPU computes, \
+                  the medians of their CPU-side phases (hand-over to the GPU thread, upload and submit, encoding ahead, wait for the \
+                  results, copy-out, and the caller's time between a result and the next compute); `kernels=DIR` writes the WGSL \
                   text of each GPU pipeline compiled to DIR as `<hash>.wgsl`, the hash `debug` prints (read once)",
 };
 
@@ -84,7 +86,11 @@ pub const GPU_FEATURES: Var = Var {
                   tiles split K between up to KS subgroups (a power of two up to 32) until the dispatch has T subgroups, \
                   one-fragment subgroups running S steps of K per pass (the default 1056/16/2); `spin=N`: the GPU thread polls for N \
                   microseconds (at most 10000) before it blocks, for a submission's results and for the next job (default 2000 \
-                  on a GPU, 0 on a CPU adapter such as lavapipe); `ungathered=tiled/K` or `ungathered=staged/K`: one-group float16 \
+                  on a GPU, 0 on a CPU adapter such as lavapipe); `encode=thread` encodes the next compute's commands on a thread of \
+                  their own while the GPU runs, `encode=inline` on the GPU thread before it waits for the results; \
+                  `im2col=producer`: a float16 nchw convolution on tensor cores whose input another float16 convolution produces, \
+                  and which would gather that input into an im2col matrix first, has the producer store its results into that matrix \
+                  as well (no gather dispatch), `im2col=gather` (the default) gathers; `ungathered=tiled/K` or `ungathered=staged/K`: one-group float16 \
                   convolutions with K (input channels x kernel pixels) up to K whose input the direct cooperative kernel cannot read in place (nchw planes \
                   of a pixel count not a multiple of 8, strides, kernels over 1x1) run on the tiled or the staged cooperative kernel instead of an im2col \
                   gather and the direct kernel (`ungathered=off`, the default); `coop` opens them with cooperative matrices on any adapter that \
@@ -193,6 +199,13 @@ fn parse_log(s: &str) -> (LogLevel, bool) {
         }
     }
     (level, profile)
+}
+
+/// `LOG` has `gpu-timing`: the GPU thread times each compute's CPU-side phases
+/// and prints their medians every 100 computes.
+pub fn gpu_timing() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| parse_words(&read(&LOG).unwrap_or_default()).any(|w| w == "gpu-timing"))
 }
 
 /// `LOG`'s `kernels=DIR`: where each compiled GPU kernel's text is written.
@@ -317,6 +330,39 @@ pub fn gpu_spin_us() -> Option<u64> {
     *SPIN.get_or_init(|| read(&GPU_FEATURES).and_then(|s| parse_spin(&s)))
 }
 
+/// Where the GPU thread encodes the next compute's commands after a submission
+/// (`encode=thread` or `encode=inline`), else None (the engine's default).
+/// Read once.
+pub fn gpu_encode_thread() -> Option<bool> {
+    static ENC: OnceLock<Option<bool>> = OnceLock::new();
+    *ENC.get_or_init(|| read(&GPU_FEATURES).and_then(|s| parse_encode(&s)))
+}
+
+/// Whether float16 convolutions on tensor cores write the im2col matrix of the
+/// convolution that reads their result (`im2col=producer`) or leave it to a
+/// gather dispatch (`im2col=gather`), else None (the engine's default). Read
+/// once.
+pub fn gpu_im2col_producer() -> Option<bool> {
+    static IM: OnceLock<Option<bool>> = OnceLock::new();
+    *IM.get_or_init(|| read(&GPU_FEATURES).and_then(|s| parse_im2col(&s)))
+}
+
+fn parse_im2col(s: &str) -> Option<bool> {
+    parse_words(s).find_map(|w| match w.as_str() {
+        "im2col=producer" => Some(true),
+        "im2col=gather" => Some(false),
+        _ => None,
+    })
+}
+
+fn parse_encode(s: &str) -> Option<bool> {
+    parse_words(s).find_map(|w| match w.as_str() {
+        "encode=thread" => Some(true),
+        "encode=inline" => Some(false),
+        _ => None,
+    })
+}
+
 fn parse_spin(s: &str) -> Option<u64> {
     parse_words(s)
         .find_map(|w| w.strip_prefix("spin=").and_then(|v| v.parse::<u64>().ok()))
@@ -437,6 +483,12 @@ mod tests {
         assert_eq!(parse_spin("no-coop, spin=99999"), Some(10_000));
         assert_eq!(parse_spin("spin=0"), Some(0));
         assert_eq!(parse_spin("spin=x"), None);
+        assert_eq!(parse_encode("no-coop, encode=thread"), Some(true));
+        assert_eq!(parse_encode("encode=inline"), Some(false));
+        assert_eq!(parse_encode("encode=x, spin=9"), None);
+        assert_eq!(parse_im2col("no-coop, im2col=producer"), Some(true));
+        assert_eq!(parse_im2col("im2col=gather"), Some(false));
+        assert_eq!(parse_im2col("im2col"), None);
         assert_eq!(parse_spin(""), None);
         assert_eq!(parse_ungathered("spin=0, ungathered=tiled/1024"), GpuUngathered::Tiled(1024));
         assert_eq!(parse_ungathered("ungathered=staged"), GpuUngathered::Staged(u32::MAX));

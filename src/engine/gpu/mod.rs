@@ -548,6 +548,7 @@ impl GpuEngine {
             )
         });
         let (tx, rx) = mpsc::channel();
+        let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu;
         let worker = Worker {
             device: device.clone(),
             queue: queue.clone(),
@@ -555,8 +556,14 @@ impl GpuEngine {
             jobs: rx,
             pending: Vec::new(),
             spin: std::time::Duration::from_micros(
-                crate::config::gpu_spin_us().unwrap_or(if info.device_type == wgpu::DeviceType::Cpu { 0 } else { SPIN_US }),
+                crate::config::gpu_spin_us().unwrap_or(if cpu_adapter { 0 } else { SPIN_US }),
             ),
+            encoder: if crate::config::gpu_encode_thread().unwrap_or(ENCODE_THREAD && !cpu_adapter) {
+                start_encoder(device.clone())
+            } else {
+                None
+            },
+            timing: crate::config::gpu_timing().then(Timing::default),
         };
         let thread = std::thread::Builder::new()
             .name("webnn-gpu".into())
@@ -685,6 +692,8 @@ struct Job {
     bindings: Bindings,
     tensors: Option<(Vec<Arc<dyn DeviceTensor>>, Vec<Arc<dyn DeviceTensor>>)>,
     done: Completion,
+    /// When the caller's thread handed it over (`config::gpu_timing`).
+    queued: std::time::Instant,
 }
 
 /// A tensor read handed to the worker.
@@ -706,6 +715,7 @@ impl Executable for GpuPlan {
             bindings,
             tensors: None,
             done,
+            queued: std::time::Instant::now(),
         })) {
             (job.done)(Err(WebnnError::Operation("compute: the GPU thread has stopped".into())));
         }
@@ -724,6 +734,7 @@ impl Executable for GpuPlan {
             bindings,
             tensors: Some((inputs, outputs)),
             done,
+            queued: std::time::Instant::now(),
         })) {
             (job.done)(Err(WebnnError::Operation("dispatch: the GPU thread has stopped".into())));
         }
@@ -766,6 +777,56 @@ pub(crate) struct Pending {
     /// With `config::LOG` at debug, for a plan's first computes: the job's start and
     /// its submission, to log where the first computes' time goes.
     timing: Option<(u32, std::time::Instant, std::time::Instant)>,
+    /// With `config::gpu_timing`: when the job was handed over, reached the
+    /// worker, was submitted and its successor encoded.
+    phases: Option<[std::time::Instant; 4]>,
+}
+
+/// `config::gpu_timing`: the CPU-side phases of a context's computes, in
+/// microseconds, printed as medians every 100 computes.
+#[derive(Default)]
+struct Timing {
+    /// Hand-over, upload and submit, encoding ahead, submission to results
+    /// mapped, copy-out, the caller's time from a result to the next compute.
+    phases: [Vec<f64>; 6],
+    last_done: Option<std::time::Instant>,
+}
+
+impl Timing {
+    const NAMES: [&'static str; 6] = [
+        "hand-over to the GPU thread",
+        "upload and submit",
+        "encoding ahead",
+        "submitted to results mapped",
+        "copy-out",
+        "result to the next compute",
+    ];
+
+    fn record(&mut self, [queued, arrived, submitted, prepared]: [std::time::Instant; 4], mapped: std::time::Instant, copied: std::time::Instant) {
+        let us = |a: std::time::Instant, b: std::time::Instant| b.saturating_duration_since(a).as_secs_f64() * 1e6;
+        let gap = self.last_done.map(|d| us(d, queued));
+        let spans = [us(queued, arrived), us(arrived, submitted), us(submitted, prepared), us(submitted, mapped), us(mapped, copied)];
+        for (v, x) in self.phases.iter_mut().zip(spans) {
+            v.push(x);
+        }
+        if let Some(g) = gap {
+            self.phases[5].push(g);
+        }
+        self.last_done = Some(copied);
+        if self.phases[0].len() == 100 {
+            let line: Vec<String> = Self::NAMES
+                .iter()
+                .zip(self.phases.iter_mut())
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(name, v)| {
+                    v.sort_by(f64::total_cmp);
+                    format!("{name} {:.1}", v[v.len() / 2])
+                })
+                .collect();
+            eprintln!("webnn gpu timing (median of 100 computes, us): {}", line.join(", "));
+            *self = Timing { last_done: self.last_done, ..Timing::default() };
+        }
+    }
 }
 
 /// How long the worker polls before it blocks on a GPU, in microseconds (not
@@ -780,6 +841,12 @@ pub(crate) struct Pending {
 /// The `spin=N` word of `config::GPU_FEATURES` overrides it (`spin=0`: block at once).
 const SPIN_US: u64 = 2000;
 
+/// Whether a GPU (not a CPU adapter) context encodes each plan's next commands
+/// on a thread of its own (`start_encoder`) by default, so that the worker
+/// polls for the results meanwhile; `encode=` in `config::GPU_FEATURES`
+/// overrides it.
+const ENCODE_THREAD: bool = false;
+
 struct Worker {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -790,6 +857,36 @@ struct Worker {
     /// submission and, once none is in flight, for the next job
     /// (`SPIN_US`, `config::gpu_spin_us`; zero: it blocks at once).
     spin: std::time::Duration,
+    /// The thread that encodes a plan's next commands after each submission
+    /// (`config::gpu_encode_thread`); None: the worker encodes them itself,
+    /// before it waits.
+    encoder: Option<Sender<(Arc<GpuPlan>, bool)>>,
+    timing: Option<Timing>,
+}
+
+/// Starts the thread that encodes plans' next commands (`Worker::encoder`):
+/// each request is a plan and whether its next execution is a `dispatch()`.
+/// Errors are caught in the thread's own scopes (wgpu's are per thread); a
+/// command buffer encoded with one is dropped, so the next execution encodes
+/// again on the worker, where its scopes report the error. The thread ends
+/// with the worker, which holds its sender.
+fn start_encoder(device: wgpu::Device) -> Option<Sender<(Arc<GpuPlan>, bool)>> {
+    let (tx, rx) = mpsc::channel::<(Arc<GpuPlan>, bool)>();
+    std::thread::Builder::new()
+        .name("webnn-gpu-encode".into())
+        .spawn(move || {
+            for (plan, steps) in rx {
+                let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+                let encoded = catch_unwind(AssertUnwindSafe(|| plan.prepare_next(steps))).is_ok();
+                let clean = [validation.pop(), oom.pop()].map(pollster::block_on).iter().all(Option::is_none);
+                if !(encoded && clean) {
+                    plan.discard_encoded();
+                }
+            }
+        })
+        .ok()
+        .map(|_| tx)
 }
 
 impl Worker {
@@ -870,6 +967,7 @@ impl Worker {
                 staging: Some(staging),
                 state,
                 timing: None,
+                phases: None,
             }),
             Err(e) => (read.done)(Err(e)),
         }
@@ -888,6 +986,7 @@ impl Worker {
         }
         let state = Arc::new(AtomicU8::new(WAITING));
         let began = std::time::Instant::now();
+        let steps = job.tensors.is_some();
         let submitted = catch_unwind(AssertUnwindSafe(|| match &job.tensors {
             Some((ins, outs)) => job.plan.submit_tensors(ins, outs, &state),
             None => job.plan.submit(&job.bindings, &state),
@@ -900,6 +999,19 @@ impl Worker {
         });
         match submitted {
             Ok((submission, staging)) => {
+                let sent = std::time::Instant::now();
+                // Encode the next execution's commands while the GPU runs this one.
+                match &self.encoder {
+                    Some(tx) => {
+                        if tx.send((job.plan.clone(), steps)).is_err() {
+                            self.encoder = None;
+                        }
+                    }
+                    None => {
+                        let _ = catch_unwind(AssertUnwindSafe(|| job.plan.prepare_next(steps)));
+                    }
+                }
+                let phases = self.timing.is_some().then(|| [job.queued, began, sent, std::time::Instant::now()]);
                 let n = job.plan.computes.fetch_add(1, Ordering::Relaxed);
                 let timing = (n < 3 && crate::config::log_level() >= LogLevel::Debug)
                     .then(|| (n + 1, began, std::time::Instant::now()));
@@ -909,6 +1021,7 @@ impl Worker {
                     staging,
                     state,
                     timing,
+                    phases,
                 })
             }
             Err(e) => (job.done)(Err(e)),
@@ -981,6 +1094,9 @@ impl Worker {
                                 ms(waited, now)
                             )
                         });
+                    }
+                    if let (Some(t), Some(ph)) = (&mut self.timing, p.phases) {
+                        t.record(ph, waited, std::time::Instant::now());
                     }
                     (job.done)(result);
                 }

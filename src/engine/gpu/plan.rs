@@ -83,6 +83,9 @@ pub(super) fn collapse(out: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Ve
 pub(super) enum Buf {
     Operand(OperandId),
     Local(usize),
+    /// An im2col matrix the plan gave a producer and a consumer
+    /// (`families::conv::mirror`).
+    Mirror(usize),
 }
 
 /// A buffer an operator's lowering needs beside its operands.
@@ -157,11 +160,24 @@ impl Lowered {
 pub(super) struct Lowering {
     pub steps: Vec<Lowered>,
     pub locals: Vec<Local>,
+    /// A float16 convolution's im2col gather of an nchw operand: the operand
+    /// and the matrix (what `plan_mirrors` may hand to the operand's producer).
+    pub gathered: Option<(OperandId, families::conv::mirror::Im2col)>,
+    /// The im2col matrices (`Buf::Mirror`) the steps write and read.
+    pub mirrors: MirrorUse,
+}
+
+/// Which granted im2col matrix an operator's steps write (as the producer of
+/// its input) and read (in place of the gather).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct MirrorUse {
+    pub wrote: Option<usize>,
+    pub read: Option<usize>,
 }
 
 impl Lowering {
     pub(super) fn of(steps: Vec<Lowered>) -> Self {
-        Lowering { steps, locals: Vec::new() }
+        Lowering { steps, ..Lowering::default() }
     }
 
     /// Adds a local buffer and returns how steps refer to it.
@@ -234,6 +250,9 @@ pub(super) struct Cx<'a> {
     /// float16 outputs stored as `array<f16>` (`Shared::half_store`,
     /// `Lowering::word_output`).
     pub half_store: bool,
+    /// The im2col matrices granted to producer and consumer convolutions
+    /// (`plan_mirrors`); None while planning.
+    pub mirrors: Option<&'a families::conv::mirror::Mirrors>,
     pub limits: &'a wgpu::Limits,
 }
 
@@ -241,7 +260,7 @@ pub(super) struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// A device with none of the optional features and `limits` (tests).
     pub fn plain(limits: &'a wgpu::Limits) -> Cx<'a> {
-        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, ungathered: crate::config::GpuUngathered::Off, half_store: false, limits }
+        Cx { int64: false, f64: false, coop_f16: false, coop_staged: false, wide: crate::config::GpuWide::Default, ungathered: crate::config::GpuUngathered::Off, half_store: false, mirrors: None, limits }
     }
 }
 
@@ -492,6 +511,99 @@ fn lower_elementwise(
     }
 }
 
+/// Lowers one operator of `graph`; a convolution whose filter is a constant
+/// with the filter's values known (`families::conv::lower_with_filter`).
+fn lower_operator(graph: &Graph, operator: &crate::graph::builder::Operator, cx: &Cx) -> Result<Lowering> {
+    let ins: Vec<(OperandId, &OperandDesc)> = operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
+    let outs: Vec<(OperandId, &OperandDesc)> = operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
+    // A convolution's filter that is a constant is known now: its values
+    // decide whether the padded taps need the guard (`families::conv`).
+    let filter = match (&operator.op, operator.inputs.get(1).map(|&f| &graph.operands[f])) {
+        (
+            Op::Conv2d(_)
+            | Op::ConvTranspose2d(_)
+            | Op::Fused(crate::compile::fused::FusedOp::Conv2d { .. } | crate::compile::fused::FusedOp::ConvTranspose2d { .. }),
+            Some(f),
+        ) => match &f.kind {
+            OperandKind::Constant(bytes) => Some((families::conv::FilterValues::of(Some(&bytes[..]), f.desc.data_type), &bytes[..])),
+            _ => None,
+        },
+        _ => None,
+    };
+    let known = filter.and_then(|(v, bytes)| families::conv::lower_with_filter(&operator.op, &ins, &outs, cx, v, Some(bytes)));
+    match known {
+        Some(l) => l,
+        None => lower(&operator.op, &ins, &outs, cx),
+    }
+}
+
+/// Whether float16 convolutions on tensor cores store their results into the
+/// im2col matrix of the convolution reading them (`families::conv::mirror`),
+/// so it needs no gather dispatch; `im2col=` in `config::GPU_FEATURES`
+/// overrides it.
+const IM2COL_PRODUCER: bool = false;
+
+/// Grants im2col matrices (`families::conv::mirror`): each operand that a
+/// float16 convolution gathers (`Lowering::gathered`) and another operator
+/// produces gets one, for the first convolution gathering it, and both
+/// operators are lowered again with the grants (`relower(operator index,
+/// grants)`). A grant that either side did not take (the producer is not a
+/// convolution whose kernel stores into it, the consumer took another path) is
+/// dropped and the rest lowered again, until every remaining one is taken; the
+/// operators of dropped grants keep their first lowering.
+fn plan_mirrors(
+    graph: &Graph,
+    lowered: &mut [Lowering],
+    relower: impl Fn(usize, &families::conv::mirror::Mirrors) -> Result<Lowering> + Sync,
+) -> families::conv::mirror::Mirrors {
+    use rayon::prelude::*;
+    let mut producer = HashMap::new();
+    for (i, op) in graph.operators.iter().enumerate() {
+        for &o in &op.outputs {
+            producer.insert(o, i);
+        }
+    }
+    let mut grants = families::conv::mirror::Mirrors::default();
+    // (producer, consumer, operand)
+    let mut pairs = Vec::new();
+    for (c, l) in lowered.iter().enumerate() {
+        let Some((x, im)) = l.gathered else { continue };
+        let Some(&p) = producer.get(&x) else { continue };
+        if p == c || grants.of.contains_key(&x) {
+            continue;
+        }
+        grants.of.insert(x, (pairs.len(), im));
+        pairs.push((p, c, x));
+    }
+    while !pairs.is_empty() {
+        let mut ops: Vec<usize> = pairs.iter().flat_map(|&(p, c, _)| [p, c]).collect();
+        ops.sort_unstable();
+        ops.dedup();
+        let again: HashMap<usize, Lowering> = ops
+            .par_iter()
+            .with_max_len(1)
+            .filter_map(|&i| relower(i, &grants).ok().map(|l| (i, l)))
+            .collect();
+        let taken = |&(p, c, x): &(usize, usize, OperandId)| {
+            let idx = grants.of.get(&x).map(|g| g.0);
+            again.get(&p).is_some_and(|l| idx.is_some() && l.mirrors.wrote == idx)
+                && again.get(&c).is_some_and(|l| idx.is_some() && l.mirrors.read == idx)
+        };
+        let (kept, dropped): (Vec<_>, Vec<_>) = pairs.iter().partition(|pair| taken(pair));
+        if dropped.is_empty() {
+            for (i, l) in again {
+                lowered[i] = l;
+            }
+            break;
+        }
+        for (_, _, x) in dropped {
+            grants.of.remove(&x);
+        }
+        pairs = kept;
+    }
+    grants
+}
+
 /// Best-fit pool of intermediate buffers, by capacity.
 struct Pool {
     free: Vec<(u64, wgpu::Buffer)>,
@@ -689,43 +801,25 @@ impl GpuPlan {
             wide: shared.wide,
             ungathered: shared.ungathered,
             half_store: shared.half_store,
+            mirrors: None,
             limits: &shared.limits,
         };
         // Operators lower independently: in parallel on rayon's pool (build runs
         // off the JS thread), the first error in graph order reported.
-        let lower_one = |operator: &crate::graph::builder::Operator| -> Result<Lowering> {
-            let ins: Vec<(OperandId, &OperandDesc)> =
-                operator.inputs.iter().map(|&i| (i, &graph.operands[i].desc)).collect();
-            let outs: Vec<(OperandId, &OperandDesc)> =
-                operator.outputs.iter().map(|&o| (o, &graph.operands[o].desc)).collect();
-            // A convolution's filter that is a constant is known now: its values
-            // decide whether the padded taps need the guard (`families::conv`).
-            let filter = match (&operator.op, operator.inputs.get(1).map(|&f| &graph.operands[f])) {
-                (
-                    Op::Conv2d(_)
-                    | Op::ConvTranspose2d(_)
-                    | Op::Fused(crate::compile::fused::FusedOp::Conv2d { .. } | crate::compile::fused::FusedOp::ConvTranspose2d { .. }),
-                    Some(f),
-                ) => match &f.kind {
-                    OperandKind::Constant(bytes) => {
-                        Some((families::conv::FilterValues::of(Some(&bytes[..]), f.desc.data_type), &bytes[..]))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            let known =
-                filter.and_then(|(v, bytes)| families::conv::lower_with_filter(&operator.op, &ins, &outs, &cx, v, Some(bytes)));
-            match known {
-                Some(l) => l,
-                None => lower(&operator.op, &ins, &outs, &cx),
-            }
-        };
+        let lower_with = |operator: &crate::graph::builder::Operator, cx: &Cx| lower_operator(&graph, operator, cx);
         let lowered: Vec<Result<Lowering>> = {
             use rayon::prelude::*;
-            graph.operators.par_iter().with_max_len(1).map(lower_one).collect()
+            graph.operators.par_iter().with_max_len(1).map(|o| lower_with(o, &cx)).collect()
         };
-        let lowered: Vec<Lowering> = lowered.into_iter().collect::<Result<_>>()?;
+        let mut lowered: Vec<Lowering> = lowered.into_iter().collect::<Result<_>>()?;
+        let mirrors = if cx.coop_f16 && cx.half_store && crate::config::gpu_im2col_producer().unwrap_or(IM2COL_PRODUCER) {
+            plan_mirrors(&graph, &mut lowered, |i, m| lower_with(&graph.operators[i], &Cx { mirrors: Some(m), ..cx }))
+        } else {
+            families::conv::mirror::Mirrors::default()
+        };
+        if !mirrors.of.is_empty() {
+            log(LogLevel::Info, || format!("GPU im2col matrices written by the convolutions producing their input: {}", mirrors.of.len()));
+        }
         let limit = shared
             .limits
             .max_storage_buffer_binding_size
@@ -794,7 +888,7 @@ impl GpuPlan {
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let (mut created_at, mut warmed_at) = (compiled_at, compiled_at);
-        let built = Self::create(&shared, &graph, lowered, constants, &fresh).and_then(|(plan, first)| {
+        let built = Self::create(&shared, &graph, lowered, &mirrors, constants, &fresh).and_then(|(plan, first)| {
             created_at = std::time::Instant::now();
             plan.warm(&first)?;
             warmed_at = std::time::Instant::now();
@@ -909,6 +1003,7 @@ impl GpuPlan {
         shared: &Arc<Shared>,
         graph: &Graph,
         lowered: Vec<Lowering>,
+        mirrors: &families::conv::mirror::Mirrors,
         constants: HashMap<OperandId, wgpu::Buffer>,
         fresh: &HashSet<String>,
     ) -> Result<(Self, Vec<usize>)> {
@@ -986,6 +1081,14 @@ impl GpuPlan {
         let mut warmed: HashSet<String> = HashSet::new();
         let mut first = Vec::new();
         let mut kept = Vec::new();
+        // The granted im2col matrices: buffers of their own, zero (as wgpu
+        // creates them) wherever no producer's element goes.
+        let mut mirror_buffers = HashMap::new();
+        for &(idx, im) in mirrors.of.values() {
+            let b = new_buffer(padded(im.bytes() as usize).max(4), "webnn im2col");
+            kept.push(b.clone());
+            mirror_buffers.insert(idx, b);
+        }
         for (s, (operator, lowering)) in graph.operators.iter().zip(lowered).enumerate() {
             let take = |size: u64, pool: &mut Pool| {
                 pool.take(size)
@@ -1018,6 +1121,7 @@ impl GpuPlan {
                 match b {
                     Buf::Operand(id) => buffers.get(id),
                     Buf::Local(k) => locals.get(*k),
+                    Buf::Mirror(k) => mirror_buffers.get(k),
                 }
                 .cloned()
                 .ok_or_else(|| WebnnError::Operation(format!("internal: {} binds a buffer it does not have", operator.op.name())))
@@ -1202,8 +1306,6 @@ impl GpuPlan {
             staging
                 .slice(..)
                 .map_async(wgpu::MapMode::Read, move |r| st.store(if r.is_ok() { READY } else { FAILED }, Ordering::Release));
-            // Encode the next compute while the GPU runs this one.
-            self.prepare();
             let v = pollster::block_on(validation.pop());
             let o = pollster::block_on(oom.pop());
             scope_error(v, "compute")?;
@@ -1337,8 +1439,6 @@ impl GpuPlan {
         let submission = self.shared.queue.submit([copy_in.finish(), steps, copy_out.finish()]);
         let st = state.clone();
         self.shared.queue.on_submitted_work_done(move || st.store(READY, Ordering::Release));
-        // Encode the next dispatch's steps while the GPU runs these.
-        self.prepare_steps();
         scope_error(pollster::block_on(validation.pop()), "dispatch")?;
         scope_error(pollster::block_on(oom.pop()), "dispatch")?;
         Ok((submission, None))
@@ -1367,13 +1467,31 @@ impl GpuPlan {
         encoder.finish()
     }
 
+    /// Encodes the next execution's commands (a `dispatch()`'s steps where
+    /// `steps`, else a compute's), unless they are waiting. The GPU thread
+    /// calls it after each submission (`Worker::start`).
+    pub(super) fn prepare_next(&self, steps: bool) {
+        if steps {
+            self.prepare_steps()
+        } else {
+            self.prepare()
+        }
+    }
+
+    /// Drops the encoded commands (encoded with an error: the next execution
+    /// encodes again).
+    pub(super) fn discard_encoded(&self) {
+        self.encoded.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
     /// Encodes the next dispatch's steps now, unless they are waiting.
     fn prepare_steps(&self) {
         self.steps_encoded.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| self.encode_steps());
     }
 
     /// Encodes the next compute's command buffer now, unless one is waiting.
-    /// Called at build and after each submission (`submit`).
+    /// Called at build and after each submission (`prepare_next`).
     pub(super) fn prepare(&self) {
         if self.profile.is_some() {
             return;
@@ -1606,6 +1724,105 @@ mod tests {
 
     fn d(t: DataType, shape: &[usize]) -> OperandDesc {
         OperandDesc::new(t, shape.to_vec())
+    }
+
+    /// A float16 nchw chain depthwise 3x3 -> 1x1 (14x14: H*W not a multiple
+    /// of 8) -> 3x3 padded -> relu -> 1x1 (K 48: gathered): the first two
+    /// convolutions store into their consumers' im2col matrices, which read
+    /// them without a gather; the relu is no convolution, so the last keeps
+    /// its gather. Every kernel validates (the cooperative ones through naga's
+    /// SPIR-V backend).
+    #[test]
+    fn convolutions_write_their_consumers_im2col_matrices() {
+        use crate::ops::conv::{Conv2dAttrs, Conv2dFilterLayout, InputLayout};
+        let h = |s: &[usize]| d(DataType::Float16, s);
+        let conv = |groups: usize, pad: usize| {
+            Op::Conv2d(Conv2dAttrs {
+                padding: [pad; 4],
+                strides: [1, 1],
+                dilations: [1, 1],
+                groups,
+                input_layout: InputLayout::Nchw,
+                filter_layout: Conv2dFilterLayout::Oihw,
+                has_bias: false,
+            })
+        };
+        let weights = |n: usize| OperandKind::Constant((0..n).flat_map(|i| ((i % 7) as u16 + 0x3c00).to_le_bytes()).collect::<Vec<u8>>().into());
+        let out = |operator: usize| OperandKind::Output { operator, index: 0 };
+        let operand = |desc: OperandDesc, kind: OperandKind| crate::graph::builder::Operand { desc, kind };
+        let graph = Graph {
+            operands: vec![
+                operand(h(&[1, 96, 14, 14]), OperandKind::Input("x".into())),
+                operand(h(&[96, 1, 3, 3]), weights(96 * 9)),
+                operand(h(&[1, 96, 14, 14]), out(0)),
+                operand(h(&[32, 96, 1, 1]), weights(32 * 96)),
+                operand(h(&[1, 32, 14, 14]), out(1)),
+                operand(h(&[48, 32, 3, 3]), weights(48 * 32 * 9)),
+                operand(h(&[1, 48, 14, 14]), out(2)),
+                operand(h(&[1, 48, 14, 14]), out(3)),
+                operand(h(&[16, 48, 1, 1]), weights(16 * 48)),
+                operand(h(&[1, 16, 14, 14]), out(4)),
+            ],
+            operators: vec![
+                crate::graph::builder::Operator { op: conv(96, 1), inputs: vec![0, 1], outputs: vec![2] },
+                crate::graph::builder::Operator { op: conv(1, 0), inputs: vec![2, 3], outputs: vec![4] },
+                crate::graph::builder::Operator { op: conv(1, 1), inputs: vec![4, 5], outputs: vec![6] },
+                crate::graph::builder::Operator { op: Op::Unary(UnaryKind::Relu), inputs: vec![6], outputs: vec![7] },
+                crate::graph::builder::Operator { op: conv(1, 0), inputs: vec![7, 8], outputs: vec![9] },
+            ],
+            inputs: vec![("x".into(), 0)],
+            outputs: vec![("y".into(), 9)],
+        };
+        let limits = wgpu::Limits {
+            max_compute_invocations_per_workgroup: 1024,
+            max_compute_workgroup_size_x: 1024,
+            max_compute_workgroup_storage_size: 49152,
+            ..Default::default()
+        };
+        let cx = Cx { coop_f16: true, half_store: true, ..Cx::plain(&limits) };
+        let mut lowered: Vec<Lowering> = graph.operators.iter().map(|o| lower_operator(&graph, o, &cx).unwrap()).collect();
+        let texts = |l: &Lowering| -> Vec<String> {
+            l.steps
+                .iter()
+                .filter_map(|s| match s {
+                    Lowered::Dispatch { wgsl, .. } => Some(wgsl.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        // Before: the 1x1 at 14x14, the 3x3 and the last 1x1 gather.
+        let before: Vec<usize> = lowered.iter().map(|l| texts(l).len()).collect();
+        assert_eq!(before, [1, 2, 2, 1, 2]);
+        assert!(lowered.iter().all(|l| l.mirrors == MirrorUse::default()));
+        let grants = plan_mirrors(&graph, &mut lowered, |i, m| lower_operator(&graph, &graph.operators[i], &Cx { mirrors: Some(m), ..cx }));
+        assert_eq!(grants.of.len(), 2, "{grants:?}");
+        let (a, b) = (grants.of[&2].0, grants.of[&4].0);
+        assert_eq!(lowered[0].mirrors, MirrorUse { wrote: Some(a), read: None });
+        assert_eq!(lowered[1].mirrors, MirrorUse { wrote: Some(b), read: Some(a) });
+        assert_eq!(lowered[2].mirrors, MirrorUse { wrote: None, read: Some(b) });
+        assert_eq!(lowered[4].mirrors, MirrorUse::default());
+        let after: Vec<usize> = lowered.iter().map(|l| texts(l).len()).collect();
+        assert_eq!(after, [1, 1, 1, 1, 2]);
+        // The 1x1 at 14x14: K 96, 196 pixels padded to 200 columns.
+        assert_eq!(grants.of[&2].1.kp * grants.of[&2].1.np, 96 * 200);
+        // The 3x3: K 288 rows.
+        assert_eq!(grants.of[&4].1.kp, 288);
+        for (i, l) in lowered.iter().enumerate() {
+            for t in texts(l) {
+                assert_eq!(t.contains("fn mirror("), l.mirrors.wrote.is_some(), "operator {i}");
+                if t.starts_with(families::matmul::coop::MARKER) {
+                    families::matmul::coop::validate_coop(&t);
+                } else {
+                    wgsl::validate_wgsl(&t);
+                }
+            }
+            for s in &l.steps {
+                if let Lowered::Dispatch { writes, .. } = s {
+                    let mirrored = writes.iter().any(|w| matches!(w, Buf::Mirror(_)));
+                    assert_eq!(mirrored, l.mirrors.wrote.is_some(), "operator {i}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -46,6 +46,7 @@ use crate::ops::conv::{pick, strides_at, InputLayout};
 use crate::ops::Op;
 
 mod tensor;
+pub(in crate::engine::gpu) mod mirror;
 
 // Parameter words after the core's.
 const P_CIG: usize = P_FAMILY;
@@ -131,6 +132,9 @@ struct Variant {
     kind: Kind,
     layout: InputLayout,
     bias: bool,
+    /// The output is also stored into a consumer's im2col matrix (`mirror`),
+    /// bound as `mir` after `out`, its parameter words from this one on.
+    mirror: Option<usize>,
 }
 
 impl Variant {
@@ -142,7 +146,7 @@ impl Variant {
     /// The same kernel storing words: the split-K partial sums' kernel
     /// (`Core::partial_decls`).
     fn words(self) -> Variant {
-        Variant { out: Elems::Words, ..self }
+        Variant { out: Elems::Words, mirror: None, ..self }
     }
 }
 
@@ -173,9 +177,15 @@ fn head(v: Variant, operands: [(&str, &str); 2], extra: Option<&str>, stages: &[
         names.push((name, "read", "u32"));
     }
     names.push(("out".into(), "read_write", v.out.ty()));
+    if v.mirror.is_some() {
+        names.push(("mir".into(), "read_write", "f16"));
+    }
     names.push(("p".into(), "read", "u32"));
     for (b, (name, access, ty)) in names.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
+    }
+    if let Some(base) = v.mirror {
+        s.push_str(&mirror::store_wgsl(base));
     }
     s.push_str(&extra_loads(stages, v.st));
     s.push_str(&epilogue_wgsl(stages, P_ZERO));
@@ -255,14 +265,25 @@ fn pix_put(v: Variant, grp: &str) -> String {
         s,
         "fn put(oc: u32, q: u32, v: f32) {{\n  let o = pix(q);\n  let c = {grp} * p[{P_COG}] + oc;\n\
          \x20 let i = o.x * p[{on}] + c * p[{ocs}] + o.y * p[{oh}] + o.z * p[{ow}];\n  let r = epilogue(v{bias}, i, c);\n\
-         \x20 out[i] = {enc};\n}}\n",
+         {store}}}\n",
         on = P_OS,
         ocs = P_OS + 1,
         oh = P_OS + 2,
         ow = P_OS + 3,
-        enc = v.out.encode(v.st, "r"),
+        store = store(v, "r", "o.x, c, o.y, o.z", "i"),
     );
     s
+}
+
+/// The statements storing value `r` (compute type) at `out[i]`, and into the
+/// consumer's im2col matrix at nchw position `at` ("b, c, y, x") where the
+/// variant has one.
+fn store(v: Variant, r: &str, at: &str, i: &str) -> String {
+    let enc = v.out.encode(v.st, r);
+    match v.mirror {
+        Some(_) => format!("  let h = {enc};\n  out[{i}] = h;\n  mirror({at}, h);\n"),
+        None => format!("  out[{i}] = {enc};\n"),
+    }
 }
 
 /// Where a pointwise kernel's output pixel reads its input pixel.
@@ -460,7 +481,7 @@ fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
          \x20     if (ix < 0 || u32(ix) >= p[{P_IW}]) {{ continue; }}\n\
          \x20     acc = acc + ld_x(xb + u32(iy) * p[{xh}] + u32(ix) * p[{xw}]) * ld_w(wb + ky * p[{fy}] + kx * p[{fx}]);\n\
          \x20   }}\n  }}\n\
-         \x20 out[g] = {enc};\n}}\n",
+         {store}}}\n",
         xn = P_XS,
         xc = P_XS + 1,
         xh = P_XS + 2,
@@ -469,7 +490,7 @@ fn depthwise_wgsl(v: Variant, stages: &[Stage]) -> String {
         fo = P_FS + 1,
         fy = P_FS + 3,
         fx = P_FS + 4,
-        enc = v.out.encode(v.st, &format!("epilogue(acc + {bias}, g, c)")),
+        store = store(v, &format!("epilogue(acc + {bias}, g, c)"), "b, c, oy, ox", "g"),
     );
     s
 }
@@ -717,7 +738,15 @@ fn lower_conv(
         kind,
         layout,
         bias: has_bias,
+        mirror: None,
     };
+    // The consumer's im2col matrix the plan gave this output (`mirror`): the
+    // depthwise kernel and the direct cooperative kernel store into it too.
+    let mirror_out = cx
+        .mirrors
+        .and_then(|m| m.of.get(&out.0).copied())
+        .filter(|_| kind == Kind::Conv && layout == InputLayout::Nchw && elems == Elems::Half)
+        .and_then(|(idx, im)| im.words().map(|w| (idx, w)));
     let mut reads = vec![Buf::Operand(x.0), Buf::Operand(w.0)];
     if has_bias {
         let b = ins
@@ -775,6 +804,11 @@ fn lower_conv(
             out_w,
             same_pixels: pointwise == Some(Pixels::Same),
             padded: padding != [0, 0, 0, 0],
+            in_h,
+            in_w,
+            strides,
+            dilations,
+            pad: [padding[0], padding[2]],
             f: [f[1], f[2], f[3], f[4]],
             filter,
             constant,
@@ -782,7 +816,7 @@ fn lower_conv(
         let mut all = reads.clone();
         all.extend(res.iter().copied());
         let ktab = || k_table(layout, cig, k_h, k_w, p[P_XS + 1] as usize, dilations, f[2], f[3], f[4]);
-        taken = tensor::lower(&mut l, variant, stages, &geometry, &p, &all, ktab, dst, cx)?;
+        taken = tensor::lower(&mut l, variant, stages, &geometry, &p, &all, ktab, dst, mirror_out, cx)?;
         if taken == tensor::Taken::Direct {
             l.finish_words(dst, out)?;
             return Ok(l);
@@ -815,11 +849,18 @@ fn lower_conv(
     }
     if kind == Kind::Conv && cig == 1 {
         reads.extend(res.iter().copied());
+        let (mut v, mut params, mut writes) = (variant, p.clone(), vec![dst]);
+        if let Some((idx, words)) = mirror_out {
+            v.mirror = Some(params.len());
+            params.extend(words);
+            writes.push(Buf::Mirror(idx));
+            l.mirrors.wrote = Some(idx);
+        }
         l.steps.push(Lowered::Dispatch {
-            wgsl: depthwise_wgsl(variant, stages),
+            wgsl: depthwise_wgsl(v, stages),
             reads,
-            writes: vec![dst],
-            params: p.clone(),
+            writes,
+            params,
             grid: Grid::Threads(out.1.element_count()),
         });
     } else if let Some(pixels) = pointwise {
@@ -1035,7 +1076,7 @@ mod tests {
             for kind in [Kind::Conv, Kind::Transpose] {
                 for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
                     for bias in [false, true] {
-                        let v = Variant { st, out, kind, layout, bias };
+                        let v = Variant { st, out, kind, layout, bias, mirror: None };
                         for stages in super::super::fused::tests::epilogues() {
                             check(&Core {
                                 first: "x",

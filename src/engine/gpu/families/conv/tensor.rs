@@ -33,6 +33,7 @@ use super::{
     conv_tap, head, k_order, pix_put, pix_wgsl, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
 };
 use super::super::matmul::coop::Direct;
+use super::mirror::{Im2col, MIRROR_WORDS};
 use crate::compile::fused::Stage;
 use crate::config::GpuUngathered;
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
@@ -74,6 +75,12 @@ pub(super) struct Geometry<'a> {
     pub same_pixels: bool,
     /// A tap can fall outside the input (padding).
     pub padded: bool,
+    pub in_h: usize,
+    pub in_w: usize,
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    /// Top and left padding.
+    pub pad: [usize; 2],
     /// Filter element strides: output channel, input channel, y, x.
     pub f: [usize; 4],
     pub filter: FilterValues,
@@ -111,7 +118,9 @@ fn up(v: usize, to: usize) -> usize {
 
 /// Adds the steps of the convolution to `l` (`Taken::Direct`), or nothing
 /// where it does not take this path. `p`: the convolution's
-/// parameter words; `reads`: x, w, [bias], then the epilogue's operands.
+/// parameter words; `reads`: x, w, [bias], then the epilogue's operands;
+/// `mirror_out`: the im2col matrix (`Buf::Mirror`) and parameter words of a
+/// consumer that `emit` also stores the output into (`super::mirror`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn lower(
     l: &mut Lowering,
@@ -122,6 +131,7 @@ pub(super) fn lower(
     reads: &[Buf],
     ktab: impl FnOnce() -> Result<Vec<u8>>,
     dst: Buf,
+    mirror_out: Option<(usize, [u32; MIRROR_WORDS])>,
     cx: &Cx,
 ) -> Result<Taken> {
     if !cx.coop_f16 || g.cin < 2 || (g.padded && g.filter != FilterValues::Finite) {
@@ -197,13 +207,43 @@ pub(super) fn lower(
     }
     q[Q_ZQ] = u32_of(if in_place && g.layout == InputLayout::Nchw { hw } else { 0 }, "a stride")?;
     q[Q_PIX] = u32_of(pixels, "a convolution size")?;
+    // The matrix the gather would write, where x's producer writes it instead.
+    let im2col = (!in_place && g.layout == InputLayout::Nchw).then_some(Im2col {
+        batches: g.batches,
+        cin: g.cin,
+        in_h: g.in_h,
+        in_w: g.in_w,
+        k_h: g.k_h,
+        k_w: g.k_w,
+        strides: g.strides,
+        dilations: g.dilations,
+        pad: g.pad,
+        out_h: g.out_h,
+        out_w: g.out_w,
+        kp,
+        np,
+    });
+    let x_id = match x {
+        Buf::Operand(id) => Some(id),
+        _ => None,
+    };
+    let mirrored = match (im2col, x_id, cx.mirrors) {
+        (Some(im), Some(id), Some(m)) => m.of.get(&id).filter(|(_, granted)| *granted == im).map(|&(idx, _)| idx),
+        _ => None,
+    };
     let filter = match packed {
         Some(bytes) => l.local(Local::Data(pack(bytes, g, kp, mp))),
         None => w,
     };
     let input = if in_place {
         x
+    } else if let Some(idx) = mirrored {
+        l.mirrors.read = Some(idx);
+        Buf::Mirror(idx)
     } else {
+        if let (Some(im), Some(id)) = (im2col, x_id) {
+            l.gathered = Some((id, im));
+        }
         let table = ktab()?;
         q[Q_K] = u32_of(k, "a convolution size")?;
         q[Q_KP] = u32_of(kp, "a convolution size")?;
@@ -227,8 +267,16 @@ pub(super) fn lower(
     };
     let mut ins = vec![a, b];
     ins.extend_from_slice(&reads[2..]);
+    let (mut v, mut writes) = (v, vec![dst]);
+    if let Some((idx, words)) = mirror_out {
+        q.resize(Q_WORDS, 0);
+        v.mirror = Some(q.len());
+        q.extend(words);
+        writes.push(Buf::Mirror(idx));
+        l.mirrors.wrote = Some(idx);
+    }
     let direct = Direct { a_k_fast: true, b_k_fast: g.layout == InputLayout::Nhwc, wide: false };
-    direct.launch(&gemm_decls(v, stages), l, m, n, kp, batches, q, ins, vec![dst], cx)?;
+    direct.launch(&gemm_decls(v, stages), l, m, n, kp, batches, q, ins, writes, cx)?;
     Ok(Taken::Direct)
 }
 

@@ -133,8 +133,8 @@ struct Variant {
     layout: InputLayout,
     bias: bool,
     /// The output is also stored into a consumer's im2col matrix (`mirror`),
-    /// bound as `mir` after `out`, its parameter words from this one on.
-    mirror: Option<usize>,
+    /// bound as `mir` after `out`.
+    mirror: Option<mirror::Store>,
 }
 
 impl Variant {
@@ -184,8 +184,8 @@ fn head(v: Variant, operands: [(&str, &str); 2], extra: Option<&str>, stages: &[
     for (b, (name, access, ty)) in names.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({b}) var<storage, {access}> {name}: array<{ty}>;");
     }
-    if let Some(base) = v.mirror {
-        s.push_str(&mirror::store_wgsl(base));
+    if let Some(st) = v.mirror {
+        s.push_str(&mirror::store_wgsl(st));
     }
     s.push_str(&extra_loads(stages, v.st));
     s.push_str(&epilogue_wgsl(stages, P_ZERO));
@@ -745,8 +745,7 @@ fn lower_conv(
     let mirror_out = cx
         .mirrors
         .and_then(|m| m.of.get(&out.0).copied())
-        .filter(|_| kind == Kind::Conv && layout == InputLayout::Nchw && elems == Elems::Half)
-        .and_then(|(idx, im)| im.words().map(|w| (idx, w)));
+        .filter(|_| kind == Kind::Conv && layout == InputLayout::Nchw && elems == Elems::Half);
     let mut reads = vec![Buf::Operand(x.0), Buf::Operand(w.0)];
     if has_bias {
         let b = ins
@@ -850,8 +849,8 @@ fn lower_conv(
     if kind == Kind::Conv && cig == 1 {
         reads.extend(res.iter().copied());
         let (mut v, mut params, mut writes) = (variant, p.clone(), vec![dst]);
-        if let Some((idx, words)) = mirror_out {
-            v.mirror = Some(params.len());
+        if let Some((idx, (st, words))) = mirror_out.and_then(|(idx, im)| im.store(params.len()).map(|s| (idx, s))) {
+            v.mirror = Some(st);
             params.extend(words);
             writes.push(Buf::Mirror(idx));
             l.mirrors.wrote = Some(idx);

@@ -40,8 +40,19 @@ pub(in crate::engine::gpu) struct Im2col {
     pub np: usize,
 }
 
-/// Parameter words of the producer's store (`MIRROR_WORDS` from its base).
-pub(super) const MIRROR_WORDS: usize = 11;
+/// Parameter words of the producer's store (`MIRROR_WORDS` from its base):
+/// the consumer's output height and width and the matrix's row pitch.
+pub(super) const MIRROR_WORDS: usize = 3;
+
+/// What the producer's kernel text holds of the matrix: where its parameter
+/// words start, and the consumer's window as constants (kernel height and
+/// width, strides, dilations, top and left padding), so the compiler unrolls
+/// the taps and folds unit strides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Store {
+    pub base: usize,
+    pub window: [u32; 8],
+}
 
 impl Im2col {
     /// The matrix's size in bytes (float16 elements).
@@ -49,27 +60,21 @@ impl Im2col {
         (self.kp as u64) * (self.np as u64) * 2
     }
 
-    /// The words `store_wgsl` reads: window, strides, dilations, padding,
-    /// output size, row pitch.
-    pub(super) fn words(&self) -> Option<[u32; MIRROR_WORDS]> {
-        let v = [
-            self.k_h,
-            self.k_w,
-            self.strides[0],
-            self.strides[1],
-            self.dilations[0],
-            self.dilations[1],
-            self.pad[0],
-            self.pad[1],
-            self.out_h,
-            self.out_w,
-            self.np,
+    /// The producer's store for parameter words from `base` on, and the
+    /// words (`MIRROR_WORDS`); None where a size passes 32 bits.
+    pub(super) fn store(&self, base: usize) -> Option<(Store, [u32; MIRROR_WORDS])> {
+        let u = |x: usize| u32::try_from(x).ok();
+        let window = [
+            u(self.k_h)?,
+            u(self.k_w)?,
+            u(self.strides[0])?,
+            u(self.strides[1])?,
+            u(self.dilations[0])?,
+            u(self.dilations[1])?,
+            u(self.pad[0])?,
+            u(self.pad[1])?,
         ];
-        let mut w = [0u32; MIRROR_WORDS];
-        for (o, x) in w.iter_mut().zip(v) {
-            *o = u32::try_from(x).ok()?;
-        }
-        Some(w)
+        Some((Store { base, window }, [u(self.out_h)?, u(self.out_w)?, u(self.np)?]))
     }
 }
 
@@ -83,11 +88,13 @@ pub(in crate::engine::gpu) struct Mirrors {
 /// `mirror(b, c, iy, ix, h)`: stores float16 `h`, element (b, c, iy, ix) of
 /// the producer's nchw output, into every position of the consumer's im2col
 /// matrix whose tap reads it (row (c, ky, kx), column (b, oy, ox) with oy *
-/// strideY + ky * dilationY - padTop = iy, likewise for x). `base`: the first
-/// of the producer's `MIRROR_WORDS` parameter words; the matrix is bound as
-/// `mir`.
-pub(super) fn store_wgsl(base: usize) -> String {
-    let w = |i: usize| format!("p[{}]", base + i);
+/// strideY + ky * dilationY - padTop = iy, likewise for x). The matrix is
+/// bound as `mir`.
+pub(super) fn store_wgsl(st: Store) -> String {
+    let w = |i: usize| match i {
+        0..8 => format!("{}u", st.window[i]),
+        _ => format!("p[{}]", st.base + i - 8),
+    };
     format!(
         "fn mirror(b: u32, c: u32, iy: u32, ix: u32, h: f16) {{\n\
          \x20 for (var ky = 0u; ky < {kh}; ky = ky + 1u) {{\n\

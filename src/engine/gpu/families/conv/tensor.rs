@@ -33,7 +33,7 @@ use super::{
     conv_tap, head, k_order, pix_put, pix_wgsl, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
 };
 use super::super::matmul::coop::Direct;
-use super::mirror::{Im2col, MIRROR_WORDS};
+use super::mirror::Im2col;
 use crate::compile::fused::Stage;
 use crate::config::GpuUngathered;
 use crate::engine::gpu::plan::{u32_of, Buf, Cx, Grid, Local, Lowered, Lowering};
@@ -119,8 +119,8 @@ fn up(v: usize, to: usize) -> usize {
 /// Adds the steps of the convolution to `l` (`Taken::Direct`), or nothing
 /// where it does not take this path. `p`: the convolution's
 /// parameter words; `reads`: x, w, [bias], then the epilogue's operands;
-/// `mirror_out`: the im2col matrix (`Buf::Mirror`) and parameter words of a
-/// consumer that `emit` also stores the output into (`super::mirror`).
+/// `mirror_out`: the index (`Buf::Mirror`) and shape of a consumer's im2col
+/// matrix that `emit` also stores the output into (`super::mirror`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn lower(
     l: &mut Lowering,
@@ -131,7 +131,7 @@ pub(super) fn lower(
     reads: &[Buf],
     ktab: impl FnOnce() -> Result<Vec<u8>>,
     dst: Buf,
-    mirror_out: Option<(usize, [u32; MIRROR_WORDS])>,
+    mirror_out: Option<(usize, Im2col)>,
     cx: &Cx,
 ) -> Result<Taken> {
     if !cx.coop_f16 || g.cin < 2 || (g.padded && g.filter != FilterValues::Finite) {
@@ -268,9 +268,9 @@ pub(super) fn lower(
     let mut ins = vec![a, b];
     ins.extend_from_slice(&reads[2..]);
     let (mut v, mut writes) = (v, vec![dst]);
-    if let Some((idx, words)) = mirror_out {
+    if let Some((idx, (st, words))) = mirror_out.and_then(|(idx, im)| im.store(Q_WORDS).map(|s| (idx, s))) {
         q.resize(Q_WORDS, 0);
-        v.mirror = Some(q.len());
+        v.mirror = Some(st);
         q.extend(words);
         writes.push(Buf::Mirror(idx));
         l.mirrors.wrote = Some(idx);

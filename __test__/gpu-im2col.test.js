@@ -143,3 +143,35 @@ gpuTest('float16 convolution chains: each element within the carried float16 bou
     t.is(bad, 0, `${name}: ${bad} of ${got.length} elements off; first ${first}`)
   }
 })
+
+// The next compute's commands encoded on a thread of their own
+// (WEBNN_GPU_FEATURES=encode=thread) and the CPU-side phase log
+// (WEBNN_LOG=gpu-timing), in a child process: 120 computes and 20 dispatches
+// with new inputs each time, every result checked against the closed form
+// y = 2 a + b (exact in float32 for these small integers).
+gpuTest('encode=thread: every compute and dispatch gives its own inputs\' result; gpu-timing logs the phases', async (t) => {
+  const { gpuChildLog } = require('./helpers.js')
+  const log = gpuChildLog(`
+      const b = new MLGraphBuilder(context)
+      const d = { dataType: 'float32', shape: [64] }
+      const g = await b.build({ y: b.add(b.mul(b.input('a', d), b.constant(d, new Float32Array(64).fill(2))), b.input('b', d)) })
+      const check = (y, k) => { for (let i = 0; i < 64; i++) if (y[i] !== 2 * (i + k) + (k - i)) throw new Error('run ' + k + ' element ' + i + ': ' + y[i]) }
+      for (let k = 0; k < 120; k++) {
+        const a = Float32Array.from({ length: 64 }, (_, i) => i + k)
+        const bb = Float32Array.from({ length: 64 }, (_, i) => k - i)
+        const r = await context.compute(g, { a, b: bb }, { y: new Float32Array(64) })
+        check(r.outputs.y, k)
+      }
+      const ta = await context.createTensor({ ...d, writable: true })
+      const tb = await context.createTensor({ ...d, writable: true })
+      const ty = await context.createTensor({ ...d, readable: true })
+      for (let k = 0; k < 20; k++) {
+        context.writeTensor(ta, Float32Array.from({ length: 64 }, (_, i) => i + k))
+        context.writeTensor(tb, Float32Array.from({ length: 64 }, (_, i) => k - i))
+        context.dispatch(g, { a: ta, b: tb }, { y: ty })
+        check(new Float32Array(await context.readTensor(ty)), k)
+      }
+      console.error('child: checked')`, { WEBNN_GPU_FEATURES: 'encode=thread', WEBNN_LOG: 'gpu-timing' })
+  t.regex(log, /child: checked/)
+  t.regex(log, /webnn gpu timing \(median of 100 computes, us\): hand-over to the GPU thread [\d.]+, upload and submit [\d.]+, encoding ahead [\d.]+, submitted to results mapped [\d.]+, copy-out [\d.]+, result to the next compute [\d.]+/)
+})

@@ -864,25 +864,30 @@ struct Worker {
     timing: Option<Timing>,
 }
 
-/// Starts the thread that encodes plans' next commands (`Worker::encoder`):
-/// each request is a plan and whether its next execution is a `dispatch()`.
-/// Errors are caught in the thread's own scopes (wgpu's are per thread); a
-/// command buffer encoded with one is dropped, so the next execution encodes
-/// again on the worker, where its scopes report the error. The thread ends
-/// with the worker, which holds its sender.
+/// Encodes `plan`'s next execution (a `dispatch()`'s where `steps`) in this
+/// thread's own error scopes (wgpu's are per thread). Commands encoded with an
+/// error, or by a panicking encoder, are dropped: the next execution encodes
+/// again inside its submission's scopes, which report the error to its caller.
+fn encode_ahead(device: &wgpu::Device, plan: &GpuPlan, steps: bool) {
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let encoded = catch_unwind(AssertUnwindSafe(|| plan.prepare_next(steps))).is_ok();
+    let clean = [validation.pop(), oom.pop()].map(pollster::block_on).iter().all(Option::is_none);
+    if !(encoded && clean) {
+        plan.discard_encoded();
+    }
+}
+
+/// Starts the thread that encodes plans' next commands (`Worker::encoder`,
+/// `encode_ahead`): each request is a plan and whether its next execution is a
+/// `dispatch()`. The thread ends with the worker, which holds its sender.
 fn start_encoder(device: wgpu::Device) -> Option<Sender<(Arc<GpuPlan>, bool)>> {
     let (tx, rx) = mpsc::channel::<(Arc<GpuPlan>, bool)>();
     std::thread::Builder::new()
         .name("webnn-gpu-encode".into())
         .spawn(move || {
             for (plan, steps) in rx {
-                let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-                let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-                let encoded = catch_unwind(AssertUnwindSafe(|| plan.prepare_next(steps))).is_ok();
-                let clean = [validation.pop(), oom.pop()].map(pollster::block_on).iter().all(Option::is_none);
-                if !(encoded && clean) {
-                    plan.discard_encoded();
-                }
+                encode_ahead(&device, &plan, steps);
             }
         })
         .ok()
@@ -1007,9 +1012,7 @@ impl Worker {
                             self.encoder = None;
                         }
                     }
-                    None => {
-                        let _ = catch_unwind(AssertUnwindSafe(|| job.plan.prepare_next(steps)));
-                    }
+                    None => encode_ahead(&self.device, &job.plan, steps),
                 }
                 let phases = self.timing.is_some().then(|| [job.queued, began, sent, std::time::Instant::now()]);
                 let n = job.plan.computes.fetch_add(1, Ordering::Relaxed);

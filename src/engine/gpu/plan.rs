@@ -586,8 +586,9 @@ fn plan_mirrors(
             .collect();
         let taken = |&(p, c, x): &(usize, usize, OperandId)| {
             let idx = grants.of.get(&x).map(|g| g.0);
-            again.get(&p).is_some_and(|l| idx.is_some() && l.mirrors.wrote == idx)
-                && again.get(&c).is_some_and(|l| idx.is_some() && l.mirrors.read == idx)
+            idx.is_some()
+                && again.get(&p).is_some_and(|l| l.mirrors.wrote == idx)
+                && again.get(&c).is_some_and(|l| l.mirrors.read == idx)
         };
         let (kept, dropped): (Vec<_>, Vec<_>) = pairs.iter().partition(|pair| taken(pair));
         if dropped.is_empty() {

@@ -286,6 +286,26 @@ fn store(v: Variant, r: &str, at: &str, i: &str) -> String {
     }
 }
 
+/// Where the plan gave the output a consumer's im2col matrix (`mirror_out`:
+/// its `Buf::Mirror` index and shape), makes the kernel store into it too:
+/// the variant's store, its words after `params`, the matrix bound after
+/// `writes`, and the write recorded for the plan (`Lowering::mirrors`).
+fn store_mirror(
+    l: &mut Lowering,
+    v: &mut Variant,
+    params: &mut Vec<u32>,
+    writes: &mut Vec<Buf>,
+    mirror_out: Option<(usize, mirror::Im2col)>,
+) {
+    let Some((idx, (st, words))) = mirror_out.and_then(|(idx, im)| im.store(params.len()).map(|s| (idx, s))) else {
+        return;
+    };
+    v.mirror = Some(st);
+    params.extend(words);
+    writes.push(Buf::Mirror(idx));
+    l.mirrors.wrote = Some(idx);
+}
+
 /// Where a pointwise kernel's output pixel reads its input pixel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pixels {
@@ -803,8 +823,6 @@ fn lower_conv(
             out_w,
             same_pixels: pointwise == Some(Pixels::Same),
             padded: padding != [0, 0, 0, 0],
-            in_h,
-            in_w,
             strides,
             dilations,
             pad: [padding[0], padding[2]],
@@ -849,12 +867,7 @@ fn lower_conv(
     if kind == Kind::Conv && cig == 1 {
         reads.extend(res.iter().copied());
         let (mut v, mut params, mut writes) = (variant, p.clone(), vec![dst]);
-        if let Some((idx, (st, words))) = mirror_out.and_then(|(idx, im)| im.store(params.len()).map(|s| (idx, s))) {
-            v.mirror = Some(st);
-            params.extend(words);
-            writes.push(Buf::Mirror(idx));
-            l.mirrors.wrote = Some(idx);
-        }
+        store_mirror(&mut l, &mut v, &mut params, &mut writes, mirror_out);
         l.steps.push(Lowered::Dispatch {
             wgsl: depthwise_wgsl(v, stages),
             reads,

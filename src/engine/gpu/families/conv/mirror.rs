@@ -18,16 +18,13 @@ use std::collections::HashMap;
 
 use crate::graph::OperandId;
 
-/// A consumer's im2col matrix of an nchw input: the input's size, the
-/// convolution's window, and the matrix's padded sizes (rows: K = channels x
-/// kernel pixels padded to 16; columns: output pixels over every batch,
-/// padded to 8 and at least 16).
+/// A consumer's im2col matrix of an nchw input (the operand a grant is kept
+/// under, which fixes the input's sizes): the convolution's window, its output
+/// size, and the matrix's padded sizes (rows: K = channels x kernel pixels
+/// padded to 16; columns: output pixels over every batch, padded to 8 and at
+/// least 16).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(in crate::engine::gpu) struct Im2col {
-    pub batches: usize,
-    pub cin: usize,
-    pub in_h: usize,
-    pub in_w: usize,
     pub k_h: usize,
     pub k_w: usize,
     pub strides: [usize; 2],

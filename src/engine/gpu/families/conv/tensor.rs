@@ -30,7 +30,7 @@
 use std::fmt::Write;
 
 use super::{
-    conv_tap, head, k_order, pix_put, pix_wgsl, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
+    conv_tap, head, k_order, pix_put, pix_wgsl, store_mirror, FilterValues, Variant, P_COG, P_OW, P_OH, P_WORDS, P_XS,
 };
 use super::super::matmul::coop::Direct;
 use super::mirror::Im2col;
@@ -75,8 +75,6 @@ pub(super) struct Geometry<'a> {
     pub same_pixels: bool,
     /// A tap can fall outside the input (padding).
     pub padded: bool,
-    pub in_h: usize,
-    pub in_w: usize,
     pub strides: [usize; 2],
     pub dilations: [usize; 2],
     /// Top and left padding.
@@ -209,10 +207,6 @@ pub(super) fn lower(
     q[Q_PIX] = u32_of(pixels, "a convolution size")?;
     // The matrix the gather would write, where x's producer writes it instead.
     let im2col = (!in_place && g.layout == InputLayout::Nchw).then_some(Im2col {
-        batches: g.batches,
-        cin: g.cin,
-        in_h: g.in_h,
-        in_w: g.in_w,
         k_h: g.k_h,
         k_w: g.k_w,
         strides: g.strides,
@@ -268,13 +262,7 @@ pub(super) fn lower(
     let mut ins = vec![a, b];
     ins.extend_from_slice(&reads[2..]);
     let (mut v, mut writes) = (v, vec![dst]);
-    if let Some((idx, (st, words))) = mirror_out.and_then(|(idx, im)| im.store(Q_WORDS).map(|s| (idx, s))) {
-        q.resize(Q_WORDS, 0);
-        v.mirror = Some(st);
-        q.extend(words);
-        writes.push(Buf::Mirror(idx));
-        l.mirrors.wrote = Some(idx);
-    }
+    store_mirror(l, &mut v, &mut q, &mut writes, mirror_out);
     let direct = Direct { a_k_fast: true, b_k_fast: g.layout == InputLayout::Nhwc, wide: false };
     direct.launch(&gemm_decls(v, stages), l, m, n, kp, batches, q, ins, writes, cx)?;
     Ok(Taken::Direct)
